@@ -1,0 +1,148 @@
+"""Every exception gwlab raises.
+
+GatewayError
+├── InvalidRequest           refused here, before sending; names the field (also a ValueError)
+├── ConnectionFailed         no complete answer: refused, reset
+│   ├── Timeout                  connect, read or overall deadline passed
+│   └── StreamInterrupted        closed before its end marker; .partial keeps what arrived
+│       (alias IncompleteStream)
+└── StatusError              the gateway answered >= 400: .status, .request_id, .body
+    ├── BadRequest 400/413/415/422 · AuthenticationFailed 401 · PermissionDenied 403 · NotFound 404
+    ├── RateLimited 429 (.retry_after, .code)
+    └── ServerError 5xx
+
+The module is a leaf: any layer may import it, it imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "AuthenticationFailed",
+    "BadRequest",
+    "ConnectionFailed",
+    "ConnectionInterrupted",
+    "GatewayError",
+    "IncompleteStream",
+    "InvalidRequest",
+    "NotFound",
+    "PermissionDenied",
+    "RateLimited",
+    "ServerError",
+    "StatusError",
+    "StreamInterrupted",
+    "Timeout",
+    "error_for_status",
+]
+
+
+class GatewayError(Exception):
+    """Base of everything gwlab raises on purpose."""
+
+
+class InvalidRequest(GatewayError, ValueError):
+    """A request refused before it left: `field` names the offending field (dotted path)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class ConnectionFailed(GatewayError):
+    """No complete answer arrived: the connection was refused, reset or cut."""
+
+    def __init__(self, message: str, *, method: str | None = None, path: str | None = None) -> None:
+        self.method, self.path = method, path
+        where = f" ({method} {path})" if method else ""
+        super().__init__(f"{message}{where}")
+
+
+ConnectionInterrupted = ConnectionFailed
+
+
+class Timeout(ConnectionFailed):
+    """A connect, read or overall deadline passed."""
+
+
+class StreamInterrupted(ConnectionFailed):
+    """A stream closed before its documented end marker; `partial` holds what arrived."""
+
+    def __init__(self, message: str, *, partial: Any = None, method: str | None = None,
+                 path: str | None = None, request_id: str | None = None) -> None:
+        self.partial = partial
+        self.request_id = request_id
+        super().__init__(message, method=method, path=path)
+
+
+IncompleteStream = StreamInterrupted
+
+
+class StatusError(GatewayError):
+    """The gateway answered with a status >= 400."""
+
+    def __init__(self, message: str, *, status: int, body: Any = None, request_id: str | None = None,
+                 method: str | None = None, path: str | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:
+        self.status = status
+        self.body = body
+        self.request_id = request_id
+        self.method, self.path = method, path
+        self.headers = dict(headers or {})
+        self.error = _error_object(body)
+        self.code = self.error.get("code") if isinstance(self.error, Mapping) else None
+        where = f"{method} {path} " if method else ""
+        rid = f" [request {request_id}]" if request_id else ""
+        super().__init__(f"{where}→ {status}: {message}{rid}")
+
+
+class BadRequest(StatusError):
+    """400 (and 413/415/422): correct the request before sending it again."""
+
+
+class AuthenticationFailed(StatusError):
+    """401: missing, invalid, disabled or deleted key, or a malformed auth header."""
+
+
+class PermissionDenied(StatusError):
+    """403: the key may not use this model or resource."""
+
+
+class NotFound(StatusError):
+    """404: unknown path, model, task or resource."""
+
+
+class RateLimited(StatusError):
+    """429: wait as directed (`retry_after` seconds) before a limited number of retries."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, **kwargs)
+
+
+class ServerError(StatusError):
+    """5xx: a temporary platform or upstream failure."""
+
+
+_BY_STATUS: dict[int, type[StatusError]] = {
+    400: BadRequest, 401: AuthenticationFailed, 403: PermissionDenied, 404: NotFound,
+    413: BadRequest, 415: BadRequest, 422: BadRequest, 429: RateLimited,
+}
+
+
+def error_for_status(status: int) -> type[StatusError]:
+    """The most specific class for an HTTP status."""
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
+    return ServerError if status >= 500 else StatusError
+
+
+def _error_object(body: Any) -> Any:
+    """The error object of any family's body: OpenAI/Anthropic `error`, TypeSafe `detail`."""
+    if isinstance(body, Mapping):
+        for key in ("error", "detail"):
+            if key in body:
+                return body[key] if isinstance(body[key], Mapping) else {"message": body[key]}
+        return dict(body)
+    return {"message": body} if body else {}

@@ -1,0 +1,71 @@
+"""One small interface per local ability; an engine is whatever has these methods (no base class)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A validated System One question: `type` is noul|choice|score."""
+
+    type: str
+    instructions: str | None = None
+    # noul: {"true": str|None, "false": str|None}; choice: {label: description|None}; score: [levels]
+    criteria: Mapping[str, str | None] | Sequence[str] | None = None
+
+
+@dataclass(slots=True)
+class Decision:
+    """What a decider returns: answers keyed like the request, plus real input token usage."""
+
+    answers: dict[str, dict[str, Any]]
+    input_tokens: int
+
+
+class Decider(Protocol):
+    model_id: str
+
+    def decide(self, state: str, questions: Mapping[str, Question], *, temperature: float = ...) -> Decision:
+        """Answer every question about `state` (already rendered to text)."""
+        ...
+
+
+@dataclass(slots=True)
+class Completion:
+    """One generated piece (streamed) and, on the last one, the finish reason."""
+
+    text: str
+    finish_reason: str | None = None  # "stop" | "length" on the final piece
+
+
+@dataclass(slots=True)
+class GenerationUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(slots=True)
+class GenerationRequest:
+    prompt: str
+    max_tokens: int = 256
+    temperature: float = 0.7
+    stop: Sequence[str] = field(default_factory=tuple)
+    seed: int | None = None
+    grammar: str | None = None  # GBNF, e.g. from a JSON schema, to force well-formed output
+
+
+class TextGenerator(Protocol):
+    model_id: str
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def stream(self, request: GenerationRequest, usage: GenerationUsage) -> Iterator[Completion]:
+        """Yield pieces of text as they are produced; fill `usage` with real token counts."""
+        ...
+
+    def json_grammar(self, schema: Mapping[str, Any]) -> str:
+        """A grammar that forces output valid against the JSON schema."""
+        ...

@@ -1,0 +1,1 @@
+"""Protocol facts of the gateway spec: shapes, enums, limits, validation, SSE decoding. No I/O."""

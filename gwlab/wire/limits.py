@@ -1,0 +1,51 @@
+"""Limits, enums and header names of the spec, written once (one source of truth per fact)."""
+
+from __future__ import annotations
+
+# --- addressing and headers -------------------------------------------------------------------
+API_PREFIX = "/v1"
+ANTHROPIC_VERSION = "2023-06-01"  # the spec's value; the anthropic SDK 2.x sends the next one
+ANTHROPIC_VERSIONS_ACCEPTED = ("2023-06-01", "2026-10-21")
+REALTIME_BETA = "realtime=v1"
+REALTIME_SUBPROTOCOL = "realtime"
+REALTIME_KEY_SUBPROTOCOL_PREFIX = "openai-insecure-api-key."
+REALTIME_BETA_SUBPROTOCOL = "openai-beta.realtime-v1"
+REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-typesafe-request-id")
+
+# --- decisions -------------------------------------------------------------------------------
+QUESTION_TYPES = ("noul", "choice", "score")
+MAX_CHOICE_OPTIONS = 255
+MIN_CHOICE_OPTIONS = 2
+MIN_SCORE_LEVELS = 2
+MAX_SCORE_LEVELS = 10
+MAX_QUESTIONS = 64
+
+# --- realtime (spec: Limits, Session configuration) -------------------------------------------
+EPHEMERAL_TOKEN_SECONDS = 60
+VOICES = ("alloy", "echo", "shimmer")
+AUDIO_FORMATS = ("pcm16", "g711_ulaw", "g711_alaw")
+MODALITIES = ("text", "audio")
+TOOL_CHOICES = ("auto", "none", "required")
+TEMPERATURE_RANGE = (0.0, 2.0)
+TEMPERATURE_DEFAULT = 1.0
+MAX_OUTPUT_TOKENS_RANGE = (1, 4096)
+VAD_THRESHOLD_RANGE = (0.0, 1.0)
+VAD_THRESHOLD_DEFAULT = 0.5
+VAD_PREFIX_PADDING_MS_RANGE = (0, 5000)
+VAD_PREFIX_PADDING_MS_DEFAULT = 500
+VAD_SILENCE_DURATION_MS_RANGE = (100, 10000)
+VAD_SILENCE_DURATION_MS_DEFAULT = 1000
+PCM16_SAMPLE_RATE = 24_000
+G711_SAMPLE_RATE = 8_000
+WEBRTC_DATA_CHANNEL = "oai-events"
+WEBRTC_CONNECTION_TIMEOUT_MS = 30_000
+
+# --- transport ------------------------------------------------------------------------------
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+QUOTA_EXHAUSTED_CODES = frozenset({"insufficient_quota", "quota_exhausted"})
+MAX_BODY_BYTES_DEFAULT = 32 * 1024 * 1024
+
+# --- tasks (videos) -------------------------------------------------------------------------
+VIDEO_STATUSES = ("queued", "in_progress", "completed", "failed")
+VIDEO_TERMINAL = ("completed", "failed")
+VIDEO_VARIANTS = ("video", "thumbnail", "spritesheet")
