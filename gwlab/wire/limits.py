@@ -19,6 +19,14 @@ MIN_CHOICE_OPTIONS = 2
 MIN_SCORE_LEVELS = 2
 MAX_SCORE_LEVELS = 10
 MAX_QUESTIONS = 64
+QUESTION_FIELDS = ("type", "instructions", "criteria")
+NOUL_OUTCOMES = ("true", "false")
+MAX_STATE_DEPTH = 64  # nesting of a JSON state; deeper is refused rather than recursed into
+OPENAI_QUESTION_TYPES = ("predicate", "choice", "score")  # protocols.md §7.8
+MAX_OPENAI_QUESTIONS = 400
+
+# --- tools (function names as the OpenAI and Anthropic APIs accept them) -----------------------
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 # --- realtime (spec: Limits, Session configuration) -------------------------------------------
 EPHEMERAL_TOKEN_SECONDS = 60
@@ -49,3 +57,11 @@ MAX_BODY_BYTES_DEFAULT = 32 * 1024 * 1024
 VIDEO_STATUSES = ("queued", "in_progress", "completed", "failed")
 VIDEO_TERMINAL = ("completed", "failed")
 VIDEO_VARIANTS = ("video", "thumbnail", "spritesheet")
+VIDEO_DEFAULT_VARIANT = "video"
+VIDEO_SECONDS = ("4", "8", "12")  # strings on the wire
+VIDEO_SIZES = ("720x1280", "1280x720", "1024x1792", "1792x1024")
+VIDEO_LIST_LIMIT_RANGE = (1, 100)
+LIST_ORDERS = ("asc", "desc")
+TASK_CANCELLED_STATUSES = ("cancelled", "canceled")  # spec: cancellation is terminal too
+VIDEO_POLL_AFTER_HEADER = "openai-poll-after-ms"
+VIDEO_POLL_DEFAULT_SECONDS = 1.0

@@ -1,0 +1,79 @@
+"""The `gwlab` command: run the local gateway and manage its keys."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gwlab", description="gwlab: the local gateway and its keys")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the local gateway in the foreground")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    serve.add_argument("--db", default=None, help="SQLite file (default: $GWLAB_DB or ~/.cache/gwlab)")
+    serve.add_argument("--rate-limit-rpm", type=int, default=None, help="per-key requests per minute")
+    serve.add_argument("--max-body-bytes", type=int, default=None)
+
+    keys = sub.add_parser("keys", help="create, list, disable and delete keys")
+    keys_sub = keys.add_subparsers(dest="action", required=True)
+    create = keys_sub.add_parser("create", help="create a key and print it once")
+    create.add_argument("--name", required=True)
+    create.add_argument("--models", default=None, help="comma-separated model ids (default: all)")
+    for name in ("list", "disable", "delete"):
+        action = keys_sub.add_parser(name)
+        if name != "list":
+            action.add_argument("name")
+    for action in keys_sub.choices.values():
+        action.add_argument("--db", default=None)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from gwlab.local.settings import Settings
+
+    settings = Settings(db_path=args.db or "")
+    if args.command == "serve":
+        from gwlab.local.server import serve
+
+        options = {"rate_limit_rpm": args.rate_limit_rpm}
+        if args.max_body_bytes:
+            options["max_body_bytes"] = args.max_body_bytes
+        serve(args.host, args.port, Settings(db_path=args.db or "", **options))
+        return 0
+    return _keys(args, settings)
+
+
+def _keys(args: argparse.Namespace, settings: Settings) -> int:
+    from gwlab.local.store import Store
+
+    store = Store(settings.resolved_db())
+    if args.action == "create":
+        models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+        try:
+            print(store.create_key(args.name, models))  # the only time the key is shown
+        except ValueError as exc:
+            print(f"gwlab: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.action == "list":
+        print(f"{'NAME':<24} {'PREFIX':<12} {'STATUS':<9} {'CREATED':<20} MODELS")
+        for key in store.list_keys():
+            created = datetime.fromtimestamp(key.created_at).strftime("%Y-%m-%d %H:%M:%S")
+            models = ",".join(key.models) if key.models else "all"
+            print(f"{key.name:<24} {key.prefix + '…':<12} {key.status:<9} {created:<20} {models}")
+        return 0
+    done = store.set_key_status(args.name, "disabled") if args.action == "disable" else store.delete_key(args.name)
+    if not done:
+        print(f"gwlab: no key named {args.name!r}", file=sys.stderr)
+        return 1
+    print(f"{args.action}d key {args.name!r}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

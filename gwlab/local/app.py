@@ -1,0 +1,80 @@
+"""Assemble the local gateway: the family routers, the request context and the error handlers."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
+
+from gwlab.errors import InvalidRequest
+from gwlab.local.body import BodyTooLarge
+from gwlab.local.errors import APIError, error_response
+from gwlab.local.ratelimit import RateLimiter
+from gwlab.local.request_log import RequestContext
+from gwlab.local.settings import Settings
+from gwlab.local.store import Store
+
+log = logging.getLogger("gwlab.local")
+
+# one router per protocol family; a family whose module is not there yet is simply not served
+ROUTERS = ("models", "chat", "responses", "messages", "decisions", "videos", "realtime")
+
+
+def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+    settings = settings or Settings()
+    store = store or Store(settings.resolved_db())
+    app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None)
+    app.state.settings, app.state.store = settings, store
+    app.state.limiter = RateLimiter(settings.rate_limit_rpm)
+    for name in ROUTERS:
+        try:
+            module = importlib.import_module(f"gwlab.local.routes.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"gwlab.local.routes.{name}":
+                raise
+            continue
+        app.include_router(module.router)
+        if hasattr(module, "setup"):
+            module.setup(app)
+    _install_error_handlers(app)
+    app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    def render(request: Request, error: APIError) -> JSONResponse:
+        return error_response(request.url.path, error, getattr(request.state, "request_id", None))
+
+    @app.exception_handler(APIError)
+    async def api_error(request: Request, exc: APIError) -> JSONResponse:
+        return render(request, exc)
+
+    @app.exception_handler(InvalidRequest)
+    async def invalid_request(request: Request, exc: InvalidRequest) -> JSONResponse:
+        return render(request, APIError(400, str(exc), param=exc.field or None))
+
+    @app.exception_handler(BodyTooLarge)
+    async def too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
+        limit = request.app.state.settings.max_body_bytes
+        return render(request, APIError(413, f"The request body exceeds {limit} bytes", param="body"))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header"))
+        return render(request, APIError(400, f"{where or 'body'}: {first.get('msg')}", param=where or "body"))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        message = "Unknown path" if exc.status_code == 404 else str(exc.detail)
+        return render(request, APIError(exc.status_code, f"{message}: {request.method} {request.url.path}"))
+
+    @app.exception_handler(Exception)
+    async def crash(request: Request, exc: Exception) -> JSONResponse:  # never a hang, never a bare 500
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return render(request, APIError(500, "The local gateway failed on this request; see its log",
+                                        code="server_error"))

@@ -1,0 +1,49 @@
+"""The models the local gateway serves, and what each supports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+_CREATED = 1767225600  # 2026-01-01, a fixed date so listings are stable
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    id: str
+    display_name: str
+    description: str
+    supports: tuple[str, ...]  # protocol families: chat, responses, messages, decisions, realtime, videos
+
+
+MODELS: tuple[ModelInfo, ...] = (
+    ModelInfo("local/gemma-3-270m", "Gemma 3 270M (local, base model)",
+              "Text generation from a 270M base model through llama.cpp", ("chat", "responses", "messages")),
+    ModelInfo("local/decide-e5-small", "Decisions: multilingual-e5-small (local)",
+              "Typed decisions (noul, choice, score) by embedding similarity", ("decisions",)),
+    ModelInfo("local/realtime-gemma-3-270m", "Realtime: Whisper tiny.en + Gemma 3 270M + espeak-ng",
+              "Speech in, text and speech out over WebSocket or WebRTC", ("realtime",)),
+    ModelInfo("local/video-preview", "Preview renderer (not a generative video model)",
+              "Renders the prompt as text frames into a short MP4, for exercising task APIs", ("videos",)),
+)
+_BY_ID = {m.id: m for m in MODELS}
+
+
+def find(model_id: str) -> ModelInfo | None:
+    return _BY_ID.get(model_id)
+
+
+def listing(visible: list[ModelInfo]) -> dict[str, Any]:
+    """One body that the openai, anthropic and typesafe SDKs all parse (protocols.md section 0)."""
+    created_at = datetime.fromtimestamp(_CREATED, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    data = [
+        {"id": m.id, "object": "model", "created": _CREATED, "owned_by": "gwlab-local",
+         "type": "model", "display_name": m.display_name, "created_at": created_at, "supports": list(m.supports)}
+        for m in visible
+    ]
+    return {
+        "object": "list", "data": data, "has_more": False,
+        "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None,
+        "models": [{"name": m.id, "description": m.description, "release_date": created_at[:10]} for m in visible],
+    }

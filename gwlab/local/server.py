@@ -1,0 +1,82 @@
+"""Run the local gateway: in the foreground (`gwlab serve`) or on a background thread (`start()`)."""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+
+from gwlab.local.app import create_app
+from gwlab.local.settings import Settings
+from gwlab.local.store import Store
+
+
+def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """Bind first, so the URL (with a free port when port=0) is known before the server runs."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def base_url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/v1"
+
+
+def _config(app: object) -> uvicorn.Config:
+    # no access log: the gateway keeps its own request log, which never holds a header or a body
+    return uvicorn.Config(app, log_level="warning", access_log=False, ws="websockets", lifespan="on",
+                          timeout_keep_alive=30)
+
+
+def serve(host: str = "127.0.0.1", port: int = 0, settings: Settings | None = None) -> None:
+    """Serve until SIGINT/SIGTERM (uvicorn handles both and shuts down cleanly)."""
+    settings = settings or Settings()
+    sock = bind(host, port)
+    app = create_app(settings)
+    print(base_url(sock), flush=True)  # the first line of stdout, for scripts and tests
+    uvicorn.Server(_config(app)).run(sockets=[sock])
+
+
+@dataclass
+class LocalGateway:
+    """A gateway running on a background thread of this process, with a fresh key for its caller."""
+
+    base_url: str
+    api_key: str = field(repr=False)
+    db_path: str
+    _server: uvicorn.Server = field(repr=False)
+    _thread: threading.Thread = field(repr=False)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+
+def start(db_path: str | None = None, *, host: str = "127.0.0.1", port: int = 0,
+          settings: Settings | None = None, key_name: str | None = None) -> LocalGateway:
+    """Start the local gateway on a free loopback port; return its URL and a fresh key.
+
+    Without `db_path` the state lives in a new temporary directory, so notebooks and tests never
+    share keys or logs by accident."""
+    db_path = db_path or str(Path(tempfile.mkdtemp(prefix="gwlab-")) / "gateway.sqlite")
+    settings = settings or Settings(db_path=db_path)
+    store = Store(db_path)
+    api_key = store.create_key(key_name or f"session-{threading.get_ident():x}-{id(store):x}")
+    sock = bind(host, port)
+    server = uvicorn.Server(_config(create_app(settings, store)))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="gwlab-local", daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("the local gateway failed to start; see the log above")
+        threading.Event().wait(0.01)
+    return LocalGateway(base_url(sock), api_key, db_path, server, thread)
