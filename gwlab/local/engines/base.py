@@ -6,15 +6,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from gwlab.wire.decisions import Question  # one definition, validated on the wire; re-exported here
 
-@dataclass(frozen=True, slots=True)
-class Question:
-    """A validated System One question: `type` is noul|choice|score."""
-
-    type: str
-    instructions: str | None = None
-    # noul: {"true": str|None, "false": str|None}; choice: {label: description|None}; score: [levels]
-    criteria: Mapping[str, str | None] | Sequence[str] | None = None
+__all__ = ["Completion", "Decider", "Decision", "GenerationRequest", "GenerationUsage", "Question",
+           "TextGenerator"]
 
 
 @dataclass(slots=True)
@@ -23,6 +18,8 @@ class Decision:
 
     answers: dict[str, dict[str, Any]]
     input_tokens: int
+    # part of input_tokens whose embeddings came from the cache (for usage.input_tokens_details.cached_tokens)
+    cached_input_tokens: int = 0
 
 
 class Decider(Protocol):
@@ -68,4 +65,20 @@ class TextGenerator(Protocol):
 
     def json_grammar(self, schema: Mapping[str, Any]) -> str:
         """A grammar that forces output valid against the JSON schema."""
+        ...
+
+
+class Transcriber(Protocol):
+    model_id: str
+
+    def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
+        """The text spoken in mono signed 16-bit little-endian PCM at `sample_rate`."""
+        ...
+
+
+class Speaker(Protocol):
+    model_id: str
+
+    def speak(self, text: str, voice: str) -> tuple[bytes, int]:
+        """Speech for `text` as mono signed 16-bit little-endian PCM, and its sample rate."""
         ...

@@ -1,0 +1,775 @@
+"""System One decisions: one validator for both sides, typed results, and the gateway's answer body.
+
+Strict writer, tolerant reader. `build_request` (client) and `parse_request` (local gateway) run the same
+validator, so the client never sends what the gateway would refuse, and every refusal is an
+`InvalidRequest` naming the field as a dotted path (`questions.team.criteria`). `parse_response` keeps
+every field and answer type it does not know. The OpenAI decisions shape (protocols.md §7.8) is
+converted to and from System One here, so the gateway can answer `/v1/decisions` in either shape.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from gwlab.errors import InvalidRequest
+from gwlab.wire.limits import (
+    MAX_CHOICE_OPTIONS,
+    MAX_OPENAI_QUESTIONS,
+    MAX_QUESTIONS,
+    MAX_SCORE_LEVELS,
+    MAX_STATE_DEPTH,
+    MIN_CHOICE_OPTIONS,
+    MIN_SCORE_LEVELS,
+    NOUL_OUTCOMES,
+    OPENAI_QUESTION_TYPES,
+    QUESTION_FIELDS,
+    QUESTION_TYPES,
+)
+
+__all__ = [
+    "Answer",
+    "ChoiceAnswer",
+    "DecisionRequest",
+    "DecisionResult",
+    "NoulAnswer",
+    "OpenAIQuestion",
+    "Question",
+    "ScoreAnswer",
+    "UnknownAnswer",
+    "build_request",
+    "is_openai_shape",
+    "openai_to_system_one",
+    "parse_answer",
+    "parse_request",
+    "parse_response",
+    "question_to_wire",
+    "render_state",
+    "response_body",
+    "system_one_to_openai_response",
+    "to_question",
+]
+
+_MISSING: Any = object()
+
+
+# --- the request ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A validated System One question: `type` is noul|choice|score."""
+
+    type: str
+    instructions: str | None = None
+    # noul: {"true": str|None, "false": str|None}; choice: {label: description|None}; score: [levels]
+    criteria: Mapping[str, str | None] | Sequence[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRequest:
+    """A System One request the gateway accepted; `state_text` is what the engine reads."""
+
+    model: str
+    state: str | Mapping[str, Any] | list[Any]
+    state_text: str
+    questions: dict[str, Question]
+    # other top-level fields (assets, vendor routing): kept for the route to accept or refuse
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def build_request(
+    state: str | Mapping[str, Any] | Sequence[Any],
+    questions: Mapping[str, Mapping[str, Any] | Question],
+    model: str,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The System One body for `state` and `questions`, refused here (naming the field) if invalid.
+
+    Optional fields set to None are omitted, as the spec asks; `extra` rides along at the top level.
+    """
+    _check_stream(extra.get("stream"))
+    body: dict[str, Any] = {"model": _model(model), "state": _client_state(state)}
+    body["questions"] = {qid: question_to_wire(q) for qid, q in _questions(questions).items()}
+    body.update({key: value for key, value in extra.items() if value is not None})
+    return body
+
+
+_REQUEST_FIELDS = ("model", "state", "questions", "stream")
+
+
+def parse_request(body: Any) -> DecisionRequest:
+    """Validate an untrusted System One body; raises only `InvalidRequest`, naming the field."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("", f"the body must be a JSON object; got {_kind(body)}")
+    _check_stream(body.get("stream"))
+    model = _model(body.get("model", _MISSING))
+    state = body.get("state", _MISSING)
+    if state is _MISSING:
+        raise InvalidRequest("state", "required: the text or JSON object/array every question is about")
+    state_text = render_state(state)
+    questions = _questions(body.get("questions", _MISSING))
+    extra = {key: value for key, value in body.items() if key not in _REQUEST_FIELDS}
+    return DecisionRequest(model, state, state_text, questions, extra)
+
+
+def to_question(value: Any, qid: str = "question") -> Question:
+    """One question (a dict or a `Question`-like object) validated; errors name `questions.<qid>`."""
+    path = f"questions.{qid}"
+    fields = _question_fields(value, path)
+    for key in fields:
+        if key not in QUESTION_FIELDS:
+            takes = _listed(QUESTION_FIELDS)
+            raise InvalidRequest(f"{path}.{key}", f"unknown question field; a question takes only {takes}")
+    qtype = fields.get("type", _MISSING)
+    if not isinstance(qtype, str) or qtype not in QUESTION_TYPES:
+        got = "nothing" if qtype is _MISSING else _show(qtype)
+        raise InvalidRequest(f"{path}.type", f"must be one of {_listed(QUESTION_TYPES)}; got {got}")
+    instructions = fields.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise InvalidRequest(f"{path}.instructions", f"must be a string; got {_kind(instructions)}")
+    criteria = _CRITERIA[qtype](fields.get("criteria"), f"{path}.criteria")
+    outcomes = criteria.values() if isinstance(criteria, Mapping) else ()
+    if qtype == "noul" and not _blank_free(instructions) and not any(map(_blank_free, outcomes)):
+        needs = "a noul question needs instructions or a described outcome"
+        raise InvalidRequest(f"{path}.instructions", needs)
+    return Question(qtype, instructions, criteria)
+
+
+def question_to_wire(question: Question) -> dict[str, Any]:
+    """The JSON form of a validated question, unset fields omitted."""
+    wire: dict[str, Any] = {"type": question.type}
+    if question.instructions is not None:
+        wire["instructions"] = question.instructions
+    if isinstance(question.criteria, Mapping):
+        wire["criteria"] = dict(question.criteria)
+    elif question.criteria is not None:
+        wire["criteria"] = list(question.criteria)
+    return wire
+
+
+def render_state(state: Any) -> str:
+    """The state as text for the engine: strings as given, JSON as `path: value` lines.
+
+    Why lines and not JSON: the local engines embed or prompt with the text, and prose-like
+    `customer.tier: gold` carries the same facts as `{"customer": {"tier": "gold"}}` without braces,
+    quotes and escapes, which cost tokens in a 512-token window and add noise to an embedding. Dotted
+    paths keep nesting unambiguous; arrays of scalars read as `tags: a, b`; key order is kept.
+    """
+    if isinstance(state, str):
+        return state
+    if not isinstance(state, Mapping | list | tuple):
+        raise InvalidRequest("state", f"must be a string, a JSON object or a JSON array; got {_kind(state)}")
+    if isinstance(state, list | tuple) and all(map(_is_scalar, state)):
+        return "\n".join(_scalar(item) for item in state)  # a plain list reads as one item per line
+    lines: list[str] = []
+    _render(state, "", lines, 0)
+    return "\n".join(lines)
+
+
+def _render(value: Any, path: str, lines: list[str], depth: int) -> None:
+    if depth >= MAX_STATE_DEPTH:
+        raise InvalidRequest("state", f"nested deeper than {MAX_STATE_DEPTH} levels")
+    if isinstance(value, Mapping):
+        if not value and path:
+            lines.append(f"{path}: {{}}")
+        for key, item in value.items():
+            _render(item, f"{path}.{key}" if path else str(key), lines, depth + 1)
+    elif isinstance(value, list | tuple):
+        if path and all(map(_is_scalar, value)):
+            lines.append(f"{path}: " + (", ".join(_scalar(item) for item in value) if value else "[]"))
+        else:
+            for index, item in enumerate(value):
+                _render(item, f"{path}[{index}]", lines, depth + 1)
+    else:
+        lines.append(f"{path}: {_scalar(value)}" if path else _scalar(value))
+
+
+def _is_scalar(value: Any) -> bool:
+    return not isinstance(value, Mapping | list | tuple)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, bool | int | float):
+        try:
+            return json.dumps(value)
+        except ValueError:  # an integer beyond Python's 4300-digit conversion limit
+            raise InvalidRequest("state", "holds a number too large to read") from None
+    return str(value)
+
+
+def _check_stream(stream: Any) -> None:
+    if stream is not None and stream is not False:
+        raise InvalidRequest("stream", "decisions never stream")
+
+
+def _model(model: Any) -> str:
+    if model is _MISSING:
+        raise InvalidRequest("model", "required: the ID of a decision model")
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidRequest("model", f"must be a non-empty string; got {_show(model)}")
+    return model
+
+
+def _client_state(state: Any) -> Any:
+    if isinstance(state, str):
+        return state
+    if not isinstance(state, Mapping | list | tuple):
+        raise InvalidRequest("state", f"must be a string, a JSON object or a JSON array; got {_kind(state)}")
+    render_state(state)  # the same depth limit the gateway applies
+    try:  # a JSON round trip: refuses what would not serialise, and leaves no aliasing with the caller
+        return json.loads(json.dumps(state, allow_nan=False))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidRequest("state", f"must be JSON-serialisable: {exc}") from None
+
+
+def _questions(value: Any) -> dict[str, Question]:
+    if value is _MISSING:
+        raise InvalidRequest("questions", "required: an object mapping question ids to questions")
+    if not isinstance(value, Mapping):
+        raise InvalidRequest("questions",
+                             f"must be an object mapping question ids to questions; got {_kind(value)}")
+    if not value:
+        raise InvalidRequest("questions", "needs at least one question")
+    if len(value) > MAX_QUESTIONS:
+        raise InvalidRequest("questions", f"takes at most {MAX_QUESTIONS} questions; got {len(value)}")
+    questions: dict[str, Question] = {}
+    for qid, question in value.items():
+        if not isinstance(qid, str) or not qid:
+            raise InvalidRequest("questions", f"question ids must be non-empty strings; got {_show(qid)}")
+        questions[qid] = to_question(question, qid)
+    return questions
+
+
+def _question_fields(value: Any, path: str) -> dict[Any, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(getattr(value, "type", None), str):  # a Question, or anything shaped like one
+        names = ("type", "instructions", "criteria")
+        return {name: getattr(value, name) for name in names if getattr(value, name, None) is not None}
+    raise InvalidRequest(path, f"must be an object with a type; got {_kind(value)}")
+
+
+def _noul_criteria(value: Any, path: str) -> dict[str, str | None] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(path, f"a noul question takes an object with keys 'true' and/or 'false'; "
+                                   f"got {_kind(value)}")
+    for key, text in value.items():
+        if key not in NOUL_OUTCOMES:
+            raise InvalidRequest(f"{path}.{key}",
+                                 "a noul question's criteria take only the keys 'true' and 'false'")
+        if text is not None and not isinstance(text, str):
+            raise InvalidRequest(f"{path}.{key}", f"must be a string or null; got {_kind(text)}")
+    return dict(value)
+
+
+def _choice_criteria(value: Any, path: str) -> dict[str, str | None]:
+    if value is None:
+        raise InvalidRequest(path, "a choice question needs criteria: "
+                                   "an object mapping each option to a description or null")
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(path, f"a choice question takes an object of options; got {_kind(value)}")
+    n = len(value)
+    if n < MIN_CHOICE_OPTIONS:
+        raise InvalidRequest(path, f"a choice question needs at least {MIN_CHOICE_OPTIONS} options; got {n}")
+    if n > MAX_CHOICE_OPTIONS:
+        raise InvalidRequest(path, f"a choice question takes at most {MAX_CHOICE_OPTIONS} options; got {n}")
+    for label, text in value.items():
+        if not _blank_free(label):
+            raise InvalidRequest(path, f"option labels must be non-empty strings; got {_show(label)}")
+        if text is not None and not isinstance(text, str):
+            raise InvalidRequest(f"{path}.{label}", f"must be a string or null; got {_kind(text)}")
+    return dict(value)
+
+
+def _score_criteria(value: Any, path: str) -> list[str]:
+    if value is None:
+        raise InvalidRequest(path, "a score question needs criteria: an ordered array of level descriptions")
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise InvalidRequest(path, f"a score question takes an ordered array of level descriptions; "
+                                   f"got {_kind(value)}")
+    count = len(value)
+    if count < MIN_SCORE_LEVELS:
+        raise InvalidRequest(path, f"a score question needs at least {MIN_SCORE_LEVELS} levels; got {count}")
+    if count > MAX_SCORE_LEVELS:
+        raise InvalidRequest(path, f"a score question takes at most {MAX_SCORE_LEVELS} levels; got {count}")
+    for index, level in enumerate(value):
+        if not _blank_free(level):
+            raise InvalidRequest(f"{path}.{index}", f"a level must be a non-empty string; got {_show(level)}")
+    return list(value)
+
+
+_CRITERIA = {"noul": _noul_criteria, "choice": _choice_criteria, "score": _score_criteria}
+
+
+def _blank_free(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _kind(value: Any) -> str:
+    """The JSON name of a value's type, for messages that must not echo the value itself."""
+    if value is None:
+        return "null"
+    for types, name in ((bool, "boolean"), (int | float, "number"), (str, "string"),
+                        (Mapping, "object"), (list | tuple, "array")):
+        if isinstance(value, types):
+            return name
+    return type(value).__name__
+
+
+def _show(value: Any) -> str:
+    """A short rendering of a refused value: short strings quoted, anything else by its kind."""
+    if isinstance(value, str) and len(value) <= 40:
+        return repr(value)
+    if isinstance(value, bool | int | float) or value is None:
+        return _scalar(value) if not isinstance(value, int) or abs(value) < 10**40 else "a number"
+    return _kind(value)
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(names)
+
+
+# --- the OpenAI decisions shape (protocols.md §7.8) ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIQuestion:
+    """Where one OpenAI-shape question went in System One, so its answer can go back in its shape."""
+
+    name: str  # the caller's name, or a generated one; also its System One question id
+    type: str  # predicate | choice | score
+    # choice: the original values (strings or booleans), in order; score: the level labels, in order
+    values: tuple[Any, ...] = ()
+
+
+def is_openai_shape(body: Any) -> bool:
+    """Whether a /v1/decisions body is OpenAI's (`input` + a `questions` array) rather than System One's."""
+    if not isinstance(body, Mapping):
+        return False
+    return isinstance(body.get("questions"), list) or ("input" in body and "state" not in body)
+
+
+def openai_to_system_one(body: Any) -> tuple[dict[str, Any], list[OpenAIQuestion]]:
+    """The System One body for an OpenAI-shape request, and the order to answer in.
+
+    Raises only `InvalidRequest`, naming the field in the OpenAI shape (`questions.1.choices`).
+    predicate→noul, choices[].value→criteria keys (booleans as "true"/"false"), levels[].label→criteria
+    list (a level's description, when given, is appended to its label: the engine reads the text).
+    """
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("", f"the body must be a JSON object; got {_kind(body)}")
+    _check_stream(body.get("stream"))
+    model = _model(body.get("model", _MISSING))
+    state = _input_state(body.get("input", _MISSING))
+    items = body.get("questions", _MISSING)
+    if not isinstance(items, list):
+        got = "nothing" if items is _MISSING else _kind(items)
+        raise InvalidRequest("questions", f"must be an array of questions; got {got}")
+    if not 1 <= len(items) <= MAX_OPENAI_QUESTIONS:
+        raise InvalidRequest("questions", f"takes 1 to {MAX_OPENAI_QUESTIONS} questions; got {len(items)}")
+    given = [item.get("name") for item in items if isinstance(item, Mapping)]
+    used = {name for name in given if isinstance(name, str)}
+    order: list[OpenAIQuestion] = []
+    questions: dict[str, dict[str, Any]] = {}
+    for index, item in enumerate(items):
+        slot, question = _openai_question(item, f"questions.{index}", index, used)
+        if slot.name in questions:
+            raise InvalidRequest(f"questions.{index}.name", f"duplicate question name {_show(slot.name)}")
+        order.append(slot)
+        questions[slot.name] = question
+    return {"model": model, "state": state, "questions": questions}, order
+
+
+_OPENAI_FIELDS = {"predicate": ("type", "name", "instructions"),
+                  "choice": ("type", "name", "instructions", "choices"),
+                  "score": ("type", "name", "instructions", "levels")}
+
+
+def _openai_question(
+    item: Any, path: str, index: int, used: set[str]
+) -> tuple[OpenAIQuestion, dict[str, Any]]:
+    if not isinstance(item, Mapping):
+        raise InvalidRequest(path, f"must be a question object; got {_kind(item)}")
+    qtype = item.get("type")
+    if not isinstance(qtype, str) or qtype not in OPENAI_QUESTION_TYPES:
+        kinds = _listed(OPENAI_QUESTION_TYPES)
+        raise InvalidRequest(f"{path}.type", f"must be one of {kinds}; got {_show(qtype)}")
+    for key in item:
+        if key not in _OPENAI_FIELDS[qtype]:
+            raise InvalidRequest(f"{path}.{key}", f"unknown field for a {qtype} question")
+    name = item.get("name")
+    if name is None:
+        name = f"q{index}"
+        while name in used:
+            name += "_"
+        used.add(name)
+    elif not _blank_free(name):
+        raise InvalidRequest(f"{path}.name", f"must be a non-empty string; got {_show(name)}")
+    instructions = item.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise InvalidRequest(f"{path}.instructions", f"must be a string; got {_kind(instructions)}")
+    question: dict[str, Any] = {"type": "noul" if qtype == "predicate" else qtype}
+    if instructions is not None:
+        question["instructions"] = instructions
+    values: tuple[Any, ...] = ()
+    if qtype == "predicate" and not _blank_free(instructions):
+        raise InvalidRequest(f"{path}.instructions", "a predicate question needs instructions")
+    if qtype == "choice":
+        question["criteria"], values = _openai_choices(item.get("choices"), f"{path}.choices")
+    elif qtype == "score":
+        question["criteria"], values = _openai_levels(item.get("levels"), f"{path}.levels")
+    return OpenAIQuestion(name, qtype, values), question
+
+
+def _entries(value: Any, path: str, low: int, high: int, what: str) -> list[Mapping[str, Any]]:
+    if not isinstance(value, list):
+        raise InvalidRequest(path, f"must be an array of {what}; got {_kind(value)}")
+    if not low <= len(value) <= high:
+        raise InvalidRequest(path, f"takes {low} to {high} {what}; got {len(value)}")
+    for index, entry in enumerate(value):
+        if not isinstance(entry, Mapping):
+            raise InvalidRequest(f"{path}.{index}", f"must be an object; got {_kind(entry)}")
+        description = entry.get("description")
+        if description is not None and not isinstance(description, str):
+            raise InvalidRequest(f"{path}.{index}.description", f"must be a string; got {_kind(description)}")
+    return value
+
+
+def _openai_choices(value: Any, path: str) -> tuple[dict[str, str | None], tuple[Any, ...]]:
+    entries = _entries(value, path, MIN_CHOICE_OPTIONS, MAX_CHOICE_OPTIONS, "choices")
+    criteria: dict[str, str | None] = {}
+    for index, entry in enumerate(entries):
+        raw = entry.get("value")
+        if not isinstance(raw, bool) and not _blank_free(raw):
+            raise InvalidRequest(f"{path}.{index}.value",
+                                 f"must be a non-empty string or a boolean; got {_show(raw)}")
+        key = _choice_key(raw)
+        if key in criteria:
+            raise InvalidRequest(f"{path}.{index}.value", f"duplicate choice {key!r}; values must be unique")
+        criteria[key] = entry.get("description")
+    return criteria, tuple(entry["value"] for entry in entries)
+
+
+def _openai_levels(value: Any, path: str) -> tuple[list[str], tuple[str, ...]]:
+    entries = _entries(value, path, MIN_SCORE_LEVELS, MAX_SCORE_LEVELS, "levels")
+    for index, entry in enumerate(entries):
+        label = entry.get("label")
+        if not _blank_free(label):
+            raise InvalidRequest(f"{path}.{index}.label", f"must be a non-empty string; got {_show(label)}")
+    labels = tuple(entry["label"] for entry in entries)
+    texts = [f"{entry['label']}: {entry['description']}" if entry.get("description") else entry["label"]
+             for entry in entries]
+    return texts, labels
+
+
+def _choice_key(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else value
+
+
+def _input_state(value: Any) -> str:
+    """OpenAI `input` as one text: a string as given, items as `role: text` lines."""
+    if value is _MISSING:
+        raise InvalidRequest("input", "required: a string or an array of input items")
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise InvalidRequest("input", f"must be a string or an array of input items; got {_kind(value)}")
+    lines = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise InvalidRequest(f"input.{index}", f"must be an input item object; got {_kind(item)}")
+        lines.append(_item_text(item))
+    return "\n".join(lines)
+
+
+def _item_text(item: Mapping[str, Any]) -> str:
+    kind = item.get("type")
+    if "role" in item and kind in (None, "message"):
+        return f"{_scalar_text(item.get('role'))}: {_content_text(item.get('content'))}"
+    if kind in ("function_call", "custom_tool_call"):
+        payload = item.get("arguments", item.get("input"))
+        return f"{kind} {_scalar_text(item.get('name'))}: {_scalar_text(payload)}"
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        return f"{kind}: {_content_text(item.get('output'))}"
+    return render_state(dict(item))
+
+
+def _content_text(content: Any) -> str:
+    if not isinstance(content, list):
+        return _scalar_text(content)
+    pieces = []
+    for part in content:
+        if not isinstance(part, Mapping):
+            pieces.append(_scalar_text(part))
+        elif isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        elif part.get("type") == "input_json":
+            pieces.append(render_state(part.get("data")) if isinstance(part.get("data"), Mapping | list)
+                          else _scalar_text(part.get("data")))
+        elif isinstance(part.get("refusal"), str):
+            pieces.append(part["refusal"])
+        else:
+            pieces.append(f"[{_scalar_text(part.get('type'))}]")  # an image or file: named, not described
+    return " ".join(pieces)
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, Mapping | list | tuple):
+        return render_state(value)
+    return _scalar(value)
+
+
+def system_one_to_openai_response(
+    answers: Mapping[str, Any], order: Sequence[OpenAIQuestion], usage: Mapping[str, Any] | int, model: str
+) -> dict[str, Any]:
+    """The OpenAI-shape response for System One `answers`, in the request's question order.
+
+    A question without an answer becomes `{"type": "refusal", "name": ...}`, the shape's own way to say so.
+    """
+    usage_in = usage if isinstance(usage, Mapping) else {"input_tokens": usage}
+    input_tokens = int(usage_in.get("input_tokens") or 0)
+    output_tokens = int(usage_in.get("output_tokens") or 0)
+    return {
+        "model": model,
+        "answers": [_openai_answer(slot, answers.get(slot.name)) for slot in order],
+        "usage": {"input_tokens": input_tokens,
+                  "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                  "output_tokens": output_tokens,
+                  "output_tokens_details": {"reasoning_tokens": 0},
+                  "total_tokens": input_tokens + output_tokens},
+    }
+
+
+def _openai_answer(slot: OpenAIQuestion, answer: Any) -> dict[str, Any]:
+    if not isinstance(answer, Mapping):
+        return {"type": "refusal", "name": slot.name}
+    if slot.type == "predicate":
+        return {"type": "predicate", "name": slot.name, "probability": answer.get("noul")}
+    probabilities = answer.get("probabilities") or {}
+    if slot.type == "choice":
+        by_key = {_choice_key(value): value for value in slot.values}
+        return {"type": "choice", "name": slot.name,
+                "choice": by_key.get(answer.get("choice"), answer.get("choice")),
+                "confidence": answer.get("confidence"),
+                "probabilities": [{"value": value, "probability": probabilities.get(key, 0.0)}
+                                  for key, value in by_key.items()]}
+    return {"type": "score", "name": slot.name, "score": answer.get("score"),
+            "confidence": answer.get("confidence"),
+            "probabilities": [{"value": level, "label": label,
+                               "probability": probabilities.get(str(level), 0.0)}
+                              for level, label in enumerate(slot.values)]}
+
+
+# --- the gateway's answer body (protocols.md §7.3) -------------------------------------------------
+
+_ANSWER_FIELDS = {"noul": ("noul",), "choice": ("choice", "confidence", "probabilities"),
+                  "score": ("score", "confidence", "legend", "probabilities")}
+
+
+def response_body(
+    request: DecisionRequest, answers: Any, input_tokens: int | None = None, model: str | None = None
+) -> dict[str, Any]:
+    """Exactly the System One response: `model`, typed `answers` keyed like the request, `usage`.
+
+    `answers` is a question id → answer dict mapping, or a `Decision` (answers + input_tokens) as the
+    local engines return it. Only the spec's fields of each type are written, `type` first; a score's
+    `legend` is filled from its criteria when the engine left it out. `model` defaults to the request's.
+    """
+    if input_tokens is None:
+        input_tokens = getattr(answers, "input_tokens", None)
+        if input_tokens is None:
+            raise TypeError("response_body needs input_tokens (or a Decision that carries them)")
+    answers = getattr(answers, "answers", answers)
+    body: dict[str, Any] = {}
+    for qid, question in request.questions.items():
+        if qid not in answers:
+            raise KeyError(f"the engine returned no answer for question {qid!r}")
+        given = answers[qid]
+        answer: dict[str, Any] = {"type": question.type}
+        for name in _ANSWER_FIELDS[question.type]:
+            if name in given:
+                answer[name] = given[name]
+            elif name == "legend" and question.criteria is not None:
+                answer[name] = {str(level): text for level, text in enumerate(question.criteria)}
+        body[qid] = answer
+    return {"model": model or request.model, "answers": body,
+            "usage": {"input_tokens": int(input_tokens), "output_tokens": 0}}
+
+
+# --- typed results (client side, tolerant) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NoulAnswer:
+    """P(the condition holds), 0 to 1."""
+
+    type: ClassVar[str] = "noul"
+    noul: float | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def value(self) -> float | None:
+        return self.noul
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceAnswer:
+    """The selected option, a probability per option, and how peaked that distribution is."""
+
+    type: ClassVar[str] = "choice"
+    choice: str | None = None
+    probabilities: Mapping[str, float] = field(default_factory=dict)
+    confidence: float | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def value(self) -> str | None:
+        return self.choice
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreAnswer:
+    """The expected level (from 0, may be fractional), a probability per level, and the legend."""
+
+    type: ClassVar[str] = "score"
+    score: float | None = None
+    probabilities: Mapping[str, float] = field(default_factory=dict)
+    confidence: float | None = None
+    legend: Mapping[str, str] = field(default_factory=dict)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def value(self) -> float | None:
+        return self.score
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownAnswer:
+    """An answer of a type this client does not know (`box`, a newer one): kept whole, not dropped."""
+
+    type: str | None = None
+    raw: Any = field(default=None, repr=False)
+
+    @property
+    def value(self) -> Any:
+        return None
+
+
+Answer = NoulAnswer | ChoiceAnswer | ScoreAnswer | UnknownAnswer
+
+
+def parse_answer(data: Any) -> Answer:
+    """One answer, typed by its `type` (or, when a gateway omits it, by the field it carries)."""
+    if not isinstance(data, Mapping):
+        return UnknownAnswer(None, data)
+    kind = data.get("type")
+    if kind is None:
+        kind = next((name for name in QUESTION_TYPES if name in data), None)
+    raw = dict(data)
+    if kind == "noul":
+        return NoulAnswer(_number(data.get("noul")), raw)
+    if kind == "choice":
+        choice = data.get("choice")
+        return ChoiceAnswer(choice if isinstance(choice, str) else None,
+                            _probabilities(data.get("probabilities")), _number(data.get("confidence")), raw)
+    if kind == "score":
+        given = data.get("legend") if isinstance(data.get("legend"), Mapping) else {}
+        legend = {str(key): text for key, text in given.items() if isinstance(text, str)}
+        return ScoreAnswer(_number(data.get("score")), _probabilities(data.get("probabilities")),
+                           _number(data.get("confidence")), legend, raw)
+    return UnknownAnswer(kind if isinstance(kind, str) else None, raw)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _probabilities(value: Any) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(key): float(p) for key, p in value.items() if _number(p) is not None}
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class DecisionResult:
+    """Typed answers keyed like the request; `raw` keeps the whole body as the gateway sent it."""
+
+    answers: dict[str, Answer]
+    usage: Mapping[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    request_id: str | None = None
+    raw: Any = None
+
+    def __getitem__(self, qid: str) -> Answer:
+        return self.answers[qid]
+
+    @property
+    def input_tokens(self) -> int | None:
+        tokens = self.usage.get("input_tokens")
+        return tokens if isinstance(tokens, int) else None
+
+    def to_record(self) -> dict[str, Any]:
+        """One flat row of tidy columns: `{q}__noul`; `{q}__choice`|`{q}__score`, `{q}__p__{option}`,
+        `{q}__confidence`. Unknown answer types add no column (their `raw` stays on the result)."""
+        record: dict[str, Any] = {}
+        for qid, answer in self.answers.items():
+            if isinstance(answer, NoulAnswer):
+                record[f"{qid}__noul"] = answer.noul
+            elif isinstance(answer, ChoiceAnswer | ScoreAnswer):
+                record[f"{qid}__{answer.type}"] = answer.value
+                record.update({f"{qid}__p__{key}": p for key, p in answer.probabilities.items()})
+                record[f"{qid}__confidence"] = answer.confidence
+        return record
+
+    def __repr__(self) -> str:
+        shown = [f"{qid}: {_brief(answer)}" for qid, answer in list(self.answers.items())[:5]]
+        more = ", …" if len(self.answers) > 5 else ""
+        return (f"DecisionResult(model={self.model!r}, answers={{{', '.join(shown)}{more}}}, "
+                f"input_tokens={self.input_tokens})")
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{html.escape(qid)}</td><td>{html.escape(str(answer.type))}</td>"
+            f"<td>{html.escape(_value_text(answer.value))}</td>"
+            f"<td>{html.escape(_value_text(getattr(answer, 'confidence', None)))}</td></tr>"
+            for qid, answer in self.answers.items())
+        caption = html.escape(f"model {self.model or '?'} · input tokens {self.input_tokens}"
+                              + (f" · request {self.request_id}" if self.request_id else ""))
+        return (f"<table><caption>{caption}</caption><thead><tr><th>question</th><th>type</th>"
+                f"<th>answer</th><th>confidence</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def _value_text(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _brief(answer: Answer) -> str:
+    confidence = getattr(answer, "confidence", None)
+    value = repr(answer.value) if isinstance(answer.value, str) else _value_text(answer.value)
+    return f"{answer.type} {value}" + (f" ({confidence:.2f})" if confidence is not None else "")
+
+
+def parse_response(data: Any, request_id: str | None = None) -> DecisionResult:
+    """Typed result of a decisions body; never raises on unexpected shapes, keeps everything in `raw`."""
+    body = data if isinstance(data, Mapping) else {}
+    given = body.get("answers")
+    answers: dict[str, Answer] = {}
+    if isinstance(given, Mapping):
+        answers = {str(qid): parse_answer(answer) for qid, answer in given.items()}
+    elif isinstance(given, list):  # a gateway answering in a list: keyed by name, else position
+        for index, answer in enumerate(given):
+            name = answer.get("name") if isinstance(answer, Mapping) else None
+            answers[name if isinstance(name, str) else str(index)] = parse_answer(answer)
+    usage = dict(body["usage"]) if isinstance(body.get("usage"), Mapping) else {}
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    return DecisionResult(answers, usage, model, request_id, data)
