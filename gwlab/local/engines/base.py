@@ -8,9 +8,6 @@ from typing import Any, Protocol
 
 from gwlab.wire.decisions import Question  # one definition, validated on the wire; re-exported here
 
-__all__ = ["Completion", "Decider", "Decision", "GenerationRequest", "GenerationUsage", "Question",
-           "TextGenerator"]
-
 
 @dataclass(slots=True)
 class Decision:
