@@ -6,6 +6,8 @@ GatewayError
 │   ├── Timeout                  connect, read or overall deadline passed
 │   └── StreamInterrupted        closed before its end marker; .partial keeps what arrived
 │       (alias IncompleteStream)
+├── StreamError              the gateway reported a failure inside a stream it had answered 200:
+│                            .error (the error object), .event (its type), .partial
 └── StatusError              the gateway answered >= 400: .status, .request_id, .body
     ├── BadRequest 400/413/415/422 · AuthenticationFailed 401 · PermissionDenied 403 · NotFound 404
     ├── RateLimited 429 (.retry_after, .code)
@@ -32,6 +34,7 @@ __all__ = [
     "RateLimited",
     "ServerError",
     "StatusError",
+    "StreamError",
     "StreamInterrupted",
     "Timeout",
     "error_for_status",
@@ -77,6 +80,23 @@ class StreamInterrupted(ConnectionFailed):
 
 
 IncompleteStream = StreamInterrupted
+
+
+class StreamError(GatewayError):
+    """An error event inside a stream (chat `error` chunk, responses `error`/`response.failed`,
+    messages `error`): the HTTP status was already 200, so this is not a StatusError."""
+
+    def __init__(self, message: str, *, error: Any = None, event: str | None = None, partial: Any = None,
+                 method: str | None = None, path: str | None = None, request_id: str | None = None) -> None:
+        self.error = error if error is not None else {}
+        self.event = event
+        self.partial = partial
+        self.method, self.path = method, path
+        self.request_id = request_id
+        self.code = self.error.get("code") if isinstance(self.error, Mapping) else None
+        where = f"{method} {path} " if method else ""
+        rid = f" [request {request_id}]" if request_id else ""
+        super().__init__(f"{where}stream {event or 'error'}: {message}{rid}")
 
 
 class StatusError(GatewayError):

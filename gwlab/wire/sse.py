@@ -11,10 +11,11 @@ line; they take fast paths that do their work in C (`bytes.split`, `map`), not p
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, NamedTuple
 
-__all__ = ["Event", "SSEDecoder", "decode"]
+__all__ = ["Event", "SSEDecoder", "UnknownEvent", "decode"]
 
 
 class Event(NamedTuple):
@@ -28,6 +29,19 @@ class Event(NamedTuple):
     def json(self) -> Any:
         """The data parsed as JSON (raises ValueError when it is not)."""
         return json.loads(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownEvent:
+    """A stream event no family parser knows (or a payload that is not JSON): kept, never dropped."""
+
+    type: str
+    raw: Any = field(default=None, repr=False)
+
+    @property
+    def text(self) -> str:
+        """Text this event adds to the answer: none, since its meaning is unknown."""
+        return ""
 
 
 _new = tuple.__new__  # builds an Event in C, skipping NamedTuple's Python-level __new__

@@ -1,0 +1,395 @@
+"""Chat completions (protocols.md §2): the request body, the typed result, the stream accumulator.
+
+Strict writer: `build_request` refuses what the gateway would refuse, naming the field, and omits
+every optional parameter left at None. Tolerant reader: every result keeps the body it came from in
+`raw`; a stream keeps every chunk. The accumulator is pure (SSE events in, state out), so the client
+stream and any replay of recorded bytes assemble answers the same way.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gwlab.errors import InvalidRequest
+from gwlab.wire.models import check_model_id
+from gwlab.wire.sse import Event, UnknownEvent
+
+__all__ = [
+    "ChatAccumulator",
+    "ChatChunk",
+    "ChatCompletion",
+    "ChatMessage",
+    "Choice",
+    "ToolCall",
+    "Usage",
+    "build_request",
+    "parse_response",
+]
+
+DONE = "[DONE]"
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+# --- the request ---------------------------------------------------------------------------------
+
+
+def build_request(messages: str | Sequence[Mapping[str, Any]], *, model: str, stream: bool = False,
+                  **params: Any) -> dict[str, Any]:
+    """The JSON body of `POST /chat/completions`; a bare string is one user message.
+
+    A stream asks for the usage chunk (`stream_options.include_usage`) unless the caller set
+    `stream_options`, so the ledger can count tokens of streamed calls too.
+    """
+    body: dict[str, Any] = {"model": check_model_id(model), "messages": _messages(messages)}
+    if params.get("tools") is not None:
+        _tools(params["tools"])
+    body.update((key, value) for key, value in params.items() if value is not None)
+    if stream:
+        body["stream"] = True
+        body.setdefault("stream_options", {"include_usage": True})
+    else:
+        body.pop("stream_options", None)
+    return body
+
+
+def _messages(messages: Any) -> list[Mapping[str, Any]]:
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if not isinstance(messages, Sequence) or isinstance(messages, bytes | bytearray) or not messages:
+        raise InvalidRequest("messages", "required: a non-empty list of {role, content} objects, or a string")
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise InvalidRequest(f"messages[{i}]", f"must be an object with role and content; got "
+                                                   f"{type(message).__name__}")
+        role = message.get("role")
+        if role not in ROLES:
+            raise InvalidRequest(f"messages[{i}].role", f"must be one of {', '.join(ROLES)}; got {role!r}")
+        if role == "tool" and not message.get("tool_call_id"):
+            raise InvalidRequest(f"messages[{i}].tool_call_id", "required on a tool message: the id of the "
+                                                                "tool call it answers")
+        if "content" not in message and not (role == "assistant" and message.get("tool_calls")):
+            raise InvalidRequest(f"messages[{i}].content", "required")
+    return list(messages)
+
+
+def _tools(tools: Any) -> None:
+    if not isinstance(tools, Sequence) or isinstance(tools, str):
+        raise InvalidRequest("tools", "must be a list of tool objects")
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise InvalidRequest(f"tools[{i}]", "must be an object")
+        if tool.get("type", "function") == "function":
+            function = tool.get("function")
+            if not isinstance(function, Mapping) or not function.get("name"):
+                raise InvalidRequest(f"tools[{i}].function.name",
+                                     "required: chat tools nest name and parameters under `function`")
+
+
+# --- typed results -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Chat token counts under their wire names; `input_tokens`/`output_tokens` for the ledger."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def input_tokens(self) -> int | None:
+        return self.prompt_tokens
+
+    @property
+    def output_tokens(self) -> int | None:
+        return self.completion_tokens
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Usage | None:
+        """None when usage is absent or null (the spec allows both)."""
+        if not isinstance(data, Mapping):
+            return None
+        return cls(_int(data.get("prompt_tokens")), _int(data.get("completion_tokens")),
+                   _int(data.get("total_tokens")), raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A function call the model asks for; `arguments` is a JSON string, possibly invalid."""
+
+    id: str | None
+    name: str | None
+    arguments: str = ""
+    type: str = "function"
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def parsed_arguments(self) -> Any:
+        """The arguments as JSON; raises ValueError when the model wrote invalid JSON."""
+        return json.loads(self.arguments or "{}")
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> ToolCall:
+        function = data.get("function") if isinstance(data.get("function"), Mapping) else {}
+        return cls(data.get("id"), function.get("name"), function.get("arguments") or "",
+                   data.get("type") or "function", raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """The assistant message of one choice."""
+
+    role: str | None
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    refusal: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> ChatMessage:
+        data = data if isinstance(data, Mapping) else {}
+        content = data.get("content")
+        if isinstance(content, list):  # content parts: keep the text ones as the text
+            content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+        calls = [ToolCall.from_wire(c) for c in data.get("tool_calls") or () if isinstance(c, Mapping)]
+        return cls(data.get("role"), content, calls, data.get("refusal"), raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    index: int
+    message: ChatMessage
+    finish_reason: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any], position: int) -> Choice:
+        index = data.get("index")
+        return cls(index if isinstance(index, int) else position, ChatMessage.from_wire(data.get("message")),
+                   data.get("finish_reason"), raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCompletion:
+    """A chat completion: typed choices and usage; everything the gateway sent stays in `raw`."""
+
+    id: str | None
+    model: str | None
+    choices: list[Choice]
+    usage: Usage | None = None
+    created: int | float | None = None
+    request_id: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The first choice's text ("" when it has none, e.g. a tool call)."""
+        return (self.choices[0].message.content or "") if self.choices else ""
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return self.choices[0].message.tool_calls if self.choices else []
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.choices[0].finish_reason if self.choices else None
+
+    @classmethod
+    def from_wire(cls, data: Any, request_id: str | None = None) -> ChatCompletion:
+        data = data if isinstance(data, Mapping) else {}
+        choices = [Choice.from_wire(c, i) for i, c in enumerate(data.get("choices") or ())
+                   if isinstance(c, Mapping)]
+        return cls(data.get("id"), data.get("model"), choices, Usage.from_wire(data.get("usage")),
+                   data.get("created"), request_id, raw=dict(data))
+
+    def __repr__(self) -> str:
+        calls = f", tool_calls={[c.name for c in self.tool_calls]}" if self.tool_calls else ""
+        return (f"ChatCompletion(model={self.model!r}, text={_clip(self.text)!r}{calls}, "
+                f"finish_reason={self.finish_reason!r}, usage={_usage_text(self.usage)})")
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for c in self.choices:
+            calls = "".join(f"<br><code>{html.escape(str(t.name))}({html.escape(t.arguments)})</code>"
+                            for t in c.message.tool_calls)
+            rows.append(f"<tr><td>{c.index}</td><td style='white-space:pre-wrap'>"
+                        f"{html.escape(c.message.content or '')}{calls}</td>"
+                        f"<td>{html.escape(str(c.finish_reason))}</td></tr>")
+        caption = html.escape(f"{self.model or '?'} · {_usage_text(self.usage)}"
+                              + (f" · request {self.request_id}" if self.request_id else ""))
+        return (f"<table><caption>{caption}</caption><thead><tr><th>#</th><th>message</th>"
+                f"<th>finish</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def parse_response(data: Any, request_id: str | None = None) -> ChatCompletion:
+    """The typed result of a non-streaming chat completion body."""
+    return ChatCompletion.from_wire(data, request_id)
+
+
+# --- streaming -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChatChunk:
+    """One `chat.completion.chunk`; `text` is what it adds to choice 0."""
+
+    id: str | None
+    choices: list[Mapping[str, Any]]
+    usage: Usage | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        for choice in self.choices:
+            if choice.get("index", 0) == 0:
+                delta = choice.get("delta")
+                return (delta.get("content") or "") if isinstance(delta, Mapping) else ""
+        return ""
+
+
+class _ChoiceState:
+    __slots__ = ("calls", "content", "finish_reason", "refusal", "role")
+
+    def __init__(self) -> None:
+        self.role: str | None = None
+        self.content: list[str] = []
+        self.refusal: list[str] = []
+        self.finish_reason: str | None = None
+        self.calls: dict[int, dict[str, Any]] = {}  # tool_calls[].index -> {id, type, name, arguments[]}
+
+
+class ChatAccumulator:
+    """Assembles a chat stream: content per choice, tool-call fragments by their `index`, the usage
+    chunk (empty `choices`), and completion only at `[DONE]`. An `error` payload sets `error`."""
+
+    def __init__(self) -> None:
+        self.events: list[ChatChunk | UnknownEvent] = []
+        self.complete = False
+        self.usage: Usage | None = None
+        self.error: Mapping[str, Any] | None = None
+        self._choices: dict[int, _ChoiceState] = {}
+        self._head: dict[str, Any] = {}
+
+    @property
+    def status(self) -> str:
+        return "error" if self.error is not None else "completed" if self.complete else "in_progress"
+
+    def add(self, event: Event) -> list[ChatChunk | UnknownEvent]:
+        """Take one SSE event; return the typed events it produced (none for `[DONE]`)."""
+        data = event.data
+        if data.startswith(DONE):
+            self.complete = True
+            return []
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            unknown = UnknownEvent(event.event, {"data": data})
+            self.events.append(unknown)
+            return [unknown]
+        if "error" in chunk and "choices" not in chunk:
+            error = chunk["error"]
+            self.error = error if isinstance(error, Mapping) else {"message": str(error)}
+            unknown = UnknownEvent("error", chunk)
+            self.events.append(unknown)
+            return [unknown]
+        if not self._head:
+            self._head = {k: chunk.get(k) for k in ("id", "model", "created", "system_fingerprint")}
+        choices = chunk.get("choices") or []
+        for choice in choices:
+            self._apply(choice)
+        usage = Usage.from_wire(chunk.get("usage"))
+        if usage is not None:
+            self.usage = usage
+        typed = ChatChunk(chunk.get("id"), choices, usage, raw=chunk)
+        self.events.append(typed)
+        return [typed]
+
+    def _apply(self, choice: Mapping[str, Any]) -> None:
+        index = choice.get("index", 0)
+        state = self._choices.get(index)
+        if state is None:
+            state = self._choices[index] = _ChoiceState()
+        delta = choice.get("delta") or {}
+        if delta.get("role"):
+            state.role = delta["role"]
+        if delta.get("content"):
+            state.content.append(delta["content"])
+        if delta.get("refusal"):
+            state.refusal.append(delta["refusal"])
+        for fragment in delta.get("tool_calls") or ():
+            position = fragment.get("index", len(state.calls))
+            call = state.calls.get(position)
+            if call is None:
+                call = state.calls[position] = {"id": None, "type": "function", "name": None, "arguments": []}
+            if fragment.get("id"):
+                call["id"] = fragment["id"]
+            if fragment.get("type"):
+                call["type"] = fragment["type"]
+            function = fragment.get("function") or {}
+            if function.get("name"):
+                call["name"] = function["name"]
+            if function.get("arguments"):
+                call["arguments"].append(function["arguments"])
+        if choice.get("finish_reason"):
+            state.finish_reason = choice["finish_reason"]
+
+    @property
+    def text(self) -> str:
+        state = self._choices.get(0)
+        return "".join(state.content) if state else ""
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        state = self._choices.get(0)
+        return _calls(state) if state else []
+
+    def result(self) -> ChatCompletion:
+        """The completion assembled so far, in the non-streaming shape (partial unless `complete`)."""
+        choices = []
+        for index in sorted(self._choices):
+            state = self._choices[index]
+            message: dict[str, Any] = {"role": state.role or "assistant", "content": "".join(state.content)}
+            if state.refusal:
+                message["refusal"] = "".join(state.refusal)
+            calls = _calls(state)
+            if calls:
+                message["tool_calls"] = [dict(c.raw) for c in calls]
+                if not state.content:
+                    message["content"] = None
+            choices.append({"index": index, "message": message, "finish_reason": state.finish_reason})
+        body = {**self._head, "object": "chat.completion", "choices": choices,
+                "usage": dict(self.usage.raw) if self.usage else None}
+        return ChatCompletion.from_wire(body)
+
+
+def _calls(state: _ChoiceState) -> list[ToolCall]:
+    out = []
+    for position in sorted(state.calls):
+        call = state.calls[position]
+        wire = {"id": call["id"], "type": call["type"],
+                "function": {"name": call["name"], "arguments": "".join(call["arguments"])}}
+        out.append(ToolCall.from_wire(wire))
+    return out
+
+
+# --- small helpers -------------------------------------------------------------------------------
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _usage_text(usage: Any) -> str:
+    if usage is None:
+        return "usage n/a"
+    return f"{usage.input_tokens} in / {usage.output_tokens} out tokens"

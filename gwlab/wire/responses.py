@@ -1,0 +1,515 @@
+"""The responses protocol (protocols.md §3): request body, typed response and items, stream state.
+
+Items are dispatched by `type` through one table; a type it lacks becomes `UnknownItem` with its
+wire object, never dropped (spec: output[0] is not necessarily text). Stream events are dispatched
+by `type` and update state by `output_index`, `content_index` and `item_id`; an event type outside
+the SDK 3.54 union becomes `UnknownEvent`. A round is complete only at `response.completed`;
+`response.failed`, `response.incomplete` and `error` are distinct outcomes, read from `status`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gwlab.errors import InvalidRequest
+from gwlab.wire.models import check_model_id
+from gwlab.wire.sse import Event, UnknownEvent
+
+__all__ = [
+    "EVENT_TYPES",
+    "FunctionCall",
+    "MessageItem",
+    "ReasoningItem",
+    "Response",
+    "ResponseEvent",
+    "ResponsesAccumulator",
+    "UnknownItem",
+    "Usage",
+    "WebSearchCall",
+    "build_request",
+    "parse_item",
+    "parse_response",
+]
+
+# --- the request ---------------------------------------------------------------------------------
+
+
+def build_request(input: str | Sequence[Mapping[str, Any]], *, model: str, stream: bool = False,
+                  **params: Any) -> dict[str, Any]:
+    """The JSON body of `POST /responses`. `instructions` are never inherited through
+    `previous_response_id` (spec, migration rule 2): pass them again on every call that needs them."""
+    body: dict[str, Any] = {"model": check_model_id(model), "input": _input(input)}
+    if params.get("tools") is not None:
+        _tools(params["tools"])
+    body.update((key, value) for key, value in params.items() if value is not None)
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def _input(value: Any) -> Any:
+    if isinstance(value, str):
+        if not value:
+            raise InvalidRequest("input", "must not be empty")
+        return value
+    if not isinstance(value, Sequence) or isinstance(value, bytes | bytearray) or not value:
+        raise InvalidRequest("input", "required: text, or a non-empty list of input items")
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise InvalidRequest(f"input[{i}]", f"must be an object; got {type(item).__name__}")
+        if item.get("type") == "function_call_output" and not item.get("call_id"):
+            raise InvalidRequest(f"input[{i}].call_id", "required: the call_id of the call it answers")
+        if "type" not in item and "role" not in item:
+            raise InvalidRequest(f"input[{i}]", "needs a `type` or a `role`")
+    return list(value)
+
+
+def _tools(tools: Any) -> None:
+    if not isinstance(tools, Sequence) or isinstance(tools, str):
+        raise InvalidRequest("tools", "must be a list of tool objects")
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping) or not tool.get("type"):
+            raise InvalidRequest(f"tools[{i}].type", "required")
+        if tool["type"] == "function":
+            if isinstance(tool.get("function"), Mapping):
+                raise InvalidRequest(f"tools[{i}].function",
+                                     "responses tools are flat: name and parameters sit on the tool itself")
+            if not tool.get("name"):
+                raise InvalidRequest(f"tools[{i}].name", "required")
+
+
+# --- typed results -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Usage | None:
+        if not isinstance(data, Mapping):
+            return None
+        return cls(_int(data.get("input_tokens")), _int(data.get("output_tokens")),
+                   _int(data.get("total_tokens")), raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class MessageItem:
+    id: str | None
+    role: str | None
+    content: list[Mapping[str, Any]]
+    status: str | None = None
+    type: str = "message"
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        return "".join(p.get("text") or "" for p in self.content if p.get("type") == "output_text")
+
+    @property
+    def refusal(self) -> str | None:
+        parts = [p.get("refusal") or "" for p in self.content if p.get("type") == "refusal"]
+        return "".join(parts) if parts else None
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> MessageItem:
+        content = [p for p in data.get("content") or () if isinstance(p, Mapping)]
+        return cls(data.get("id"), data.get("role"), content, data.get("status"), raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCall:
+    """A function the model asks the caller to run; answer with a function_call_output of `call_id`."""
+
+    id: str | None
+    call_id: str | None
+    name: str | None
+    arguments: str = ""
+    status: str | None = None
+    type: str = "function_call"
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def parsed_arguments(self) -> Any:
+        """The arguments as JSON; raises ValueError when the model wrote invalid JSON."""
+        return json.loads(self.arguments or "{}")
+
+    def output(self, output: str) -> dict[str, Any]:
+        """The input item answering this call."""
+        return {"type": "function_call_output", "call_id": self.call_id, "output": output}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> FunctionCall:
+        return cls(data.get("id"), data.get("call_id"), data.get("name"), data.get("arguments") or "",
+                   data.get("status"), raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningItem:
+    id: str | None
+    summary: list[Mapping[str, Any]]
+    status: str | None = None
+    type: str = "reasoning"
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        return "".join(p.get("text") or "" for p in self.summary)
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> ReasoningItem:
+        summary = [p for p in data.get("summary") or () if isinstance(p, Mapping)]
+        return cls(data.get("id"), summary, data.get("status"), raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class WebSearchCall:
+    id: str | None
+    status: str | None
+    action: Mapping[str, Any] = field(default_factory=dict)
+    type: str = "web_search_call"
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> WebSearchCall:
+        action = data.get("action") if isinstance(data.get("action"), Mapping) else {}
+        return cls(data.get("id"), data.get("status"), dict(action), raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownItem:
+    """An output item of a type this version does not know: kept whole in `raw`."""
+
+    type: str
+    id: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+
+OutputItem = MessageItem | FunctionCall | ReasoningItem | WebSearchCall | UnknownItem
+
+_ITEM_TYPES: dict[str, Callable[[Mapping[str, Any]], OutputItem]] = {
+    "message": MessageItem.from_wire,
+    "function_call": FunctionCall.from_wire,
+    "reasoning": ReasoningItem.from_wire,
+    "web_search_call": WebSearchCall.from_wire,
+}
+
+
+def parse_item(data: Any) -> OutputItem:
+    """One output item, typed by its `type`; unknown types (and non-objects) kept as UnknownItem."""
+    if not isinstance(data, Mapping):
+        return UnknownItem(type(data).__name__, None, {"value": data})
+    kind = data.get("type")
+    parse = _ITEM_TYPES.get(kind) if isinstance(kind, str) else None
+    if parse is None:
+        return UnknownItem(str(kind), data.get("id"), dict(data))
+    return parse(data)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A response object: typed output items, usage, status; everything else in `raw`."""
+
+    id: str | None
+    status: str | None
+    model: str | None
+    output: list[OutputItem]
+    usage: Usage | None = None
+    error: Mapping[str, Any] | None = None
+    incomplete_details: Mapping[str, Any] | None = None
+    previous_response_id: str | None = None
+    request_id: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text of every message item, in output order (the SDK's `output_text`)."""
+        return "".join(item.text for item in self.output if isinstance(item, MessageItem))
+
+    output_text = text
+
+    @property
+    def tool_calls(self) -> list[FunctionCall]:
+        return [item for item in self.output if isinstance(item, FunctionCall)]
+
+    @classmethod
+    def from_wire(cls, data: Any, request_id: str | None = None) -> Response:
+        data = data if isinstance(data, Mapping) else {}
+        output = [parse_item(item) for item in data.get("output") or ()]
+        return cls(data.get("id"), data.get("status"), data.get("model"), output,
+                   Usage.from_wire(data.get("usage")), _mapping(data.get("error")),
+                   _mapping(data.get("incomplete_details")), data.get("previous_response_id"), request_id,
+                   raw=dict(data))
+
+    def __repr__(self) -> str:
+        kinds = [item.type for item in self.output]
+        return (f"Response(id={self.id!r}, status={self.status!r}, model={self.model!r}, output={kinds}, "
+                f"text={_clip(self.text)!r}, usage={_usage_text(self.usage)})")
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for i, item in enumerate(self.output):
+            if isinstance(item, MessageItem):
+                shown = item.text
+            elif isinstance(item, FunctionCall):
+                shown = f"{item.name}({item.arguments}) call_id={item.call_id}"
+            else:
+                shown = json.dumps(dict(item.raw), default=str)[:200]
+            rows.append(f"<tr><td>{i}</td><td>{html.escape(item.type)}</td>"
+                        f"<td style='white-space:pre-wrap'>{html.escape(shown)}</td></tr>")
+        caption = html.escape(f"{self.id or '?'} · {self.status} · {self.model or '?'} · "
+                              f"{_usage_text(self.usage)}"
+                              + (f" · request {self.request_id}" if self.request_id else ""))
+        return (f"<table><caption>{caption}</caption><thead><tr><th>#</th><th>type</th><th>content</th></tr>"
+                f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def parse_response(data: Any, request_id: str | None = None) -> Response:
+    return Response.from_wire(data, request_id)
+
+
+# --- streaming -----------------------------------------------------------------------------------
+
+# the SDK 3.54 union (protocols.md §3.5); anything else becomes UnknownEvent
+EVENT_TYPES = frozenset({
+    "response.created", "response.in_progress", "response.queued", "response.completed",
+    "response.incomplete", "response.failed", "error",
+    "response.output_item.added", "response.output_item.done",
+    "response.content_part.added", "response.content_part.done",
+    "response.output_text.delta", "response.output_text.done", "response.output_text.annotation.added",
+    "response.refusal.delta", "response.refusal.done",
+    "response.function_call_arguments.delta", "response.function_call_arguments.done",
+    "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done",
+    "response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
+    "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+    "response.reasoning_text.delta", "response.reasoning_text.done",
+    *(f"response.{tool}.{phase}" for tool, phases in {
+        "web_search_call": ("in_progress", "searching", "completed"),
+        "file_search_call": ("in_progress", "searching", "completed"),
+        "code_interpreter_call": ("in_progress", "interpreting", "completed"),
+        "code_interpreter_call_code": ("delta", "done"),
+        "image_generation_call": ("in_progress", "generating", "completed", "partial_image"),
+        "mcp_call": ("in_progress", "completed", "failed"),
+        "mcp_call_arguments": ("delta", "done"),
+        "mcp_list_tools": ("in_progress", "completed", "failed"),
+        "compaction": ("compacting",),
+        "shell_call_command": ("added", "delta", "done"),
+        "shell_call_output_content": ("delta", "done"),
+    }.items() for phase in phases),
+    "response.audio.delta", "response.audio.done",
+    "response.audio.transcript.delta", "response.audio.transcript.done",
+})
+TERMINAL_EVENTS = {"response.completed": "completed", "response.failed": "failed",
+                   "response.incomplete": "incomplete", "error": "error"}
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseEvent:
+    """A known stream event; the addressing fields typed, the whole payload in `raw`."""
+
+    type: str
+    sequence_number: int | None = None
+    output_index: int | None = None
+    content_index: int | None = None
+    item_id: str | None = None
+    delta: Any = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """Answer text this event adds (only `response.output_text.delta` adds any)."""
+        return self.delta if self.type == "response.output_text.delta" and isinstance(self.delta, str) else ""
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> ResponseEvent:
+        return cls(data["type"], _int(data.get("sequence_number")), _int(data.get("output_index")),
+                   _int(data.get("content_index")), data.get("item_id"), data.get("delta"), raw=data)
+
+
+class ResponsesAccumulator:
+    """Assembles a responses stream. Events repeating a `sequence_number` already applied are
+    skipped (counted in `duplicates`), so a replayed event cannot double text."""
+
+    def __init__(self) -> None:
+        self.events: list[ResponseEvent | UnknownEvent] = []
+        self.status = "in_progress"  # completed | failed | incomplete | error once a terminal event arrives
+        self.error: Mapping[str, Any] | None = None
+        self.duplicates = 0
+        self._snapshot: dict[str, Any] = {}
+        self._final: dict[str, Any] | None = None
+        self._items: dict[int, dict[str, Any]] = {}
+        self._texts: dict[tuple[int, int], list[str]] = {}
+        self._args: dict[int, list[str]] = {}
+        self._seen: set[int] = set()
+        self._index_of: dict[str, int] = {}  # item_id -> output_index, for events that carry only the id
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "completed"
+
+    def add(self, event: Event) -> list[ResponseEvent | UnknownEvent]:
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            unknown = UnknownEvent(event.event, {"data": event.data})
+            self.events.append(unknown)
+            return [unknown]
+        kind = data.get("type")
+        if not isinstance(kind, str):
+            kind = event.event
+            data["type"] = kind
+        if kind not in EVENT_TYPES:
+            unknown = UnknownEvent(kind, data)
+            self.events.append(unknown)
+            return [unknown]
+        typed = ResponseEvent.from_wire(data)
+        seq = typed.sequence_number
+        if seq is not None:
+            if seq in self._seen:
+                self.duplicates += 1
+                return []
+            self._seen.add(seq)
+        self.events.append(typed)
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, typed, data)
+        return [typed]
+
+    # handlers: one per event type that changes state (a table, not a chain of branches)
+
+    def _on_lifecycle(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
+        response = data.get("response")
+        if isinstance(response, Mapping):
+            self._snapshot = dict(response)
+
+    def _on_terminal(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
+        self._on_lifecycle(event, data)
+        self.status = TERMINAL_EVENTS[event.type]
+        if event.type != "error":
+            self._final = self._snapshot
+        if event.type == "response.failed":
+            self.error = _mapping(self._snapshot.get("error")) or {"message": "response.failed"}
+        elif event.type == "error":
+            self.error = {k: data.get(k) for k in ("code", "message", "param") if k in data}
+
+    def _on_item(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
+        item = data.get("item")
+        index = event.output_index
+        if not isinstance(item, Mapping) or index is None:
+            return
+        self._items[index] = dict(item)
+        if isinstance(item.get("id"), str):
+            self._index_of[item["id"]] = index
+        if event.type.endswith(".done"):  # the final snapshot wins over what the deltas built
+            for ci, part in enumerate(item.get("content") or ()):
+                if isinstance(part, Mapping) and part.get("type") == "output_text":
+                    self._texts[(index, ci)] = [part.get("text") or ""]
+            if item.get("type") == "function_call":
+                self._args[index] = [item.get("arguments") or ""]
+
+    def _index(self, event: ResponseEvent) -> int | None:
+        if event.output_index is not None:
+            return event.output_index
+        return self._index_of.get(event.item_id) if event.item_id else None
+
+    def _on_text_delta(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
+        index = self._index(event)
+        if index is not None and isinstance(event.delta, str):
+            self._texts.setdefault((index, event.content_index or 0), []).append(event.delta)
+
+    def _on_text_done(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
+        index = self._index(event)
+        if index is not None and isinstance(data.get("text"), str):
+            self._texts[(index, event.content_index or 0)] = [data["text"]]
+
+    def _on_args_delta(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
+        index = self._index(event)
+        if index is not None and isinstance(event.delta, str):
+            self._args.setdefault(index, []).append(event.delta)
+
+    def _on_args_done(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
+        index = self._index(event)
+        if index is not None and isinstance(data.get("arguments"), str):
+            self._args[index] = [data["arguments"]]
+
+    @property
+    def text(self) -> str:
+        if self._final is not None and self._final.get("output"):
+            return self.result().text
+        return "".join("".join(self._texts[key]) for key in sorted(self._texts)
+                       if self._items.get(key[0], {}).get("type", "message") == "message")
+
+    @property
+    def tool_calls(self) -> list[FunctionCall]:
+        return self.result().tool_calls
+
+    @property
+    def usage(self) -> Usage | None:
+        return Usage.from_wire((self._final or self._snapshot).get("usage"))
+
+    def result(self) -> Response:
+        """The response as far as it arrived: the terminal snapshot, or one assembled from the items."""
+        body = dict(self._final if self._final is not None else self._snapshot)
+        if not body.get("output"):
+            body["output"] = [self._assembled(i) for i in sorted(self._items)]
+        body["status"] = self.status if self.status != "error" else body.get("status", "failed")
+        if self.status == "error" and self.error:
+            body.setdefault("error", dict(self.error))
+        return Response.from_wire(body)
+
+    def _assembled(self, index: int) -> dict[str, Any]:
+        item = dict(self._items[index])
+        if item.get("type") == "message":
+            content = [dict(p) for p in item.get("content") or () if isinstance(p, Mapping)]
+            for (oi, ci), pieces in sorted(self._texts.items()):
+                if oi != index:
+                    continue
+                while len(content) <= ci:
+                    content.append({"type": "output_text", "text": "", "annotations": []})
+                content[ci]["text"] = "".join(pieces)
+            item["content"] = content
+        elif item.get("type") == "function_call" and index in self._args:
+            item["arguments"] = "".join(self._args[index])
+        return item
+
+
+_Handler = Callable[[ResponsesAccumulator, ResponseEvent, Mapping[str, Any]], None]
+_HANDLERS: dict[str, _Handler] = {
+    "response.created": ResponsesAccumulator._on_lifecycle,
+    "response.in_progress": ResponsesAccumulator._on_lifecycle,
+    "response.queued": ResponsesAccumulator._on_lifecycle,
+    **{kind: ResponsesAccumulator._on_terminal for kind in TERMINAL_EVENTS},
+    "response.output_item.added": ResponsesAccumulator._on_item,
+    "response.output_item.done": ResponsesAccumulator._on_item,
+    "response.output_text.delta": ResponsesAccumulator._on_text_delta,
+    "response.output_text.done": ResponsesAccumulator._on_text_done,
+    "response.function_call_arguments.delta": ResponsesAccumulator._on_args_delta,
+    "response.function_call_arguments.done": ResponsesAccumulator._on_args_done,
+}
+
+
+# --- small helpers -------------------------------------------------------------------------------
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _usage_text(usage: Usage | None) -> str:
+    return "usage n/a" if usage is None else f"{usage.input_tokens} in / {usage.output_tokens} out tokens"
