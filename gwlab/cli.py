@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gwlab.local.settings import Settings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -17,6 +21,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--db", default=None, help="SQLite file (default: $GWLAB_DB or ~/.cache/gwlab)")
     serve.add_argument("--rate-limit-rpm", type=int, default=None, help="per-key requests per minute")
     serve.add_argument("--max-body-bytes", type=int, default=None)
+    serve.add_argument("--video-seconds-per-step", type=float, default=None,
+                       help="pace of the video preview renderer (10 steps per video)")
 
     keys = sub.add_parser("keys", help="create, list, disable and delete keys")
     keys_sub = keys.add_subparsers(dest="action", required=True)
@@ -43,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         options = {"rate_limit_rpm": args.rate_limit_rpm}
         if args.max_body_bytes:
             options["max_body_bytes"] = args.max_body_bytes
+        if args.video_seconds_per_step is not None:
+            options["video_seconds_per_step"] = args.video_seconds_per_step
         serve(args.host, args.port, Settings(db_path=args.db or "", **options))
         return 0
     return _keys(args, settings)
@@ -67,7 +75,10 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
             models = ",".join(key.models) if key.models else "all"
             print(f"{key.name:<24} {key.prefix + '…':<12} {key.status:<9} {created:<20} {models}")
         return 0
-    done = store.set_key_status(args.name, "disabled") if args.action == "disable" else store.delete_key(args.name)
+    if args.action == "disable":
+        done = store.set_key_status(args.name, "disabled")
+    else:
+        done = store.delete_key(args.name)
     if not done:
         print(f"gwlab: no key named {args.name!r}", file=sys.stderr)
         return 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import tempfile
 import threading
@@ -40,10 +41,18 @@ def _config(app: object) -> uvicorn.Config:
 def serve(host: str = "127.0.0.1", port: int = 0, settings: Settings | None = None) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn handles both and shuts down cleanly)."""
     settings = settings or Settings()
+    # uvicorn shuts down gracefully on a signal, then re-raises it to the handler it found, which would
+    # end the process with status -15 (SIGTERM) or a KeyboardInterrupt: a clean stop should exit 0
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit_cleanly)
     sock = bind(host, port)
     app = create_app(settings)
     print(base_url(sock), flush=True)  # the first line of stdout, for scripts and tests
     uvicorn.Server(_config(app)).run(sockets=[sock])
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 @dataclass

@@ -1,0 +1,346 @@
+"""Videos: the OpenAI videos task API (protocols.md section 8) over the local preview renderer.
+
+A submission is stored as a task (status queued) and rendered by one background worker thread,
+which moves it to in_progress with progress 0..100 and then to completed or failed. Every change is
+written to SQLite, so a restarted gateway resumes the tasks it had not finished (`setup`)."""
+
+from __future__ import annotations
+
+import queue
+import secrets
+import threading
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, Response
+
+from gwlab.local import catalog
+from gwlab.local.auth import require_key, require_model
+from gwlab.local.body import BodyTooLarge, field, read_json
+from gwlab.local.errors import APIError
+from gwlab.local.settings import Settings
+from gwlab.local.store import KeyRecord, Store
+from gwlab.wire.limits import (
+    LIST_ORDERS,
+    VIDEO_DEFAULT_VARIANT,
+    VIDEO_LIST_LIMIT_RANGE,
+    VIDEO_POLL_AFTER_HEADER,
+    VIDEO_SECONDS,
+    VIDEO_SIZES,
+    VIDEO_TERMINAL,
+    VIDEO_VARIANTS,
+)
+
+router = APIRouter(prefix="/v1", tags=["videos"])
+Key = Annotated[KeyRecord, Depends(require_key)]
+
+KIND = "video"
+DEFAULT_MODEL = "local/video-preview"  # OpenAI defaults an omitted model too (to sora-2)
+DEFAULT_SECONDS, DEFAULT_SIZE = "4", "720x1280"
+MAX_PROMPT_CHARS = 32_000  # the task body is rewritten at every progress step; keep it small
+_FILES = {"video": ("video/mp4", "mp4"), "thumbnail": ("image/png", "png"),
+          "spritesheet": ("image/png", "png")}
+_REFERENCE = "input_reference"  # stored beside the outputs so a resumed render still has it
+
+
+# --- the worker ------------------------------------------------------------------------------------
+
+
+class VideoWorker:
+    """Renders queued videos one at a time on a daemon thread, pacing progress for pollers.
+
+    Deletion and shutdown race with rendering; `_lock` makes "still wanted?" and "write" one step, so
+    a deleted task is never written back and a stopped render leaves its task resumable."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store, self.pace = store, settings.video_seconds_per_step
+        self._queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._deleted: set[str] = set()
+        self._thread = threading.Thread(target=self._run, name="gwlab-video-render", daemon=True)
+
+    def start(self) -> None:
+        """Start the thread and queue what an earlier run left unfinished, oldest first."""
+        unfinished = [t for t in self.store.unfinished_tasks() if t[2].get("object") == KIND]
+        for task_id, key_id, _ in sorted(unfinished, key=lambda t: (t[2].get("created_at", 0), t[0])):
+            self._queue.put((task_id, key_id))
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the current step; an interrupted task stays in_progress and resumes next start."""
+        self._stop.set()
+        self._queue.put(None)
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def submit(self, task_id: str, key_id: int) -> None:
+        self._queue.put((task_id, key_id))
+
+    def delete(self, task_id: str, key_id: int) -> bool:
+        with self._lock:
+            self._deleted.add(task_id)
+            return self.store.delete_task(task_id, key_id)
+
+    def _update(self, task_id: str, key_id: int, video: dict[str, Any], **changes: Any) -> bool:
+        with self._lock:
+            if task_id in self._deleted:
+                return False
+            video.update(changes)
+            self.store.save_task(task_id, key_id, KIND, video)
+            return True
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            item = self._queue.get()
+            if item is None:
+                return
+            try:
+                self._render(*item)
+            except Exception as exc:  # a broken task must not end the worker
+                self._fail(*item, "render_failed", f"The preview renderer failed: {exc}")
+
+    def _fail(self, task_id: str, key_id: int, code: str, message: str) -> None:
+        video = self.store.load_task(task_id, key_id)
+        if video is not None:
+            self._update(task_id, key_id, video, status="failed", error={"code": code, "message": message})
+
+    def _render(self, task_id: str, key_id: int) -> None:
+        video = self.store.load_task(task_id, key_id)
+        if video is None or video.get("status") in VIDEO_TERMINAL:
+            return
+        done = int(video.get("progress") or 0)  # a resumed render never shows progress going back
+        if not self._update(task_id, key_id, video, status="in_progress", progress=done):
+            return
+        try:  # Pillow and PyAV come with the `local` extra; without them the gateway still serves the rest
+            from gwlab.local import video_render
+        except ImportError as exc:
+            self._fail(task_id, key_id, "renderer_unavailable",
+                       f"The preview renderer needs {exc.name}: pip install 'gwlab[local]'")
+            return
+        width, height = (int(n) for n in video["size"].split("x"))
+        reference = self.store.load_content(task_id, _REFERENCE)
+        spec = video_render.PreviewSpec(video["prompt"], width, height, int(video["seconds"]),
+                                        reference[1] if reference else None)
+
+        def on_step(progress: int) -> bool:
+            if self._stop.wait(self.pace):
+                return False
+            return self._update(task_id, key_id, video, progress=max(progress, video["progress"]))
+
+        try:
+            result = video_render.render(spec, on_step)
+        except video_render.Cancelled:
+            return
+        except video_render.RendererUnavailable as exc:
+            self._fail(task_id, key_id, "renderer_unavailable", str(exc))
+            return
+        with self._lock:  # the files first, then the status: "completed" always means downloadable
+            if task_id in self._deleted:
+                return
+            for variant, data in (("video", result.video), ("thumbnail", result.thumbnail),
+                                  ("spritesheet", result.spritesheet)):
+                self.store.save_content(task_id, variant, _FILES[variant][0], data)
+        self._update(task_id, key_id, video, status="completed", progress=100, completed_at=int(time.time()))
+
+
+def setup(app: FastAPI) -> None:
+    """Give the app its render worker: started (and resuming unfinished tasks) with the server."""
+    worker = app.state.video_worker = VideoWorker(app.state.store, app.state.settings)
+    app.router.on_startup.append(worker.start)
+    app.router.on_shutdown.append(worker.stop)
+
+
+def _worker(request: Request) -> VideoWorker:
+    return request.app.state.video_worker
+
+
+# --- reading a submission --------------------------------------------------------------------------
+
+
+async def _read_submission(request: Request) -> tuple[dict[str, Any], bytes | None]:
+    """The fields of a JSON or multipart (what the openai SDK sends) submission, and a reference image."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "multipart/form-data":
+        body = await read_json(request)  # also refuses any other media type with 415
+        if body.get(_REFERENCE) is not None:
+            raise APIError(400, "input_reference as an object (image_url or file_id) is not supported by "
+                           "the local preview renderer; upload the image as a multipart file part",
+                           param=_REFERENCE)
+        return body, None
+    if getattr(request.state, "body_too_large", False):
+        raise BodyTooLarge()
+    try:
+        form = await request.form()
+    except AssertionError:  # Starlette's way of saying python-multipart is missing
+        raise APIError(415, "multipart bodies need python-multipart (pip install 'gwlab[local]'); "
+                       "send application/json instead", param="Content-Type") from None
+    except HTTPException as exc:
+        raise APIError(400, f"The multipart body could not be parsed: {exc.detail}", param="body") from None
+    body: dict[str, Any] = {}
+    reference: bytes | None = None
+    for name, value in form.multi_items():
+        if name == _REFERENCE and isinstance(value, UploadFile):
+            reference = await value.read()
+        elif name.startswith(_REFERENCE):
+            raise APIError(400, "input_reference must be an uploaded image file here; reference objects "
+                           "(image_url, file_id) are not supported by the local preview renderer", param=name)
+        elif isinstance(value, UploadFile):
+            raise APIError(400, f"'{name}' must be a form field, not a file", param=name)
+        else:
+            body[name] = value
+    if reference is not None:
+        try:
+            from gwlab.local.video_render import check_image
+
+            check_image(reference)
+        except ImportError:
+            pass  # no Pillow: the render fails with renderer_unavailable, which says what to install
+        except ValueError as exc:
+            raise APIError(400, f"input_reference: {exc}", param=_REFERENCE) from None
+    return body, reference
+
+
+def _choice(body: dict[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
+    value = field(body, name, (str, int), default=default)
+    value = str(value)  # seconds is a string on the wire; a JSON integer is accepted as the same value
+    if value not in allowed:
+        raise APIError(400, f"'{name}' must be one of {', '.join(allowed)}; got {value!r}", param=name)
+    return value
+
+
+def _model(key: KeyRecord, body: dict[str, Any]) -> str:
+    model = field(body, "model", str, default=DEFAULT_MODEL)
+    if isinstance(model, str) and model and catalog.find(model) is None:
+        # the openai SDK's examples send sora-2; say plainly what this gateway can do instead
+        raise APIError(404, f"The model '{model}' does not exist on the local gateway; use "
+                       f"'{DEFAULT_MODEL}' (a preview renderer, not a generative model) or omit 'model'",
+                       code="model_not_found", param="model")
+    require_model(key, model, "videos")
+    return model
+
+
+def _new_id() -> str:
+    """Time-ordered ids (creation time in hex, then randomness), so listings sort by creation."""
+    return f"video_{time.time_ns():016x}{secrets.token_hex(6)}"
+
+
+def _new_video(model: str, prompt: str, size: str, seconds: str,
+               remixed_from: str | None = None) -> dict[str, Any]:
+    return {"id": _new_id(), "object": "video", "model": model, "status": "queued", "progress": 0,
+            "created_at": int(time.time()), "completed_at": None, "expires_at": None, "prompt": prompt,
+            "size": size, "seconds": seconds, "remixed_from_video_id": remixed_from, "error": None}
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    prompt = field(body, "prompt", str, required=True)
+    if not prompt.strip():
+        raise APIError(400, "'prompt' must not be empty", param="prompt")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise APIError(400, f"'prompt' is longer than {MAX_PROMPT_CHARS} characters", param="prompt")
+    return prompt
+
+
+def _submit(request: Request, key: KeyRecord, video: dict[str, Any], reference: bytes | None) -> JSONResponse:
+    store: Store = request.app.state.store
+    if reference is not None:
+        store.save_content(video["id"], _REFERENCE, "application/octet-stream", reference)
+    store.save_task(video["id"], key.id, KIND, video)
+    _worker(request).submit(video["id"], key.id)
+    return JSONResponse(video, headers=_poll_headers(request, video))
+
+
+def _poll_headers(request: Request, video: dict[str, Any]) -> dict[str, str]:
+    """`openai-poll-after-ms`: the SDK's poll helper waits this long instead of a full second."""
+    if video["status"] in VIDEO_TERMINAL:
+        return {}
+    step_ms = int(request.app.state.settings.video_seconds_per_step * 1000)
+    return {VIDEO_POLL_AFTER_HEADER: str(max(100, min(step_ms, 1000)))}
+
+
+def _load(request: Request, key: KeyRecord, video_id: str) -> dict[str, Any]:
+    video = request.app.state.store.load_task(video_id, key.id)
+    if video is None or video.get("object") != KIND:
+        raise APIError(404, f"No video with id '{video_id}'", code="video_not_found", param="video_id")
+    request.state.model = video.get("model")
+    return video
+
+
+# --- the endpoints ---------------------------------------------------------------------------------
+
+
+@router.post("/videos")
+async def create_video(request: Request, key: Key) -> JSONResponse:
+    body, reference = await _read_submission(request)
+    prompt = _prompt(body)  # the required field first, as OpenAI reports it
+    model = request.state.model = _model(key, body)
+    seconds = _choice(body, "seconds", VIDEO_SECONDS, DEFAULT_SECONDS)
+    size = _choice(body, "size", VIDEO_SIZES, DEFAULT_SIZE)
+    return _submit(request, key, _new_video(model, prompt, size, seconds), reference)
+
+
+@router.post("/videos/{video_id}/remix")
+async def remix_video(video_id: str, request: Request, key: Key) -> JSONResponse:
+    body = await read_json(request)
+    source = _load(request, key, video_id)
+    prompt = _prompt(body)
+    video = _new_video(source["model"], prompt, source["size"], source["seconds"], remixed_from=video_id)
+    reference = request.app.state.store.load_content(video_id, _REFERENCE)
+    return _submit(request, key, video, reference[1] if reference else None)
+
+
+@router.get("/videos")
+async def list_videos(request: Request, key: Key, limit: int = 20, order: str = "desc",
+                      after: str | None = None) -> dict[str, Any]:
+    low, high = VIDEO_LIST_LIMIT_RANGE
+    if not low <= limit <= high:
+        raise APIError(400, f"'limit' must be between {low} and {high}; got {limit}", param="limit")
+    if order not in LIST_ORDERS:
+        raise APIError(400, f"'order' must be one of {', '.join(LIST_ORDERS)}; got {order!r}", param="order")
+    videos = sorted(request.app.state.store.list_tasks(key.id, KIND),
+                    key=lambda v: (v["created_at"], v["id"]), reverse=order == "desc")
+    if after is not None:
+        ids = [v["id"] for v in videos]
+        if after not in ids:
+            raise APIError(400, f"'after' names no video of this key: '{after}'", param="after")
+        videos = videos[ids.index(after) + 1:]
+    page = videos[:limit]
+    return {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None, "has_more": len(videos) > limit}
+
+
+@router.get("/videos/{video_id}")
+async def retrieve_video(video_id: str, request: Request, key: Key) -> JSONResponse:
+    video = _load(request, key, video_id)
+    return JSONResponse(video, headers=_poll_headers(request, video))
+
+
+@router.get("/videos/{video_id}/content")
+async def video_content(video_id: str, request: Request, key: Key,
+                        variant: str = VIDEO_DEFAULT_VARIANT) -> Response:
+    if variant not in VIDEO_VARIANTS:
+        raise APIError(400, f"'variant' must be one of {', '.join(VIDEO_VARIANTS)}; got {variant!r}",
+                       param="variant")
+    video = _load(request, key, video_id)
+    # not ready is a 404, never a 409: the SDKs retry 409 (protocols.md section 5)
+    if video["status"] == "failed":
+        raise APIError(404, f"The video '{video_id}' failed and has no content: {video['error']['message']}",
+                       code="video_failed", param="video_id")
+    content = request.app.state.store.load_content(video_id, variant)
+    if video["status"] != "completed" or content is None:
+        raise APIError(404, f"The video '{video_id}' is {video['status']} ({video['progress']}%); its "
+                       "content can be downloaded once its status is completed", code="video_not_ready",
+                       param="video_id")
+    media_type, data = content
+    return Response(data, media_type=media_type,
+                    headers={"content-disposition": f'inline; filename="{video_id}.{_FILES[variant][1]}"'})
+
+
+@router.delete("/videos/{video_id}")
+async def delete_video(video_id: str, request: Request, key: Key) -> dict[str, Any]:
+    _load(request, key, video_id)
+    _worker(request).delete(video_id, key.id)
+    return {"id": video_id, "object": "video.deleted", "deleted": True}
