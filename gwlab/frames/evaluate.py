@@ -1,0 +1,227 @@
+"""`gwlab.evaluate`: answer columns scored against labels, as tables a notebook can read and plot.
+
+Definitions (pinned in `frames/metrics.py`): accuracy and macro-F1 of the predicted class; Cohen's
+kappa between label and prediction; Brier (noul: (p - y)^2 on P(true); choice and score: the
+multi-class sum over options); log-loss; ECE over equal-width bins (noul: P(true) against the fraction
+true; choice and score: top-label confidence against the fraction right). Rows without a label or
+without an answer (error rows) are left out and counted in `n_missing`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames import metrics
+from gwlab.frames._targets import Target, resolve
+from gwlab.frames.calibration import Recalibration, recalibrate
+
+__all__ = ["Agreement", "Evaluation", "agreement", "evaluate", "recalibrate"]
+
+_SUMMED = ("accuracy", "macro_f1", "kappa", "brier", "log_loss", "ece")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Every table of one evaluation; `metrics` has one row per question."""
+
+    metrics: pd.DataFrame
+    by_type: pd.DataFrame  # n-weighted means of the per-question metrics
+    by_option_count: pd.DataFrame
+    confusion: dict[str, pd.DataFrame]
+    reliability: dict[str, pd.DataFrame]  # per question: the ECE bins (see metrics.reliability)
+    thresholds: dict[str, pd.DataFrame]  # noul questions: P(true) >= t swept over [0, 1]
+    coverage: dict[str, pd.DataFrame]  # accuracy when answering only the most confident rows
+    bins: int = 10
+    targets: dict[str, Target] = field(default_factory=dict, repr=False)
+    _source: tuple[pd.DataFrame, dict[str, str], dict[str, Any]] | None = field(default=None, repr=False)
+
+    def __getitem__(self, question: str) -> pd.Series:
+        return self.metrics.loc[question]
+
+    def recalibrate(self, method: str = "temperature", *, fit: float | Any = 0.5,
+                    seed: int = 0) -> dict[str, Recalibration]:
+        """Fit a calibration map per question with probabilities (see `recalibrate`)."""
+        if self._source is None:
+            raise InvalidRequest("evaluation", "this evaluation kept no reference to its frame")
+        frame, truths, probs = self._source
+        return {q: recalibrate(frame, truths[q], probs[q], method=method, fit=fit, seed=seed, bins=self.bins)
+                for q in truths if q in probs and self.targets[q].proba is not None}
+
+    def __repr__(self) -> str:
+        shown = self.metrics.drop(columns=["n_missing"], errors="ignore")
+        table = shown.to_string(float_format="{:.3f}".format)
+        return f"Evaluation of {len(self.metrics)} question(s)\n{table}"
+
+    def _repr_html_(self) -> str:
+        head = f"<b>Evaluation</b> of {len(self.metrics)} question(s), ECE over {self.bins} equal-width bins"
+        parts = [head,
+                 self.metrics.to_html(float_format="{:.3f}".format, na_rep="–")]
+        for question, table in list(self.confusion.items())[:4]:
+            parts.append(f"<details><summary>confusion: {html.escape(question)}</summary>{table.to_html()}"
+                         "</details>")
+        return "\n".join(parts)
+
+
+def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
+             bins: int = 10, steps: int = 20) -> Evaluation:
+    """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Labels and answers side by side, e.g. ``df.join(df.gw.decide(...))`` or the accessor's result.
+    truth : str or dict
+        The label column; or a dict ``{question id: label column}`` to score several questions at once
+        (each found by its tidy columns ``{q}__noul`` / ``{q}__p__*``).
+    prob : str, list, dict or None
+        Probabilities: a question id, a ``{q}__noul`` column, a list of ``{q}__p__{option}`` columns,
+        or ``{option: column}``. With several questions: ``{question id: any of those}``.
+    pred : str, dict or None
+        Predicted answers (``{q}__choice``) when there are no probabilities: only accuracy,
+        macro-F1, kappa and the confusion matrix are computed.
+    bins : int
+        Number of equal-width bins over [0, 1] for ECE and the reliability tables.
+    steps : int
+        Points of the threshold sweep (``steps + 1``) and the coverage curve.
+
+    Returns
+    -------
+    Evaluation
+        ``metrics`` (one row per question), ``by_type``, ``by_option_count``, and per question
+        ``confusion``, ``reliability``, ``thresholds`` (noul) and ``coverage`` tables.
+
+    Examples
+    --------
+    >>> ev = gwlab.evaluate(df, truth="is_urgent", prob="urgent")        # doctest: +SKIP
+    >>> ev.metrics[["accuracy", "ece"]]                                   # doctest: +SKIP
+    >>> cal = ev.recalibrate("temperature")["urgent"]                     # doctest: +SKIP
+    """
+    targets = resolve(frame, truth, prob, pred)
+    rows, confusion, reliability, thresholds, coverage = [], {}, {}, {}, {}
+    for t in targets:
+        k = len(t.classes)
+        row: dict[str, Any] = {"question": t.question, "type": t.kind, "options": k, "n": len(t.y),
+                               "n_missing": t.n_missing, "accuracy": metrics.accuracy(t.y, t.pred),
+                               "macro_f1": metrics.macro_f1(t.y, t.pred, k),
+                               "kappa": metrics.cohen_kappa(t.y, t.pred)}
+        confusion[t.question] = metrics.confusion(t.y, t.pred, t.classes)
+        if t.proba is not None:
+            table = metrics.reliability(t.proba, t.y, t.kind, bins)
+            reliability[t.question] = table
+            row |= {"brier": metrics.brier(t.proba, t.y, t.kind), "log_loss": metrics.log_loss(t.proba, t.y),
+                    "ece": metrics.ece(table)}
+            coverage[t.question] = metrics.coverage_curve(t.confidence, t.correct, steps)
+            if t.kind == "noul":
+                thresholds[t.question] = metrics.threshold_sweep(t.proba, t.y, steps + 1)
+        if t.kind == "score" and (t.proba is not None or len(t.y)):
+            levels = np.array([float(c) for c in t.classes])
+            expected = t.proba @ levels if t.proba is not None else levels[np.clip(t.pred, 0, None)]
+            ok = t.y >= 0
+            row["mae"] = float(np.mean(np.abs(expected[ok] - levels[t.y[ok]]))) if ok.any() else float("nan")
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("question")
+    for name in (*_SUMMED, "mae"):
+        if name not in table.columns:
+            table[name] = np.nan
+    table = table[["type", "options", "n", "n_missing", *_SUMMED, "mae"]]
+    source = None
+    if isinstance(truth, Mapping):
+        probs = dict(prob) if isinstance(prob, Mapping) else {}
+        source = (frame, dict(truth), {t.question: probs.get(t.question, t.question) for t in targets})
+    elif prob is not None:
+        source = (frame, {targets[0].question: truth}, {targets[0].question: prob})
+    return Evaluation(table, _grouped(table, "type"), _grouped(table, "options"), confusion, reliability,
+                      thresholds, coverage, bins, {t.question: t for t in targets}, source)
+
+
+def _grouped(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """n-weighted means of each metric over the questions sharing `by` (ECE is not additive: read it
+    as a weighted average of per-question ECEs)."""
+    out = []
+    for key, group in table.groupby(by, sort=True):
+        row: dict[str, Any] = {by: key, "questions": len(group), "n": int(group["n"].sum())}
+        for name in (*_SUMMED, "mae"):
+            values = group[name].astype(float)
+            weights = group["n"].where(values.notna(), 0).astype(float)
+            row[name] = float((values.fillna(0) * weights).sum() / weights.sum()) if weights.sum() else np.nan
+        out.append(row)
+    return pd.DataFrame(out).set_index(by) if out else pd.DataFrame()
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How often two answer columns agree, beyond chance (Cohen's kappa), and where they do not."""
+
+    a: str
+    b: str
+    n: int
+    observed: float  # fraction of rows where a == b
+    expected: float  # chance agreement from the two marginals
+    kappa: float
+    table: pd.DataFrame  # crosstab: a's answers as rows, b's as columns
+    disagreements: pd.DataFrame = field(repr=False)  # the rows that differ, with both answers
+
+    def __repr__(self) -> str:
+        return (f"Agreement({self.a!r} vs {self.b!r}: n={self.n}, agree {self.observed:.1%}, "
+                f"kappa {self.kappa:.3f}, {len(self.disagreements)} disagreements)")
+
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(repr(self))}</p>{self.table.to_html()}"
+
+
+def agreement(frame: pd.DataFrame, a: str, b: str, *, threshold: float = 0.5) -> Agreement:
+    """Cohen's kappa and a disagreement table between two answer columns over rows where both answered.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Holds both columns (two models, two prompts, a model and a person).
+    a, b : str
+        Answer columns. ``{q}__noul`` columns are read as ``p >= threshold``; ``{q}__score`` columns
+        are rounded to the nearest level; anything else is compared as text.
+    threshold : float
+        Cut for noul probabilities.
+
+    Returns
+    -------
+    Agreement
+        ``kappa``, ``observed`` and ``expected`` agreement, the crosstab ``table`` and the
+        ``disagreements`` rows.
+    """
+    left, right = (_answers(frame, name, threshold) for name in (a, b))
+    both = (left.notna() & right.notna()).to_numpy()
+    x, y = left[both].astype(str), right[both].astype(str)
+    values = sorted(set(x) | set(y))
+    codes = {v: i for i, v in enumerate(values)}
+    xi, yi = x.map(codes).to_numpy(), y.map(codes).to_numpy()
+    observed = float(np.mean(xi == yi)) if len(xi) else float("nan")
+    chance = sum(np.mean(xi == c) * np.mean(yi == c) for c in codes.values())
+    expected = float(chance) if len(xi) else float("nan")
+    table = pd.crosstab(pd.Categorical(x, values), pd.Categorical(y, values), dropna=False,
+                        rownames=[a], colnames=[b])
+    differ = (x.to_numpy() != y.to_numpy())
+    disagreements = pd.DataFrame({a: x.to_numpy()[differ], b: y.to_numpy()[differ]},
+                                 index=frame.index[both][differ])
+    kappa = metrics.cohen_kappa(xi, yi)
+    return Agreement(a, b, len(xi), observed, expected, kappa, table, disagreements)
+
+
+def _answers(frame: pd.DataFrame, name: str, threshold: float) -> pd.Series:
+    if name not in frame.columns:
+        raise InvalidRequest(name, f"unknown column {name!r}")
+    column = frame[name]
+    if name.endswith("__noul"):
+        numbers = pd.to_numeric(column, errors="coerce")
+        return numbers.ge(threshold).map({True: "true", False: "false"}).where(numbers.notna())
+    if name.endswith("__score"):
+        numbers = pd.to_numeric(column, errors="coerce")
+        return numbers.round().astype("Int64").astype(object).where(numbers.notna())
+    return column.astype(object).where(column.notna())
+

@@ -1,0 +1,168 @@
+"""Matplotlib figures for answers, evaluations and usage. Each draws on `ax` (or a new one) and returns it.
+
+matplotlib is imported inside each function: `import gwlab` must not pay for it, and it is the
+`notebook` extra's dependency, not a core one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames import usage as _usage
+from gwlab.frames._targets import probability_columns
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from gwlab.frames.evaluate import Evaluation
+
+__all__ = ["confusion", "cost_per_run", "latency", "probabilities", "reliability", "scores",
+           "usage_over_time"]
+
+
+def _axes(ax: Axes | None) -> Axes:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.subplots()[1]
+
+
+def _one(tables: Mapping[str, Any], question: str | None, what: str) -> tuple[str, Any]:
+    if question is None:
+        if len(tables) != 1:
+            raise InvalidRequest("question", f"the evaluation has {len(tables)} {what} tables; name one "
+                                             f"of {sorted(tables)}")
+        question = next(iter(tables))
+    if question not in tables:
+        raise InvalidRequest("question", f"no {what} table for {question!r}; have {sorted(tables)}")
+    return question, tables[question]
+
+
+def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = None, *,
+                ax: Axes | None = None) -> Axes:
+    """Reliability diagram: observed rate against mean predicted probability per bin, counts behind.
+
+    The bars (right axis) show how many rows fell in each bin, so a point far from the diagonal can
+    be read against how much evidence it stands on.
+    """
+    ax = _axes(ax)
+    if isinstance(evaluation, pd.DataFrame):
+        table, title = evaluation, "reliability"
+    else:
+        question, table = _one(evaluation.reliability, question, "reliability")
+        title = f"{question}: ECE {evaluation.metrics.loc[question, 'ece']:.3f}"
+    counts = ax.twinx()
+    width = (table["upper"] - table["lower"]).to_numpy()
+    counts.bar(table["lower"], table["count"], width=width, align="edge", color="0.85", label="rows")
+    counts.set_ylabel("rows per bin")
+    ax.set_zorder(counts.get_zorder() + 1)  # the curve in front of the bars
+    ax.patch.set_visible(False)
+    ax.plot([0, 1], [0, 1], linestyle="--", color="0.5", label="perfectly calibrated")
+    used = table[table["count"] > 0]
+    ax.plot(used["mean_prob"], used["observed"], marker="o", label="observed")
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean predicted probability", ylabel="observed rate", title=title)
+    ax.legend(loc="upper left")
+    return ax
+
+
+def probabilities(frame: pd.DataFrame, question: str, *, ax: Axes | None = None) -> Axes:
+    """Distribution of each option's probability (a box per option; noul: P(true))."""
+    ax = _axes(ax)
+    _, kind, columns = probability_columns(frame, question)
+    data = [pd.to_numeric(frame[c], errors="coerce").dropna().to_numpy() for c in columns.values()]
+    ax.boxplot(data, tick_labels=list(columns))
+    ax.set(ylim=(-0.02, 1.02), ylabel="probability", xlabel="option" if kind != "noul" else "",
+           title=f"{question}: probability per option")
+    return ax
+
+
+def scores(frame: pd.DataFrame, question: str, *, ax: Axes | None = None, bins: int = 20) -> Axes:
+    """Histogram of a score question's expected level (`{q}__score`), one tick per level."""
+    ax = _axes(ax)
+    name = question if question.endswith("__score") else f"{question}__score"
+    if name not in frame.columns:
+        raise InvalidRequest("question", f"no column {name!r} in the frame")
+    values = pd.to_numeric(frame[name], errors="coerce").dropna()
+    levels = [c for c in frame.columns if str(c).startswith(name.removesuffix("__score") + "__p__")]
+    top = max(len(levels) - 1, int(np.ceil(values.max())) if len(values) else 1)
+    ax.hist(values, bins=np.linspace(0, top, bins + 1), color="C0")
+    ax.set_xticks(range(top + 1))
+    ax.set(xlabel="score (level)", ylabel="rows", title=f"{name.removesuffix('__score')}: score distribution")
+    return ax
+
+
+def confusion(evaluation: Evaluation, question: str | None = None, *, ax: Axes | None = None,
+              normalize: bool = False) -> Axes:
+    """Confusion matrix as a heat map with the count (or row share) written in each cell."""
+    ax = _axes(ax)
+    question, table = _one(evaluation.confusion, question, "confusion")
+    values = table.to_numpy(dtype=float)
+    if normalize:
+        sums = values.sum(axis=1, keepdims=True)
+        values = np.divide(values, sums, out=np.zeros_like(values), where=sums > 0)
+    ax.imshow(values, cmap="Blues")
+    ax.set_xticks(range(len(table.columns)), labels=list(table.columns), rotation=45, ha="right")
+    ax.set_yticks(range(len(table.index)), labels=list(table.index))
+    high = values.max() if values.size else 0
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            text = f"{values[i, j]:.2f}" if normalize else f"{int(values[i, j])}"
+            ink = "white" if values[i, j] > high / 2 else "black"
+            ax.text(j, i, text, ha="center", va="center", color=ink)
+    ax.set(xlabel="predicted", ylabel="truth", title=f"{question}: confusion")
+    return ax
+
+
+def usage_over_time(usage: pd.DataFrame, *, ax: Axes | None = None, tokens: str = "input_tokens") -> Axes:
+    """Cumulative tokens over time, one line per model."""
+    ax = _axes(ax)
+    time = _times(_usage.column(usage, "time"))
+    amount = pd.to_numeric(_usage.column(usage, tokens), errors="coerce").fillna(0).to_numpy()
+    model = _usage.column(usage, "model", required=False)
+    models = model.fillna("?").to_numpy() if model is not None else np.full(len(usage), "all")
+    work = pd.DataFrame({"time": time.to_numpy(), "tokens": amount, "model": models}).sort_values("time")
+    for name, group in work.groupby("model", sort=True):
+        ax.step(group["time"], group["tokens"].cumsum(), where="post", label=str(name))
+    ax.set(xlabel="time", ylabel=f"cumulative {tokens.replace('_', ' ')}", title="usage over time")
+    ax.legend()
+    return ax
+
+
+def latency(usage: pd.DataFrame, *, ax: Axes | None = None, bins: int = 30) -> Axes:
+    """Histogram of request latency in milliseconds, with the median marked."""
+    ax = _axes(ax)
+    values = pd.to_numeric(_usage.column(usage, "latency_ms"), errors="coerce").dropna()
+    ax.hist(values, bins=bins, color="C0")
+    if len(values):
+        ax.axvline(values.median(), color="C1", linestyle="--", label=f"median {values.median():.0f} ms")
+        ax.legend()
+    ax.set(xlabel="latency (ms)", ylabel="requests", title="latency")
+    return ax
+
+
+def cost_per_run(usage: pd.DataFrame, prices: Any = None, *, ax: Axes | None = None) -> Axes:
+    """Bar per run: dollars from the price table (decisions charge input tokens only)."""
+    ax = _axes(ax)
+    table = _usage.summarize(usage, prices, by=("run",))
+    runs = [str(r) or "(no run)" for r in table.index]
+    ax.bar(runs, table["cost"].fillna(0).to_numpy(), color="C2")
+    ax.set(xlabel="run", ylabel="cost (USD)", title="cost per run")
+    ax.tick_params(axis="x", rotation=45)
+    return ax
+
+
+def _times(series: pd.Series) -> pd.Series:
+    """Unix seconds or milliseconds, strings or datetimes, as datetimes (spec: time fields vary)."""
+    if pd.api.types.is_datetime64_any_dtype(series):
+        return series
+    numbers = pd.to_numeric(series, errors="coerce")
+    if numbers.notna().all():
+        unit = "ms" if numbers.median() > 1e11 else "s"
+        return pd.to_datetime(numbers, unit=unit)
+    return pd.to_datetime(series, errors="coerce")

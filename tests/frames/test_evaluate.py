@@ -1,0 +1,162 @@
+"""Evaluation metrics against values computed by hand on tiny examples."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gwlab.frames.evaluate as ev
+from gwlab.errors import InvalidRequest
+from gwlab.frames.calibration import pav, recalibrate
+
+
+@pytest.fixture
+def binary() -> pd.DataFrame:
+    return pd.DataFrame({"label": [True, False, True, False], "urgent__noul": [0.9, 0.2, 0.4, 0.6]},
+                        index=pd.Index(list("abcd"), name="id"))
+
+
+@pytest.fixture
+def three_way() -> pd.DataFrame:
+    return pd.DataFrame({
+        "label": ["a", "b", "c"],
+        "team__choice": ["a", "b", "a"],
+        "team__p__a": [0.72, 0.30, 0.55],
+        "team__p__b": [0.18, 0.45, 0.25],
+        "team__p__c": [0.10, 0.25, 0.20],
+        "team__confidence": [0.5, 0.1, 0.2],
+    })
+
+
+def test_binary_metrics_match_hand_computed_values(binary: pd.DataFrame) -> None:
+    m = ev.evaluate(binary, truth="label", prob="urgent", bins=2).metrics.loc["urgent"]
+    assert m["type"] == "noul" and m["n"] == 4
+    assert m["accuracy"] == pytest.approx(0.5)
+    assert m["macro_f1"] == pytest.approx(0.5)
+    assert m["kappa"] == pytest.approx(0.0)
+    assert m["brier"] == pytest.approx((0.01 + 0.04 + 0.36 + 0.36) / 4)
+    assert m["log_loss"] == pytest.approx(-(math.log(0.9) + math.log(0.8) + 2 * math.log(0.4)) / 4)
+    # bins [0, .5) and [.5, 1]: |0.5 - 0.3| and |0.5 - 0.75|, each over half the rows
+    assert m["ece"] == pytest.approx(0.5 * 0.2 + 0.5 * 0.25)
+
+
+def test_binary_confusion_has_truth_rows_and_predicted_columns(binary: pd.DataFrame) -> None:
+    table = ev.evaluate(binary, truth="label", prob="urgent__noul").confusion["urgent"]
+    assert table.loc["true", "true"] == 1 and table.loc["true", "false"] == 1
+    assert table.loc["false", "true"] == 1 and table.loc["false", "false"] == 1
+
+
+def test_multiclass_metrics_match_hand_computed_values(three_way: pd.DataFrame) -> None:
+    m = ev.evaluate(three_way, truth="label", prob="team").metrics.loc["team"]
+    assert (m["type"], m["options"]) == ("choice", 3)
+    assert m["accuracy"] == pytest.approx(2 / 3)
+    assert m["macro_f1"] == pytest.approx((2 / 3 + 1 + 0) / 3)
+    assert m["kappa"] == pytest.approx(0.5)
+    assert m["brier"] == pytest.approx((0.1208 + 0.455 + 1.005) / 3)
+    assert m["log_loss"] == pytest.approx(-(math.log(0.72) + math.log(0.45) + math.log(0.20)) / 3)
+    assert m["ece"] == pytest.approx((0.28 + 0.55 + 0.55) / 3)
+
+
+def test_pred_only_gives_accuracy_and_confusion_without_calibration(three_way: pd.DataFrame) -> None:
+    result = ev.evaluate(three_way, truth="label", pred="team__choice")
+    m = result.metrics.loc["team"]
+    assert m["accuracy"] == pytest.approx(2 / 3) and np.isnan(m["brier"])
+    assert result.confusion["team"].loc["c", "a"] == 1
+
+
+def test_rows_without_label_or_answer_are_counted_missing(binary: pd.DataFrame) -> None:
+    frame = binary.astype({"label": object})
+    frame.loc["a", "urgent__noul"] = np.nan
+    frame.loc["b", "label"] = None
+    m = ev.evaluate(frame, truth="label", prob="urgent").metrics.loc["urgent"]
+    assert (m["n"], m["n_missing"]) == (2, 2)
+
+
+def test_several_questions_are_grouped_by_type_and_option_count(binary: pd.DataFrame) -> None:
+    frame = pd.DataFrame({
+        "u": [True, False], "urgent__noul": [0.8, 0.3],
+        "s": [2, 0], "sev__score": [1.6, 0.4], "sev__p__0": [0.1, 0.7], "sev__p__1": [0.2, 0.2],
+        "sev__p__2": [0.7, 0.1],
+    })
+    result = ev.evaluate(frame, truth={"urgent": "u", "sev": "s"})
+    assert list(result.metrics.index) == ["urgent", "sev"]
+    assert set(result.by_type.index) == {"noul", "score"}
+    assert set(result.by_option_count.index) == {2, 3}
+    assert result.metrics.loc["sev", "accuracy"] == 1.0
+    # expected level 0*0.1 + 1*0.2 + 2*0.7 = 1.6 against 2, and 0.4 against 0
+    assert result.metrics.loc["sev", "mae"] == pytest.approx(0.4)
+    assert "urgent" in result.thresholds and "sev" not in result.thresholds
+
+
+def test_threshold_sweep_and_coverage_curve(binary: pd.DataFrame) -> None:
+    result = ev.evaluate(binary, truth="label", prob="urgent", steps=4)
+    sweep = result.thresholds["urgent"].set_index("threshold")
+    assert sweep.loc[0.5, "accuracy"] == pytest.approx(0.5)
+    assert sweep.loc[0.0, "positive_rate"] == 1.0
+    curve = result.coverage["urgent"]
+    # most confident first: 0.9 (right), 0.2 -> false (right), 0.4/0.6 (both wrong)
+    assert list(curve["accuracy"]) == pytest.approx([1.0, 1.0, 2 / 3, 0.5])
+
+
+def test_unknown_label_column_is_named(binary: pd.DataFrame) -> None:
+    with pytest.raises(InvalidRequest, match="nope"):
+        ev.evaluate(binary, truth="nope", prob="urgent")
+
+
+def test_evaluation_reprs_are_text_and_html(binary: pd.DataFrame) -> None:
+    result = ev.evaluate(binary, truth="label", prob="urgent")
+    assert "urgent" in repr(result) and "<table" in result._repr_html_()
+
+
+def test_pav_pools_adjacent_violators() -> None:
+    xs, ys = pav(np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 3.0, 2.0, 4.0]))
+    assert list(np.interp([1, 2, 3, 4], xs, ys)) == pytest.approx([1.0, 2.5, 2.5, 4.0])
+
+
+def _overconfident(n: int, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.02, 0.98, n)
+    y = rng.uniform(size=n) < p
+    logit = np.log(p / (1 - p))
+    return pd.DataFrame({"label": y, "urgent__noul": 1 / (1 + np.exp(-3 * logit))})
+
+
+@pytest.mark.parametrize("method", ["temperature", "isotonic"])
+def test_recalibration_lowers_held_out_nll_on_overconfident_answers(method: str) -> None:
+    frame = _overconfident(4000)
+    cal = recalibrate(frame, "label", "urgent", method=method, fit=0.5, seed=0)
+    assert cal.nll_after < cal.nll_before - 0.05
+    assert cal.ece_after < cal.ece_before
+    if method == "temperature":
+        assert cal.temperature == pytest.approx(3.0, rel=0.15)
+    assert cal.columns.index.equals(frame.index)
+    before = ev.evaluate(frame, truth="label", prob="urgent").metrics.loc["urgent", "log_loss"]
+    after = ev.evaluate(cal.transform(frame), truth="label", prob="urgent").metrics.loc["urgent", "log_loss"]
+    assert after < before
+
+
+def test_temperature_scaling_of_choice_redoes_the_choice_column(three_way: pd.DataFrame) -> None:
+    frame = pd.concat([three_way] * 10, ignore_index=True)
+    cal = ev.evaluate(frame, truth="label", prob="team").recalibrate("temperature", fit=0.5)["team"]
+    out = cal.transform(frame)
+    probs = out[["team__p__a", "team__p__b", "team__p__c"]].to_numpy()
+    assert np.allclose(probs.sum(axis=1), 1.0)
+    assert list(out["team__choice"]) == list(frame["team__choice"])  # T keeps the argmax
+    pd.testing.assert_frame_equal(frame, pd.concat([three_way] * 10, ignore_index=True))
+
+
+def test_agreement_gives_kappa_and_disagreements() -> None:
+    frame = pd.DataFrame({"m1": ["x", "y", "x", "y"], "m2": ["x", "y", "y", "y"]}, index=[10, 11, 12, 13])
+    result = ev.agreement(frame, "m1", "m2")
+    assert result.observed == pytest.approx(0.75) and result.expected == pytest.approx(0.5)
+    assert result.kappa == pytest.approx(0.5)
+    assert list(result.disagreements.index) == [12]
+    assert result.table.loc["x", "y"] == 1
+
+
+def test_agreement_reads_noul_columns_at_the_threshold() -> None:
+    frame = pd.DataFrame({"a__noul": [0.9, 0.1, 0.6], "b__noul": [0.7, 0.4, 0.4]})
+    assert ev.agreement(frame, "a__noul", "b__noul").observed == pytest.approx(2 / 3)
