@@ -23,16 +23,8 @@ from gwlab.local.body import BodyTooLarge, field, read_json
 from gwlab.local.errors import APIError
 from gwlab.local.settings import Settings
 from gwlab.local.store import KeyRecord, Store
-from gwlab.wire.limits import (
-    LIST_ORDERS,
-    VIDEO_DEFAULT_VARIANT,
-    VIDEO_LIST_LIMIT_RANGE,
-    VIDEO_POLL_AFTER_HEADER,
-    VIDEO_SECONDS,
-    VIDEO_SIZES,
-    VIDEO_TERMINAL,
-    VIDEO_VARIANTS,
-)
+from gwlab.wire import tasks
+from gwlab.wire.limits import VIDEO_DEFAULT_VARIANT, VIDEO_POLL_AFTER_HEADER, VIDEO_TERMINAL
 
 router = APIRouter(prefix="/v1", tags=["videos"])
 Key = Annotated[KeyRecord, Depends(require_key)]
@@ -204,14 +196,6 @@ async def _read_submission(request: Request) -> tuple[dict[str, Any], bytes | No
     return body, reference
 
 
-def _choice(body: dict[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
-    value = field(body, name, (str, int), default=default)
-    value = str(value)  # seconds is a string on the wire; a JSON integer is accepted as the same value
-    if value not in allowed:
-        raise APIError(400, f"'{name}' must be one of {', '.join(allowed)}; got {value!r}", param=name)
-    return value
-
-
 def _model(key: KeyRecord, body: dict[str, Any]) -> str:
     model = field(body, "model", str, default=DEFAULT_MODEL)
     if isinstance(model, str) and model and catalog.find(model) is None:
@@ -236,9 +220,7 @@ def _new_video(model: str, prompt: str, size: str, seconds: str,
 
 
 def _prompt(body: dict[str, Any]) -> str:
-    prompt = field(body, "prompt", str, required=True)
-    if not prompt.strip():
-        raise APIError(400, "'prompt' must not be empty", param="prompt")
+    prompt = tasks.build_remix(body.get("prompt"))["prompt"]  # the client's validator: one rule, both sides
     if len(prompt) > MAX_PROMPT_CHARS:
         raise APIError(400, f"'prompt' is longer than {MAX_PROMPT_CHARS} characters", param="prompt")
     return prompt
@@ -277,8 +259,9 @@ async def create_video(request: Request, key: Key) -> JSONResponse:
     body, reference = await _read_submission(request)
     prompt = _prompt(body)  # the required field first, as OpenAI reports it
     model = request.state.model = _model(key, body)
-    seconds = _choice(body, "seconds", VIDEO_SECONDS, DEFAULT_SECONDS)
-    size = _choice(body, "size", VIDEO_SIZES, DEFAULT_SIZE)
+    # the client's validator: InvalidRequest naming the field -> 400; seconds 4 reads as "4"
+    checked = tasks.build_create(prompt, model, body.get("seconds"), body.get("size"))
+    seconds, size = checked.get("seconds", DEFAULT_SECONDS), checked.get("size", DEFAULT_SIZE)
     return _submit(request, key, _new_video(model, prompt, size, seconds), reference)
 
 
@@ -295,11 +278,7 @@ async def remix_video(video_id: str, request: Request, key: Key) -> JSONResponse
 @router.get("/videos")
 async def list_videos(request: Request, key: Key, limit: int = 20, order: str = "desc",
                       after: str | None = None) -> dict[str, Any]:
-    low, high = VIDEO_LIST_LIMIT_RANGE
-    if not low <= limit <= high:
-        raise APIError(400, f"'limit' must be between {low} and {high}; got {limit}", param="limit")
-    if order not in LIST_ORDERS:
-        raise APIError(400, f"'order' must be one of {', '.join(LIST_ORDERS)}; got {order!r}", param="order")
+    tasks.list_params(limit, order, after)  # InvalidRequest naming the parameter -> 400
     videos = sorted(request.app.state.store.list_tasks(key.id, KIND),
                     key=lambda v: (v["created_at"], v["id"]), reverse=order == "desc")
     if after is not None:
@@ -321,9 +300,7 @@ async def retrieve_video(video_id: str, request: Request, key: Key) -> JSONRespo
 @router.get("/videos/{video_id}/content")
 async def video_content(video_id: str, request: Request, key: Key,
                         variant: str = VIDEO_DEFAULT_VARIANT) -> Response:
-    if variant not in VIDEO_VARIANTS:
-        raise APIError(400, f"'variant' must be one of {', '.join(VIDEO_VARIANTS)}; got {variant!r}",
-                       param="variant")
+    tasks.content_params(variant)
     video = _load(request, key, video_id)
     # not ready is a 404, never a 409: the SDKs retry 409 (protocols.md section 5)
     if video["status"] == "failed":
