@@ -1,0 +1,510 @@
+"""Text and tool calls from the local text model, shared by the chat, responses and messages routes.
+
+Each route turns its protocol's input into one `Conversation` (system text plus user, assistant and tool
+turns) and its options into a `Plan`; `generate` runs the engine in a worker thread and yields `Text`,
+`CallStarted` and `CallArguments` events and one final `Finished`, which the route renders in its own
+wire shape. Tool calls and structured output are produced under a JSON-schema grammar, so what the
+caller receives parses and validates against the schema it sent (checked with jsonschema).
+
+With `tool_choice` auto the decision engine routes (see `_route`): one choice question asks whether the
+last user message is best served by answering directly or by one of the tools, each option described by
+its tool's name and description.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import json
+import logging
+import re
+import secrets
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+from starlette.concurrency import run_in_threadpool
+
+from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage, Question
+from gwlab.local.errors import APIError
+from gwlab.local.streaming import iterate_in_thread
+from gwlab.wire.limits import TOOL_NAME_PATTERN
+
+log = logging.getLogger("gwlab.local")
+
+DEFAULT_MAX_TOKENS = 256  # when the caller sets no limit: a base model left alone tends to loop
+DEFAULT_TEMPERATURE = 0.7
+MAX_STOP_SEQUENCES = 16
+JSON_ATTEMPTS = 3  # schemas the grammar cannot fully express are generated again until one validates
+STRING_CAP, ARRAY_CAP, ENUM_RANGE_CAP = 120, 8, 64
+# arguments must say what the user said ("Oslo", not "O"): a 270M model sampled hot misspells them
+ARGUMENTS_MAX_TEMPERATURE = 0.3
+
+# Answering directly is described by a few prototypes rather than one sentence: embedding similarity
+# compares the request with each text, and "anything without a tool" is too abstract to be near
+# anything. Labels contain a space and a colon, so they can never collide with a tool name.
+RESPOND_PROTOTYPES: dict[str, str] = {
+    "respond: chat": "Say hello, small talk, thanks, how are you",
+    "respond: write": "Write a poem, story, joke, haiku or essay",
+    "respond: explain": "Explain, define or answer a general knowledge or math question",
+    "respond: edit": "Translate, summarise, rewrite or correct a text",
+}
+# a call is an answer that begins "I will call name(" and the grammar writes the JSON arguments; history
+# renders past calls the same way, then the tool's output as a "Result:" line (build_prompt)
+CALL_PHRASE = "I will call {name}("
+
+
+def new_id(prefix: str) -> str:
+    return prefix + secrets.token_hex(12)
+
+
+# --- the conversation and what to generate ------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # a JSON object as text, as every protocol but Anthropic's sends it
+
+
+@dataclass(slots=True)
+class Turn:
+    role: str  # user | assistant | tool
+    text: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    call_id: str | None = None  # tool turns: the call they answer
+    name: str | None = None  # tool turns: the tool that answered
+
+
+@dataclass(slots=True)
+class Conversation:
+    system: list[str] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+
+    def add_system(self, text: str) -> None:
+        if text.strip():
+            self.system.append(text.strip())
+
+    def add_user(self, text: str) -> None:
+        self.turns.append(Turn("user", text))
+
+    def add_assistant(self, text: str = "", calls: Sequence[ToolCall] = ()) -> None:
+        """Consecutive assistant pieces (text, then calls) are one turn, as in every protocol's history."""
+        last = self.turns[-1] if self.turns else None
+        if last is not None and last.role == "assistant" and (not last.calls or not text):
+            last.text = f"{last.text} {text}".strip() if text else last.text
+            last.calls.extend(calls)
+        else:
+            self.turns.append(Turn("assistant", text, list(calls)))
+
+    def add_tool_result(self, call_id: str, text: str, name: str | None = None) -> None:
+        if name is None:  # the protocols name the call, not the tool: find the call it answers
+            name = next((c.name for t in self.turns for c in t.calls if c.id == call_id), None)
+        self.turns.append(Turn("tool", text, call_id=call_id, name=name))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
+    mode: str = "auto"  # none | auto | required
+    name: str | None = None  # required: this tool
+
+
+@dataclass(slots=True)
+class Plan:
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float = DEFAULT_TEMPERATURE
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    tools: tuple[Tool, ...] = ()
+    choice: ToolChoice = field(default_factory=ToolChoice)
+    schema: dict[str, Any] | None = None  # structured text output
+    call_prefix: str = "call_"
+    grammars: dict[str, str] = field(default_factory=dict)  # filled by `prepare`
+
+
+# --- events --------------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Text:
+    text: str
+
+
+@dataclass(slots=True)
+class CallStarted:
+    index: int
+    call: ToolCall
+
+
+@dataclass(slots=True)
+class CallArguments:
+    index: int
+    text: str
+
+
+@dataclass(slots=True)
+class Finished:
+    reason: str  # stop | length | tool_calls | stop_sequence
+    usage: GenerationUsage
+    text: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    stop_sequence: str | None = None
+
+
+Event = Text | CallStarted | CallArguments | Finished
+
+
+# --- request checks the three routes share ----------------------------------------------------------------
+def check_schema(schema: Any, param: str) -> dict[str, Any]:
+    """A JSON Schema object, or a 400 naming where it sits."""
+    if not isinstance(schema, dict):
+        raise APIError(400, f"'{param}' must be a JSON Schema object", param=param)
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise APIError(400, f"'{param}' is not a valid JSON Schema: {exc.message}", param=param) from None
+    return schema
+
+
+def make_tool(name: Any, description: Any, parameters: Any, param: str, schema_field: str) -> Tool:
+    """A function tool from any protocol's fields; `param` is where the tool sits (e.g. tools[0])."""
+    if not isinstance(name, str) or not re.match(TOOL_NAME_PATTERN, name):
+        raise APIError(400, f"'{param}.name' must match {TOOL_NAME_PATTERN}", param=f"{param}.name")
+    if description is not None and not isinstance(description, str):
+        raise APIError(400, f"'{param}.description' must be a string", param=f"{param}.description")
+    if parameters is None:
+        parameters = {"type": "object", "properties": {}}
+    where = f"{param}.{schema_field}"
+    check_schema(parameters, where)
+    if parameters.get("type", "object") != "object":
+        raise APIError(400, f"'{where}' must describe an object (type 'object')", param=where)
+    return Tool(name, description or "", parameters)
+
+
+def check_tools(tools: Sequence[Tool], param: str) -> None:
+    names = [t.name for t in tools]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise APIError(400, f"Duplicate tool name '{name}'", param=f"{param}[{i}].name")
+
+
+def named_choice(tools: Sequence[Tool], name: Any, param: str) -> ToolChoice:
+    if not isinstance(name, str) or name not in {t.name for t in tools}:
+        raise APIError(400, f"'{param}' names a tool that is not in tools: {name!r}", param=param)
+    return ToolChoice("required", name)
+
+
+def check_stop(value: Any, param: str) -> tuple[str, ...]:
+    stops = [value] if isinstance(value, str) else value
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise APIError(400, f"'{param}' must be a non-empty string or an array of them", param=param)
+    if len(stops) > MAX_STOP_SEQUENCES:
+        raise APIError(400, f"'{param}' may hold at most {MAX_STOP_SEQUENCES} sequences", param=param)
+    return tuple(stops)
+
+
+def check_number(value: Any, param: str, low: float, high: float) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise APIError(400, f"'{param}' must be a number from {low:g} to {high:g}", param=param)
+    return float(value)
+
+
+def check_count(value: Any, param: str, low: int = 1, high: int | None = None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+        bound = f"from {low} to {high}" if high else f"of at least {low}"
+        raise APIError(400, f"'{param}' must be an integer {bound}", param=param)
+    return value
+
+
+def text_of_parts(content: Any, param: str, kinds: Mapping[str, str]) -> str:
+    """The text of a string or of a list of typed parts; `kinds` maps accepted part types to their field.
+
+    Parts the local text model cannot read (images, audio, files) are refused by name rather than
+    silently dropped, so the caller never gets an answer to a question it did not ask."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise APIError(400, f"'{param}' must be a string or an array of content parts", param=param)
+    texts = []
+    for j, part in enumerate(content):
+        where = f"{param}[{j}]"
+        if not isinstance(part, dict):
+            raise APIError(400, f"'{where}' must be an object", param=where)
+        kind = part.get("type")
+        if kind not in kinds:
+            raise APIError(400, f"'{where}.type' {kind!r} is not supported here; use "
+                           + " or ".join(repr(k) for k in kinds), param=f"{where}.type")
+        text = part.get(kinds[kind])
+        if not isinstance(text, str):
+            raise APIError(400, f"'{where}.{kinds[kind]}' must be a string", param=f"{where}.{kinds[kind]}")
+        texts.append(text)
+    return "\n".join(texts)
+
+
+# --- JSON schemas the grammar can and cannot enforce ------------------------------------------------------
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+# keywords the llama.cpp schema converter turns into grammar rules, plus annotations
+_ENFORCED = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems",
+    "maxItems", "enum", "const", "anyOf", "$ref", "$defs", "definitions", "minLength", "maxLength",
+    "pattern", "format", "title", "description", "default", "examples", "$schema", "$id", "$comment",
+})
+
+
+def _children(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(schema.get(key), dict):
+            yield from (s for s in schema[key].values() if isinstance(s, dict))
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(schema.get(key), list):
+            yield from (s for s in schema[key] if isinstance(s, dict))
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            yield schema[key]
+
+
+def generation_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A stricter copy of `schema` for the grammar: whatever it allows, the original allows too.
+
+    A base model left free inside a string or an array rambles until the token limit, so unbounded
+    strings and arrays get a cap; a small integer range becomes an enum, which the grammar can force
+    (it cannot force minimum/maximum)."""
+    out = copy.deepcopy(schema)
+
+    def tighten(s: dict[str, Any]) -> None:
+        if s.get("type") == "string" and not {"maxLength", "pattern", "enum", "const", "format"} & s.keys():
+            s["maxLength"] = max(int(s.get("minLength", 0)), 0) + STRING_CAP
+        if s.get("type") == "array" and isinstance(s.get("items"), dict) and "maxItems" not in s:
+            s["maxItems"] = max(int(s.get("minItems", 0)), 0) + ARRAY_CAP
+        if s.get("type") == "integer" and "enum" not in s:
+            low = s.get("minimum", s["exclusiveMinimum"] + 1 if "exclusiveMinimum" in s else None)
+            high = s.get("maximum", s["exclusiveMaximum"] - 1 if "exclusiveMaximum" in s else None)
+            if (isinstance(low, int) and isinstance(high, int) and 0 <= high - low <= ENUM_RANGE_CAP
+                    and "multipleOf" not in s):
+                s["enum"] = list(range(low, high + 1))
+                for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                    s.pop(key, None)
+        for child in _children(s):
+            tighten(child)
+
+    tighten(out)
+    return out
+
+
+def enforced(schema: dict[str, Any]) -> bool:
+    """Whether the grammar alone guarantees validity (else output is checked and generated again)."""
+    if not _ENFORCED.issuperset(schema):
+        return False
+    if isinstance(schema.get("type"), list) and len(schema) > 1:  # the converter drops the other keywords
+        return False
+    if "pattern" in schema and {"minLength", "maxLength"} & schema.keys():
+        return False
+    return all(enforced(child) for child in _children(schema))
+
+
+def valid_json(text: str, schema: dict[str, Any]) -> bool:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return jsonschema.validators.validator_for(schema)(schema).is_valid(value)
+
+
+# --- preparing and running ----------------------------------------------------------------------------------
+def _engines() -> tuple[Any, Any]:
+    from gwlab.local.engines import get_decider, get_generator
+
+    return get_generator(), get_decider()
+
+
+def prepare_sync(plan: Plan, params: Mapping[str, str]) -> None:
+    """Compile every grammar the plan may need, so an unusable schema is a 400 before any output.
+
+    `params` names where each schema sat in the request ("" for the output schema, else tool names)."""
+    generator, _ = _engines()
+    schemas = {t.name: t.parameters for t in plan.tools}
+    if plan.schema is not None:
+        schemas[""] = plan.schema
+    for key, schema in schemas.items():
+        try:
+            plan.grammars[key] = generator.json_grammar(generation_schema(schema))
+        except Exception as exc:
+            param = params.get(key, "tools")
+            raise APIError(400, f"'{param}' uses JSON Schema features the local model cannot follow: {exc}",
+                           param=param) from None
+
+
+async def prepare(plan: Plan, params: Mapping[str, str]) -> None:
+    await run_in_threadpool(prepare_sync, plan, params)
+
+
+def generate(conversation: Conversation, plan: Plan) -> AsyncIterator[Event]:
+    """Events of one answer; the engine runs in a worker thread and stops if the consumer goes away."""
+    return iterate_in_thread(lambda stop: _run(conversation, plan, stop))
+
+
+async def complete(conversation: Conversation, plan: Plan) -> Finished:
+    async for event in generate(conversation, plan):
+        if isinstance(event, Finished):
+            return event
+    raise RuntimeError("the generator ended without a finish event")  # pragma: no cover
+
+
+def _run(conversation: Conversation, plan: Plan, stop: threading.Event) -> Iterator[Event]:
+    generator, decider = _engines()
+    usage = GenerationUsage()
+    tool = _route(conversation, plan, decider)
+    if tool is None:
+        schema = plan.schema
+        prompt = _prompt(conversation, plan, None)
+        text, end = [], ("stop", None)
+        for piece, reason, sequence in _pieces(generator, prompt, plan, usage, plan.grammars.get(""), schema):
+            if piece:
+                text.append(piece)
+                yield Text(piece)
+            end = (reason, sequence) if reason else end
+        yield Finished(end[0], usage, "".join(text), stop_sequence=end[1])
+        return
+    call = ToolCall(new_id(plan.call_prefix), tool.name, "")
+    yield CallStarted(0, call)
+    pieces, reason = [], "tool_calls"
+    prompt = _prompt(conversation, plan, tool)
+    cool = dataclasses.replace(plan, temperature=min(plan.temperature, ARGUMENTS_MAX_TEMPERATURE))
+    pieces_of = _pieces(generator, prompt, cool, usage, plan.grammars[tool.name], tool.parameters, stops=())
+    for piece, finish, _ in pieces_of:
+        if piece:
+            pieces.append(piece)
+            yield CallArguments(0, piece)
+        reason = "length" if finish == "length" else reason
+    call.arguments = "".join(pieces)
+    yield Finished(reason, usage, calls=[call])
+
+
+def _route(conversation: Conversation, plan: Plan, decider: Any) -> Tool | None:
+    """The tool to call, or None to answer in text.
+
+    none (or no tools): text. A named tool: that tool. required: the only tool, or the decision engine's
+    pick among the tools. auto: text right after a tool result (the model reports what the tool said
+    instead of calling again), else the decision engine's pick between answering directly (described by
+    RESPOND_PROTOTYPES) and each tool (described by its name and description), asked about the last
+    user message."""
+    tools = {t.name: t for t in plan.tools}
+    mode = plan.choice.mode
+    if mode == "none" or not tools:
+        return None
+    if plan.choice.name:
+        return tools[plan.choice.name]
+    if mode == "required" and len(tools) == 1:
+        return next(iter(tools.values()))
+    if mode == "auto" and conversation.turns and conversation.turns[-1].role == "tool":
+        return None
+    state = next((t.text for t in reversed(conversation.turns) if t.role == "user" and t.text.strip()),
+                 "\n".join(conversation.system)) or "(empty)"
+    options = {} if mode == "required" else dict(RESPOND_PROTOTYPES)
+    options.update({t.name: _describe(t) for t in tools.values()})
+    answer = decider.decide(state, {"route": Question("choice", None, options)}).answers["route"]
+    return tools.get(answer["choice"])
+
+
+def _describe(tool: Tool) -> str:
+    words = tool.name.replace("_", " ").replace("-", " ")
+    return f"{words}: {tool.description}" if tool.description else words
+
+
+def _prompt(conversation: Conversation, plan: Plan, tool: Tool | None) -> str:
+    """The Q/A completion prompt; a tool call is an answer prefilled with CALL_PHRASE, so the grammar
+    only has to produce the arguments."""
+    from gwlab.local.engines.gemma import build_prompt
+
+    system = list(conversation.system)
+    turns = [(t.role, _render(t)) for t in conversation.turns]
+    if tool is not None:
+        params = ", ".join(tool.parameters.get("properties", {}))
+        system.append(f"Tool {tool.name}({params}): {tool.description}".rstrip(": "))
+        turns.append(("assistant", CALL_PHRASE.format(name=tool.name)))
+    elif plan.schema is not None:
+        fields = ", ".join(plan.schema.get("properties", {}))
+        system.append(f"Answer in JSON with the fields {fields}." if fields else "Answer in JSON.")
+    return build_prompt("\n".join(system), turns)
+
+
+def _render(turn: Turn) -> str:
+    """A turn as plain text a base model can continue: calls and results become sentences."""
+    if turn.role == "tool":
+        return turn.text
+    calls = [f"{CALL_PHRASE.format(name=c.name)}{c.arguments})." for c in turn.calls]
+    return " ".join([turn.text, *calls] if turn.text else calls)
+
+
+def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, grammar: str | None,
+            schema: dict[str, Any] | None, stops: Sequence[str] | None = None,
+            ) -> Iterator[tuple[str, str | None, str | None]]:
+    """(text, finish reason, stop sequence) pieces of one answer, JSON-checked when there is a schema.
+
+    Output that the grammar fully constrains streams as produced; otherwise each attempt is buffered,
+    checked against the schema and generated again (up to JSON_ATTEMPTS) before anything is sent.
+    Tool arguments pass `stops=()`: a caller's stop sequences end text, never a call half-way."""
+    from gwlab.local.engines.gemma import default_stop
+
+    def attempt(seed: int | None) -> Iterator[tuple[str, str | None, str | None]]:
+        request = GenerationRequest(prompt=prompt, max_tokens=plan.max_tokens, temperature=plan.temperature,
+                                    stop=() if grammar else tuple(default_stop()), seed=seed, grammar=grammar)
+        used = GenerationUsage()
+        try:
+            with contextlib.closing(generator.stream(request, used)) as stream:
+                yield from _cut(stream, plan.stop if stops is None else stops)
+        finally:
+            usage.prompt_tokens = used.prompt_tokens
+            usage.completion_tokens += used.completion_tokens
+
+    if schema is None or enforced(generation_schema(schema)):
+        yield from attempt(plan.seed)
+        return
+    for n in range(JSON_ATTEMPTS):
+        pieces = list(attempt(None if plan.seed is None else plan.seed + n))
+        text, (_, reason, _) = "".join(p for p, _, _ in pieces), pieces[-1]
+        if reason == "length" or valid_json(text, schema):
+            yield from pieces
+            return
+        log.info("generated JSON did not validate (attempt %d of %d)", n + 1, JSON_ATTEMPTS)
+    raise APIError(500, f"The local model produced no output valid against the schema in {JSON_ATTEMPTS} "
+                   "attempts", code="server_error")
+
+
+def _cut(stream: Iterator[Completion], stops: Sequence[str]) -> Iterator[tuple[str, str | None, str | None]]:
+    """Engine pieces without leading or trailing whitespace, ended at the first caller stop sequence.
+
+    Caller stop sequences are matched here rather than by the engine so that Anthropic's `stop_sequence`
+    can say which one ended the text; a tail that may begin a stop sequence is held back until it cannot."""
+    buffer, started = "", False
+    hold = max((len(s) for s in stops), default=1) - 1
+    for piece in stream:
+        buffer += piece.text
+        if not started:
+            buffer = buffer.lstrip()
+            started = bool(buffer)
+        hits = [(buffer.find(s), s) for s in stops if s in buffer]
+        if hits:
+            at, sequence = min(hits)
+            yield buffer[:at].rstrip(), "stop_sequence", sequence
+            return
+        if piece.finish_reason:
+            yield buffer.rstrip(), piece.finish_reason, None
+            return
+        cut = min(len(buffer) - hold, len(buffer.rstrip()))
+        if cut > 0:
+            yield buffer[:cut], None, None
+            buffer = buffer[cut:]
+    yield buffer.rstrip(), "stop", None
