@@ -47,6 +47,15 @@ PCM16_SAMPLE_RATE = 24_000
 G711_SAMPLE_RATE = 8_000
 WEBRTC_DATA_CHANNEL = "oai-events"
 WEBRTC_CONNECTION_TIMEOUT_MS = 30_000
+MAX_OUTPUT_TOKENS_DEFAULT = "inf"
+TURN_DETECTION_TYPES = ("server_vad",)
+RESPONSE_CONVERSATIONS = ("auto", "none")  # response.create: add the answer to the conversation or not
+REALTIME_MIN_COMMIT_MS = 100  # a shorter input_audio_buffer.commit is refused (protocols.md §6.3)
+REALTIME_MAX_APPEND_BYTES = 15 * 1024 * 1024  # decoded audio per input_audio_buffer.append
+REALTIME_SESSION_SECONDS = 30 * 60  # beta sessions last at most 30 minutes (protocols.md §6.1)
+REALTIME_MAX_ITEM_ID_LENGTH = 32
+REALTIME_MAX_METADATA_KEYS = 16
+WEBRTC_SAMPLE_RATE = 48_000  # Opus on the media tracks
 
 # --- transport ------------------------------------------------------------------------------
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
