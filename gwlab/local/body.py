@@ -53,6 +53,8 @@ async def read_json(request: Request) -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise APIError(400, f"The body is not valid JSON: {exc}", param="body") from None
+    except RecursionError:  # the decoder recurses per nesting level; a deep body must not become a 500
+        raise APIError(400, "The body is nested too deeply to read", param="body") from None
     if not isinstance(body, dict):
         raise APIError(400, f"The body must be a JSON object, got {type(body).__name__}", param="body")
     return body
@@ -76,6 +78,7 @@ def field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], *, req
         kinds = (*kinds, int)
     ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
     if not ok:
-        wanted = " or ".join(_JSON_TYPES.get(k, k.__name__) for k in kinds if k is not int or float not in kinds)
+        shown = [k for k in kinds if k is not int or float not in kinds]
+        wanted = " or ".join(_JSON_TYPES.get(k, k.__name__) for k in shown)
         raise APIError(400, f"'{where}' must be {wanted}, got {type(value).__name__}", param=where)
     return value

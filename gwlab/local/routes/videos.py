@@ -267,9 +267,8 @@ async def create_video(request: Request, key: Key) -> JSONResponse:
 
 @router.post("/videos/{video_id}/remix")
 async def remix_video(video_id: str, request: Request, key: Key) -> JSONResponse:
-    body = await read_json(request)
+    prompt = _prompt(await read_json(request))
     source = _load(request, key, video_id)
-    prompt = _prompt(body)
     video = _new_video(source["model"], prompt, source["size"], source["seconds"], remixed_from=video_id)
     reference = request.app.state.store.load_content(video_id, _REFERENCE)
     return _submit(request, key, video, reference[1] if reference else None)
