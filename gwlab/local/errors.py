@@ -45,13 +45,15 @@ def error_body(family: str, status: int, message: str, *, code: str | None = Non
                type: str | None = None, request_id: str | None = None) -> dict[str, Any]:
     openai_type, anthropic_type = _TYPES.get(status, _TYPES[500 if status >= 500 else 400])
     if family == "anthropic":
-        body: dict[str, Any] = {"type": "error", "error": {"type": type or anthropic_type, "message": message}}
+        # `type` overrides the OpenAI error type only ("requests" on a 429): Anthropic's types go by status
+        body: dict[str, Any] = {"type": "error", "error": {"type": anthropic_type, "message": message}}
         if request_id:
             body["request_id"] = request_id
         return body
     if family == "typesafe":
         error_type = "authentication_error" if status == 401 else (code or type or openai_type)
-        return {"detail": {"message": message, "error_type": error_type, **({"param": param} if param else {})}}
+        detail = {"message": message, "error_type": error_type, **({"param": param} if param else {})}
+        return {"detail": detail}
     return {"error": {"message": message, "type": type or openai_type, "param": param, "code": code}}
 
 
