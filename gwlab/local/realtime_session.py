@@ -44,6 +44,7 @@ UNLIMITED = 2**31 - 1  # rate_limits.updated when no limit is configured: nothin
 _FIRST_BREAK = re.compile(r"[.!?;:,]\s")
 _LATER_BREAK = re.compile(r"[.!?;:]\s")
 _LONG_CLAUSE = 80
+_FIRST_WORDS = 4  # ...or after this many words, when no clause has ended yet: the first audio comes sooner
 
 
 class AudioSink(Protocol):
@@ -554,12 +555,15 @@ class RealtimeSession:
             return
         self.emit(rt.RESPONSE_AUDIO_TRANSCRIPT_DELTA, **ids, delta=piece)
         response.pending += piece
+        pending = response.pending
         pattern = _LATER_BREAK if response.audio_started else _FIRST_BREAK
-        breaks = list(pattern.finditer(response.pending))
-        if not breaks and len(response.pending) > _LONG_CLAUSE:
-            breaks = list(_FIRST_BREAK.finditer(response.pending))
-        if breaks:
-            cut = breaks[-1].end()
+        breaks = list(pattern.finditer(pending))
+        if not breaks and len(pending) > _LONG_CLAUSE:
+            breaks = list(_FIRST_BREAK.finditer(pending))
+        cut = breaks[-1].end() if breaks else 0
+        if not cut and not response.audio_started and len(pending.lstrip().split(" ")) > _FIRST_WORDS:
+            cut = pending.rstrip().rfind(" ") + 1
+        if cut:
             clause, response.pending = response.pending[:cut], response.pending[cut:]
             await self._speak(response, clause)
 
