@@ -1,1 +1,19 @@
-"""gwlab."""
+"""gwlab: a notebook toolkit for a multi-protocol AI model gateway.
+
+    import gwlab
+    gw = gwlab.connect()     # GWLAB_BASE_URL + GWLAB_API_KEY, else the embedded local gateway
+    gw.models(); gw.chat("Hello", model=...); gw.usage
+
+Importing gwlab stays light (no pandas, no server): those load when first used.
+"""
+
+from __future__ import annotations
+
+from gwlab import errors
+from gwlab.client.gateway import AsyncGateway, Gateway, connect
+from gwlab.client.ledger import run
+from gwlab.errors import *  # noqa: F403  (so `except gwlab.GatewayError` catches everything of ours)
+
+__version__ = "0.1.0"
+
+__all__ = ["AsyncGateway", "Gateway", "connect", "errors", "run", *errors.__all__]

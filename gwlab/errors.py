@@ -8,6 +8,7 @@ GatewayError
 │       (alias IncompleteStream)
 ├── StreamError              the gateway reported a failure inside a stream it had answered 200:
 │                            .error (the error object), .event (its type), .partial
+├── ProtocolError            a 2xx answer the protocol does not allow: unexpected Content-Type, bad JSON
 └── StatusError              the gateway answered >= 400: .status, .request_id, .body
     ├── BadRequest 400/413/415/422 · AuthenticationFailed 401 · PermissionDenied 403 · NotFound 404
     ├── RateLimited 429 (.retry_after, .code)
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidRequest",
     "NotFound",
     "PermissionDenied",
+    "ProtocolError",
     "RateLimited",
     "ServerError",
     "StatusError",
@@ -97,6 +99,17 @@ class StreamError(GatewayError):
         where = f"{method} {path} " if method else ""
         rid = f" [request {request_id}]" if request_id else ""
         super().__init__(f"{where}stream {event or 'error'}: {message}{rid}")
+
+
+class ProtocolError(GatewayError):
+    """A success status with a body the protocol does not allow (a proxy's HTML page, broken JSON)."""
+
+    def __init__(self, message: str, *, method: str | None = None, path: str | None = None,
+                 request_id: str | None = None, content_type: str | None = None) -> None:
+        self.method, self.path, self.request_id, self.content_type = method, path, request_id, content_type
+        where = f"{method} {path} " if method else ""
+        rid = f" [request {request_id}]" if request_id else ""
+        super().__init__(f"{where}{message}{rid}")
 
 
 class StatusError(GatewayError):

@@ -61,6 +61,16 @@ WEBRTC_SAMPLE_RATE = 48_000  # Opus on the media tracks
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 QUOTA_EXHAUSTED_CODES = frozenset({"insufficient_quota", "quota_exhausted"})
 MAX_BODY_BYTES_DEFAULT = 32 * 1024 * 1024
+MAX_RETRIES_DEFAULT = 2  # as the openai and anthropic SDKs (protocols.md §5)
+BACKOFF_BASE_SECONDS = 0.5  # 0.5 s · 2^n …
+BACKOFF_MAX_SECONDS = 8.0  # … capped at 8 s …
+BACKOFF_JITTER = 0.25  # … minus up to 25 %
+RETRY_AFTER_CAP_SECONDS = 60.0  # a longer requested wait is not slept through: RateLimited is raised
+CONNECT_TIMEOUT_SECONDS = 10.0
+READ_TIMEOUT_SECONDS = 120.0  # between two bytes of an answer, not for the whole answer
+SHOULD_RETRY_HEADER = "x-should-retry"
+RETRY_AFTER_MS_HEADER = "retry-after-ms"
+RETRY_AFTER_HEADER = "retry-after"
 
 # --- tasks (videos) -------------------------------------------------------------------------
 VIDEO_STATUSES = ("queued", "in_progress", "completed", "failed")

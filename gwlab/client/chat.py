@@ -1,0 +1,71 @@
+"""The chat family: `POST /chat/completions`, whole or streamed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gwlab.client._loop import LoopThread
+from gwlab.client.streams import AsyncEventStream, EventStream
+from gwlab.client.transport import AsyncTransport
+from gwlab.errors import InvalidRequest
+from gwlab.wire import chat
+from gwlab.wire.chat import ChatChunk, ChatCompletion
+from gwlab.wire.sse import UnknownEvent
+
+__all__ = ["AsyncChat", "AsyncChatStream", "Chat", "ChatStream"]
+
+AsyncChatStream = AsyncEventStream[ChatChunk | UnknownEvent, ChatCompletion]
+ChatStream = EventStream[ChatChunk | UnknownEvent, ChatCompletion]
+Messages = str | Sequence[Mapping[str, Any]]
+PATH = "/chat/completions"
+Headers = Mapping[str, str] | None
+
+
+class AsyncChat:
+    """`await gw.chat(messages, model=...)` is `create`; `stream` yields chunks as they arrive."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def __call__(self, messages: Messages, *, model: str, extra_headers: Headers = None,
+                       **params: Any) -> ChatCompletion:
+        return await self.create(messages, model=model, extra_headers=extra_headers, **params)
+
+    async def create(self, messages: Messages, *, model: str, extra_headers: Headers = None,
+                     **params: Any) -> ChatCompletion:
+        """One completion; `params` are chat fields (tools, temperature, ...), None ones omitted."""
+        if params.pop("stream", None):
+            raise InvalidRequest("stream", "use gw.chat.stream(...) for a stream")
+        body = chat.build_request(messages, model=model, **params)
+        return await self._transport.request("POST", PATH, family="chat", json=body, headers=extra_headers,
+                                             parse=chat.parse_response)
+
+    async def stream(self, messages: Messages, *, model: str, allow_partial: bool = False,
+                     extra_headers: Headers = None, **params: Any) -> AsyncChatStream:
+        """A stream of chunks; complete only at `[DONE]`. A cut raises StreamInterrupted at the end of
+        iteration unless `allow_partial=True` (then check `.complete`)."""
+        params.pop("stream", None)
+        body = chat.build_request(messages, model=model, stream=True, **params)
+        return await self._transport.stream("POST", PATH, family="chat", json=body, headers=extra_headers,
+                                            accumulator=chat.ChatAccumulator(), parse=chat.parse_response,
+                                            allow_partial=allow_partial)
+
+
+class Chat:
+    def __init__(self, twin: AsyncChat, loop: LoopThread) -> None:
+        self._twin, self._loop = twin, loop
+
+    def __call__(self, messages: Messages, *, model: str, extra_headers: Headers = None,
+                 **params: Any) -> ChatCompletion:
+        return self._loop.run(self._twin(messages, model=model, extra_headers=extra_headers, **params))
+
+    def create(self, messages: Messages, *, model: str, extra_headers: Headers = None,
+               **params: Any) -> ChatCompletion:
+        return self._loop.run(self._twin.create(messages, model=model, extra_headers=extra_headers, **params))
+
+    def stream(self, messages: Messages, *, model: str, allow_partial: bool = False,
+               extra_headers: Headers = None, **params: Any) -> ChatStream:
+        return EventStream(self._loop.run(self._twin.stream(
+            messages, model=model, allow_partial=allow_partial, extra_headers=extra_headers, **params)),
+            self._loop)

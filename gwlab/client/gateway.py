@@ -1,0 +1,225 @@
+"""The gateway: `AsyncGateway` does the I/O, `Gateway` runs it on a private loop thread.
+
+A protocol family is an attribute built from the shared transport, one line each in
+`AsyncGateway.__init__` and one line in `Gateway.__init__` (the sync twin wraps the async family
+with the loop thread); every family class takes `(transport)`, every sync twin `(twin, loop)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from gwlab.client._loop import LoopThread
+from gwlab.client.chat import AsyncChat, Chat
+from gwlab.client.ledger import Ledger
+from gwlab.client.messages import AsyncMessages, Messages
+from gwlab.client.models import AsyncModels, Models
+from gwlab.client.responses import AsyncResponses, Responses
+from gwlab.client.transport import AsyncTransport
+from gwlab.errors import InvalidRequest
+from gwlab.wire import limits
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "AsyncGateway", "Gateway", "connect"]
+
+ENV_BASE_URL = "GWLAB_BASE_URL"
+ENV_API_KEY = "GWLAB_API_KEY"
+log = logging.getLogger("gwlab")
+
+
+class AsyncGateway:
+    """An async client of one gateway: `await gw.models()`, `await gw.chat(...)`, `gw.usage`.
+
+    Parameters
+    ----------
+    base_url : `{api_host}` or `{api_host}/v1`; /v1 is added once, never twice.
+    api_key : a key issued by this gateway; kept private, never shown or logged.
+    timeout, connect_timeout : seconds of silence allowed while reading, and to connect.
+    deadline : seconds for a whole call, retries and stream included (None: no limit).
+    max_retries, retry_after_cap : the retry policy (see `gwlab.client.transport`).
+    ledger_path : a SQLite file that keeps the request ledger across sessions.
+    messages_auth, anthropic_version : the messages family's auth header and version.
+    headers : extra headers for every request; http_transport : an httpx transport (tests).
+    """
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float | None = limits.READ_TIMEOUT_SECONDS,
+                 connect_timeout: float | None = limits.CONNECT_TIMEOUT_SECONDS,
+                 deadline: float | None = None,
+                 max_retries: int = limits.MAX_RETRIES_DEFAULT,
+                 retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
+                 ledger_path: str | os.PathLike[str] | None = None, messages_auth: str = "x-api-key",
+                 anthropic_version: str = limits.ANTHROPIC_VERSION, headers: Mapping[str, str] | None = None,
+                 http_transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.ledger = Ledger(ledger_path)
+        self.transport = AsyncTransport(
+            base_url, api_key, ledger=self.ledger, timeout=timeout, connect_timeout=connect_timeout,
+            deadline=deadline, max_retries=max_retries, retry_after_cap=retry_after_cap,
+            messages_auth=messages_auth, anthropic_version=anthropic_version, headers=headers,
+            http_transport=http_transport)
+        # the families: adding one is one line here and one in Gateway.__init__
+        self.models = AsyncModels(self.transport)
+        self.chat = AsyncChat(self.transport)
+        self.responses = AsyncResponses(self.transport)
+        self.messages = AsyncMessages(self.transport)
+
+    @property
+    def base_url(self) -> str:
+        return self.transport.base_url
+
+    @property
+    def ws_base_url(self) -> str:
+        return self.transport.ws_base_url
+
+    @property
+    def usage(self) -> pd.DataFrame:
+        """Every call so far, one row each (keys and inputs never included)."""
+        return self.ledger.to_frame()
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+        self.ledger.close()
+
+    async def __aenter__(self) -> AsyncGateway:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AsyncGateway(base_url={self.base_url!r})"
+
+
+class Gateway:
+    """The synchronous gateway: the same methods as `AsyncGateway`, usable in a running notebook.
+
+    Each call runs the async twin on a private event-loop thread, so it works inside Jupyter's
+    loop without nest_asyncio. `close()` (or the end of a `with` block, or garbage collection
+    when a cell rebinds the name) closes the connections on that loop, quietly.
+    """
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float | None = limits.READ_TIMEOUT_SECONDS,
+                 connect_timeout: float | None = limits.CONNECT_TIMEOUT_SECONDS,
+                 deadline: float | None = None,
+                 max_retries: int = limits.MAX_RETRIES_DEFAULT,
+                 retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
+                 ledger_path: str | os.PathLike[str] | None = None, messages_auth: str = "x-api-key",
+                 anthropic_version: str = limits.ANTHROPIC_VERSION, headers: Mapping[str, str] | None = None,
+                 http_transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._loop = LoopThread()
+        try:
+            self._twin = self._loop.run(_build(
+                base_url, api_key, timeout=timeout, connect_timeout=connect_timeout, deadline=deadline,
+                max_retries=max_retries, retry_after_cap=retry_after_cap, ledger_path=ledger_path,
+                messages_auth=messages_auth, anthropic_version=anthropic_version, headers=headers,
+                http_transport=http_transport))
+        except BaseException:
+            self._loop.close()
+            raise
+        self._owned: list[Any] = []  # the embedded gateway connect() started: it lives as long as we do
+        self._finalizer = weakref.finalize(self, _close, self._loop, self._twin, self._owned)
+        self.models = Models(self._twin.models, self._loop)
+        self.chat = Chat(self._twin.chat, self._loop)
+        self.responses = Responses(self._twin.responses, self._loop)
+        self.messages = Messages(self._twin.messages, self._loop)
+
+    @property
+    def base_url(self) -> str:
+        return self._twin.base_url
+
+    @property
+    def ws_base_url(self) -> str:
+        return self._twin.ws_base_url
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._twin.ledger
+
+    @property
+    def usage(self) -> pd.DataFrame:
+        """Every call so far, one row each (keys and inputs never included)."""
+        return self._twin.usage
+
+    @property
+    def twin(self) -> AsyncGateway:
+        """The async gateway underneath (it lives on this gateway's loop thread)."""
+        return self._twin
+
+    @property
+    def loop(self) -> LoopThread:
+        return self._loop
+
+    def close(self) -> None:
+        """Close connections (on their own loop) and the loop thread; a second call does nothing."""
+        self._finalizer()
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        local = ", local" if self._owned else ""
+        return f"Gateway(base_url={self.base_url!r}{local})"
+
+
+async def _build(base_url: str, api_key: str, **options: Any) -> AsyncGateway:
+    return AsyncGateway(base_url, api_key, **options)  # built on the loop that will use it
+
+
+def _close(loop: LoopThread, twin: AsyncGateway, owned: list[Any]) -> None:
+    loop.close(cleanup=twin.aclose)
+    while owned:
+        owned.pop().stop()
+
+
+def connect(base_url: str | None = None, api_key: str | None = None, *, env: Mapping[str, str] = os.environ,
+            **options: Any) -> Gateway:
+    """A gateway client: the hosted gateway when configured, else the embedded local one.
+
+    Parameters
+    ----------
+    base_url, api_key : the gateway; default to `GWLAB_BASE_URL` and `GWLAB_API_KEY` in `env`.
+        With neither set anywhere, the embedded local gateway is started on loopback (one line
+        is printed; the key it issues stays private).
+    env : where to read the variables (tests pass a dict).
+    **options : `Gateway` options (timeout, deadline, max_retries, ledger_path, ...).
+
+    Returns
+    -------
+    Gateway
+
+    Examples
+    --------
+    >>> gw = gwlab.connect()                    # doctest: +SKIP
+    >>> gw.models()                             # doctest: +SKIP
+    """
+    base_url = base_url or env.get(ENV_BASE_URL) or None
+    api_key = api_key or env.get(ENV_API_KEY) or None
+    if base_url and api_key:
+        return Gateway(base_url, api_key, **options)
+    if base_url:
+        raise InvalidRequest("api_key", f"an address is set but no key: pass api_key= or set {ENV_API_KEY}")
+    if api_key:
+        raise InvalidRequest("base_url", f"a key is set but no address: pass base_url= or set {ENV_BASE_URL}")
+    from gwlab import local  # the server's dependencies load only when it is wanted
+
+    server = local.start()
+    message = f"gwlab: started the embedded local gateway at {server.base_url}"
+    log.info(message)
+    print(message)
+    try:
+        gateway = Gateway(server.base_url, server.api_key, **options)
+    except BaseException:
+        server.stop()
+        raise
+    gateway._owned.append(server)
+    return gateway

@@ -1,0 +1,168 @@
+"""The request ledger: one row per call, never a key, never an input (spec: response rule 5).
+
+Rows are kept in memory and, when a path is given, in SQLite (standard library) so a notebook can
+read yesterday's usage after a restart. `run("name")` labels every call made inside it, across
+threads of the sync facade and tasks of the async one, through a context variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import astuple, dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Ledger", "LedgerEntry", "RealtimeErrorEntry", "current_run", "run"]
+
+_RUN: ContextVar[str | None] = ContextVar("gwlab_run", default=None)
+
+
+@contextmanager
+def run(name: str) -> Iterator[str]:
+    """Label every call made inside the block with `name` (the ledger's `run` column)."""
+    token = _RUN.set(name)
+    try:
+        yield name
+    finally:
+        _RUN.reset(token)
+
+
+def current_run() -> str | None:
+    return _RUN.get()
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """One call. `time` is Unix seconds at the start; `latency_s` runs to the last byte (streams too)."""
+
+    time: float
+    method: str
+    path: str
+    family: str
+    model: str | None
+    status: int | None
+    request_id: str | None
+    latency_s: float
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    retries: int = 0
+    streamed: bool = False
+    complete: bool | None = None
+    error: str | None = None
+    run: str | None = None
+
+
+COLUMNS = tuple(f.name for f in fields(LedgerEntry))
+_INSERT = f"INSERT INTO calls VALUES ({', '.join('?' * len(COLUMNS))})"
+_SQL_TYPES = {"time": "REAL", "latency_s": "REAL", "status": "INTEGER", "input_tokens": "INTEGER",
+              "output_tokens": "INTEGER", "retries": "INTEGER", "streamed": "INTEGER", "complete": "INTEGER"}
+
+
+@dataclass(frozen=True, slots=True)
+class RealtimeErrorEntry:
+    """A realtime `error` event, saved before anything is resent (spec: Errors, realtime rule).
+
+    `related_event` is the client event it names, as JSON with long strings (audio, prompts) cut."""
+
+    time: float
+    model: str | None
+    event_id: str | None
+    type: str | None
+    code: str | None
+    message: str | None
+    param: str | None
+    related_event_id: str | None
+    related_event: str | None
+    run: str | None = None
+
+
+_REALTIME_COLUMNS = tuple(f.name for f in fields(RealtimeErrorEntry))
+_INSERT_REALTIME = f"INSERT INTO realtime_errors VALUES ({', '.join('?' * len(_REALTIME_COLUMNS))})"
+
+
+class Ledger:
+    """Every call of one gateway; thread-safe, since the sync facade records on its loop thread."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._rows: list[LedgerEntry] = []
+        self._realtime_errors: list[RealtimeErrorEntry] = []
+        self._lock = threading.Lock()
+        self.path = os.fspath(path) if path is not None else None
+        self._db: sqlite3.Connection | None = None
+        if self.path is not None:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # a ledger row is worth no fsync per call
+            columns = ", ".join(f"{name} {_SQL_TYPES.get(name, 'TEXT')}" for name in COLUMNS)
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS calls ({columns})")
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS realtime_errors ({', '.join(_REALTIME_COLUMNS)})")
+
+    def add(self, entry: LedgerEntry) -> None:
+        with self._lock:
+            self._rows.append(entry)
+            if self._db is not None:
+                self._db.execute(_INSERT, astuple(entry))
+
+    def record(self, **values: Any) -> LedgerEntry:
+        """Add a row from keyword values (unknown keys are refused, so nothing else slips in)."""
+        entry = LedgerEntry(**values)
+        self.add(entry)
+        return entry
+
+    def record_realtime_error(self, *, related_event: Any = None, **values: Any) -> RealtimeErrorEntry:
+        """Save a realtime error event with the client event it names (a mapping, kept as JSON)."""
+        related = json.dumps(related_event, default=str) if related_event is not None else None
+        entry = RealtimeErrorEntry(time=time.time(), related_event=related, run=current_run(), **values)
+        with self._lock:
+            self._realtime_errors.append(entry)
+            if self._db is not None:
+                self._db.execute(_INSERT_REALTIME, astuple(entry))
+        return entry
+
+    def realtime_errors(self) -> list[RealtimeErrorEntry]:
+        with self._lock:
+            return list(self._realtime_errors)
+
+    def entries(self) -> list[LedgerEntry]:
+        """Rows of this session (the SQLite file may hold older ones: see `to_frame`)."""
+        with self._lock:
+            return list(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every call as a DataFrame row; with a SQLite path, earlier sessions' rows too."""
+        import pandas as pd  # pandas costs ~0.3 s to import: only when a frame is asked for
+
+        with self._lock:
+            if self._db is not None:
+                rows = self._db.execute(f"SELECT {', '.join(COLUMNS)} FROM calls ORDER BY time").fetchall()
+            else:
+                rows = [astuple(entry) for entry in self._rows]
+        frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
+        frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
+        for name in ("streamed", "complete"):
+            frame[name] = frame[name].astype("boolean")
+        for name in ("status", "input_tokens", "output_tokens", "retries"):
+            frame[name] = frame[name].astype("Int64")
+        return frame
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def __repr__(self) -> str:
+        where = f", path={self.path!r}" if self.path else ""
+        return f"Ledger({len(self._rows)} calls{where})"

@@ -1,0 +1,34 @@
+"""The models family: `GET /models`, the model IDs visible to the key."""
+
+from __future__ import annotations
+
+from gwlab.client._loop import LoopThread
+from gwlab.client.transport import AsyncTransport
+from gwlab.wire import models
+from gwlab.wire.models import ModelList
+
+__all__ = ["AsyncModels", "Models"]
+
+
+class AsyncModels:
+    """`await gw.models()` lists IDs; `await gw.models.list()` keeps each entry's fields."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def __call__(self) -> list[str]:
+        return (await self.list()).ids
+
+    async def list(self) -> ModelList:
+        return await self._transport.request("GET", "/models", family="models", parse=models.parse_models)
+
+
+class Models:
+    def __init__(self, twin: AsyncModels, loop: LoopThread) -> None:
+        self._twin, self._loop = twin, loop
+
+    def __call__(self) -> list[str]:
+        return self._loop.run(self._twin())
+
+    def list(self) -> ModelList:
+        return self._loop.run(self._twin.list())

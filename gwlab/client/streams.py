@@ -1,0 +1,287 @@
+"""Event streams: typed events over one SSE answer, async, and its sync twin on the loop thread.
+
+A stream is complete only when its family's end marker arrived (`[DONE]`, `response.completed`,
+`message_stop`). Otherwise it ends in one of three ways, decided once, at its end: the gateway
+reported an error inside the stream (StreamError), the connection was cut or the body ended early
+(StreamInterrupted, unless the caller opted out with `allow_partial=True`), or, for responses, an
+`incomplete` outcome the caller reads from `status`. Events that arrived before are yielded first;
+`text`, `result` and `events` keep the partial answer in every case.
+
+The sync twin pulls a batch of events per network chunk through the loop thread, not one event
+per hop, and has no logic of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+import httpx
+
+from gwlab import errors
+from gwlab.wire.sse import Event, SSEDecoder
+
+if TYPE_CHECKING:
+    from gwlab.client._loop import LoopThread
+    from gwlab.client.transport import AsyncTransport, Call
+
+__all__ = ["Accumulator", "AsyncEventStream", "EventStream"]
+
+E = TypeVar("E")
+R = TypeVar("R")
+
+
+class Accumulator(Protocol[E, R]):
+    """What a family's wire accumulator offers (chat, responses, messages)."""
+
+    events: list[E]
+    error: Any
+
+    @property
+    def status(self) -> str: ...  # in_progress | completed | failed | incomplete | error
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def tool_calls(self) -> list[Any]: ...
+
+    @property
+    def usage(self) -> Any: ...
+
+    def add(self, event: Event) -> list[E]: ...
+
+    def result(self) -> R: ...
+
+
+class AsyncEventStream(Generic[E, R]):
+    """Async iterator of typed events; `result` is the typed answer as far as it arrived."""
+
+    def __init__(self, transport: AsyncTransport, response: httpx.Response, call: Call,
+                 accumulator: Accumulator[E, R], *, allow_partial: bool = False,
+                 deadline_at: float | None = None) -> None:
+        self._transport = transport
+        self._response = response
+        self._call = call
+        self._acc = accumulator
+        self._allow_partial = allow_partial
+        self._deadline_at = deadline_at
+        self._chunks: AsyncIterator[bytes] = response.aiter_bytes()
+        self._decoder = SSEDecoder()
+        self._finished = False
+        self._raise: BaseException | None = None
+        self._override: R | None = None
+        self.request_id: str | None = call.request_id
+
+    # -- what arrived so far ---------------------------------------------------------------------
+
+    @property
+    def events(self) -> list[E]:
+        return self._acc.events
+
+    @property
+    def text(self) -> str:
+        return self._acc.text if self._override is None else getattr(self._override, "text", "")
+
+    @property
+    def tool_calls(self) -> list[Any]:
+        return self._acc.tool_calls if self._override is None else getattr(self._override, "tool_calls", [])
+
+    @property
+    def usage(self) -> Any:
+        return self._acc.usage if self._override is None else getattr(self._override, "usage", None)
+
+    @property
+    def complete(self) -> bool:
+        return self._override is not None or self._acc.complete
+
+    @property
+    def status(self) -> str:
+        """in_progress | completed | failed | incomplete | error | interrupted."""
+        if self._override is not None:
+            return "completed"
+        if self._finished and self._acc.status == "in_progress":
+            return "interrupted"
+        return self._acc.status
+
+    @property
+    def error(self) -> Any:
+        return self._acc.error
+
+    @property
+    def result(self) -> R:
+        if self._override is not None:
+            return self._override
+        result = self._acc.result()
+        if self.request_id is not None and dataclasses.is_dataclass(result) and hasattr(result, "request_id"):
+            result = dataclasses.replace(result, request_id=self.request_id)  # type: ignore[type-var]
+        return result
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(status={self.status!r}, events={len(self.events)}, "
+                f"text={self.text[:40]!r})")
+
+    # -- iteration -------------------------------------------------------------------------------
+
+    async def __aiter__(self) -> AsyncIterator[E]:
+        while True:
+            batch = await self._next_batch()
+            if not batch:
+                return
+            for event in batch:
+                yield event
+
+    async def collect(self) -> R:
+        """Read to the end; the typed result (raises as iteration would)."""
+        while await self._next_batch():
+            pass
+        return self.result
+
+    async def aclose(self) -> None:
+        """Stop reading; a stream closed before its end is recorded as not complete."""
+        if not self._finished:
+            self._finished = True
+            self._call.record(self._transport.ledger, usage=self._acc.usage, complete=self._acc.complete)
+        await self._response.aclose()
+
+    async def __aenter__(self) -> AsyncEventStream[E, R]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _next_batch(self) -> list[E]:
+        """The events of the next network chunk that yields any; [] once the stream has ended
+        (after raising its outcome once, if it has one)."""
+        acc = self._acc
+        while not self._finished:
+            try:
+                if self._deadline_at is None:
+                    chunk = await anext(self._chunks, None)
+                else:
+                    async with asyncio.timeout_at(self._deadline_at):
+                        chunk = await anext(self._chunks, None)
+            except httpx.HTTPError as exc:
+                await self._conclude(cut=exc)
+                break
+            except TimeoutError:
+                await self._conclude(cut=f"the overall deadline of {self._transport.deadline}s passed")
+                break
+            if chunk is None:
+                self._decoder.close()
+                await self._conclude(cut="the stream ended before its end marker")
+                break
+            batch: list[E] = []
+            for event in self._decoder.feed(chunk):
+                batch += acc.add(event)
+                if acc.status != "in_progress":
+                    await self._conclude()
+                    break
+            if batch:
+                return batch
+        if self._raise is not None:
+            exc, self._raise = self._raise, None
+            raise exc
+        return []
+
+    async def _conclude(self, cut: BaseException | str | None = None) -> None:
+        """Decide the outcome once: record the call, close the response, keep the error to raise."""
+        self._finished = True
+        acc, call = self._acc, self._call
+        status = acc.status
+        failure: BaseException | None = None
+        if status in ("error", "failed"):
+            message = _error_message(acc.error) or status
+            failure = self._raise = errors.StreamError(
+                message, error=acc.error, event=status, partial=self.result, method=call.method,
+                path=call.path, request_id=call.request_id)
+        elif status == "in_progress":
+            reason = cut if isinstance(cut, str) else f"{type(cut).__name__}: {cut}"
+            failure = errors.StreamInterrupted(
+                f"stream interrupted ({reason}); the partial answer is in .partial",
+                partial=self.result, method=call.method, path=call.path, request_id=call.request_id)
+            if isinstance(cut, BaseException):
+                failure.__cause__ = cut
+            if not self._allow_partial:
+                self._raise = failure
+        call.record(self._transport.ledger, usage=acc.usage, complete=acc.complete, error=failure)
+        await self._response.aclose()
+
+    async def _finish_with(self, result: R) -> None:
+        """The gateway answered a stream request with a whole JSON body: nothing left to read."""
+        self._override = result
+        self._finished = True
+        self._call.record(self._transport.ledger, usage=getattr(result, "usage", None), complete=True)
+
+
+def _error_message(error: Any) -> str | None:
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    return None
+
+
+class EventStream(Generic[E, R]):
+    """The sync twin: iterates on the caller's thread, reads on the loop thread."""
+
+    def __init__(self, twin: AsyncEventStream[E, R], loop: LoopThread) -> None:
+        self._twin, self._loop = twin, loop
+
+    def __iter__(self) -> Iterator[E]:
+        while batch := self._loop.run(self._twin._next_batch()):
+            yield from batch
+
+    def collect(self) -> R:
+        return self._loop.run(self._twin.collect())
+
+    def close(self) -> None:
+        self._loop.run(self._twin.aclose())
+
+    def __enter__(self) -> EventStream[E, R]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return repr(self._twin).replace("AsyncEventStream", "EventStream", 1)
+
+    @property
+    def events(self) -> list[E]:
+        return self._twin.events
+
+    @property
+    def text(self) -> str:
+        return self._twin.text
+
+    @property
+    def tool_calls(self) -> list[Any]:
+        return self._twin.tool_calls
+
+    @property
+    def usage(self) -> Any:
+        return self._twin.usage
+
+    @property
+    def complete(self) -> bool:
+        return self._twin.complete
+
+    @property
+    def status(self) -> str:
+        return self._twin.status
+
+    @property
+    def error(self) -> Any:
+        return self._twin.error
+
+    @property
+    def result(self) -> R:
+        return self._twin.result
+
+    @property
+    def request_id(self) -> str | None:
+        return self._twin.request_id

@@ -1,0 +1,509 @@
+"""The only code that speaks HTTP: addressing, auth per family, timeouts, retries, errors, ledger.
+
+Retry policy (spec, Errors; protocols.md §5), decided here once for every family:
+
+- Retried: GET, HEAD, OPTIONS, PUT and DELETE (idempotent by HTTP), and POSTs whose family marks
+  them idempotent: chat, responses, messages and decisions. Their only side effect is billing (a
+  stored response is a harmless duplicate), so a lost answer is worth a limited, paid resend, as
+  the official SDKs do. Any other POST -- task creation above all, realtime sessions too -- is sent
+  once: spec rule 2 wants "was it accepted?" checked first, which only its family can do.
+- The one exception: a connection that never opened (connect refused or timed out, pool timeout)
+  carried no byte of the request, so it is retried for every method.
+- Statuses 408, 409, 429 and the 5xx of `limits.RETRYABLE_STATUSES`; `x-should-retry` overrides the
+  status (true/false); a 429 whose code says the quota is exhausted is never retried.
+- At most `max_retries` (2) more attempts. The wait is `retry-after-ms`, else `Retry-After` (seconds
+  or an HTTP date); a wait beyond `retry_after_cap` (60 s) is not slept through: the error (for 429,
+  RateLimited with `.retry_after`) is raised at once. Without a header: 0.5 s·2^n capped at 8 s,
+  minus up to 25 % jitter. No retry may outlive the call's overall `deadline`.
+- A stream is retried only until its status line arrives; once events flow, a cut is reported
+  (StreamInterrupted), never silently resent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from gwlab import errors
+from gwlab.client._http11 import FastTransport
+from gwlab.client.ledger import Ledger, current_run
+from gwlab.wire import limits
+
+if TYPE_CHECKING:
+    from gwlab.client.streams import AsyncEventStream
+
+__all__ = ["AsyncTransport", "Reply", "normalize_base_url", "retry_after_seconds", "translate", "ws_url"]
+
+T = TypeVar("T")
+Parse = Callable[[Any, str | None], T]
+
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+IDEMPOTENT_FAMILIES = frozenset({"chat", "responses", "messages", "decisions"})
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+# --- addressing ----------------------------------------------------------------------------------
+
+
+def normalize_base_url(url: str) -> str:
+    """`{api_host}` or `{api_host}/v1` (trailing slashes, a doubled /v1) -> `{api_host}/v1`."""
+    if not isinstance(url, str) or not url.strip():
+        raise errors.InvalidRequest("base_url", "required: the gateway address, e.g. http://127.0.0.1:8000/v1")
+    url = url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise errors.InvalidRequest("base_url", f"must be an http(s) URL; got {url!r}")
+    if parts.query or parts.fragment:
+        raise errors.InvalidRequest("base_url", "must not carry a query or fragment")
+    while url.endswith(limits.API_PREFIX + limits.API_PREFIX):  # spec: /v1/v1 fails
+        url = url[: -len(limits.API_PREFIX)]
+    return url if url.endswith(limits.API_PREFIX) else url + limits.API_PREFIX
+
+
+def ws_url(base_url: str) -> str:
+    """`{ws_base_url}`: the same address with ws:// or wss://."""
+    return "ws" + base_url[4:] if base_url.startswith("http") else base_url
+
+
+def _path(path: str, path_params: Mapping[str, Any] | None) -> str:
+    if not path.startswith("/") or path.startswith(limits.API_PREFIX + "/"):
+        raise errors.InvalidRequest("path", f"must start with / and be relative to {{base_url}}, which "
+                                            f"already ends in {limits.API_PREFIX}; got {path!r}")
+    if path_params:  # spec, conventions rule 1: path parameters are URL-encoded
+        path = path.format(**{k: quote(str(v), safe="") for k, v in path_params.items()})
+    return path
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+def translate(exc: httpx.HTTPError, method: str, path: str) -> errors.GatewayError:
+    """The gwlab error for an httpx failure (the one place they are mapped)."""
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        kind = {httpx.ConnectTimeout: "connecting", httpx.ReadTimeout: "waiting for the answer",
+                httpx.WriteTimeout: "sending", httpx.PoolTimeout: "waiting for a free connection"}
+        phase = kind.get(type(exc), "in transit")
+        return errors.Timeout(f"timed out {phase} ({detail})", method=method, path=path)
+    if isinstance(exc, httpx.ConnectError):
+        return errors.ConnectionFailed(f"could not connect: {detail}; is the gateway running there?",
+                                       method=method, path=path)
+    return errors.ConnectionFailed(f"connection failed: {type(exc).__name__}: {detail}",
+                                   method=method, path=path)
+
+
+_HINTS = {401: "check the API key (GWLAB_API_KEY) and that it is enabled",
+          403: "the key may not use this model or resource",
+          404: "check the model ID (gw.models()) and the resource ID"}
+
+
+def retry_after_seconds(headers: httpx.Headers | Mapping[str, str]) -> float | None:
+    """The wait a 429/503 asks for: `retry-after-ms`, else `Retry-After` as seconds or an HTTP date."""
+    value = headers.get(limits.RETRY_AFTER_MS_HEADER)
+    if value is not None:
+        try:
+            return float(value) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get(limits.RETRY_AFTER_HEADER)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _request_id(headers: httpx.Headers) -> str | None:
+    for name in limits.REQUEST_ID_HEADERS:
+        value = headers.get(name)
+        if value:
+            return value
+    return None
+
+
+def _media_type(response: httpx.Response) -> str:
+    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+
+
+def _is_json(media_type: str) -> bool:
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+# --- the transport -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A raw answer, for callers that need more than a typed body (headers, binary content)."""
+
+    status: int
+    headers: httpx.Headers
+    body: Any  # parsed by Content-Type: JSON value, text, or bytes
+    request_id: str | None = None
+    retries: int = 0
+
+
+@dataclass(slots=True)
+class Call:
+    """The ledger row of one call in the making."""
+
+    method: str
+    path: str
+    family: str
+    model: str | None
+    streamed: bool
+    started: float = field(default_factory=time.perf_counter)
+    time: float = field(default_factory=time.time)
+    run: str | None = field(default_factory=current_run)
+    status: int | None = None
+    request_id: str | None = None
+    retries: int = 0
+    recorded: bool = False
+
+    def record(self, ledger: Ledger, *, usage: Any = None, complete: bool | None = None,
+               error: BaseException | str | None = None) -> None:
+        if self.recorded:
+            return
+        self.recorded = True
+        tokens_in, tokens_out = _tokens(usage)
+        ledger.record(time=self.time, method=self.method, path=self.path, family=self.family,
+                      model=self.model, status=self.status, request_id=self.request_id,
+                      latency_s=time.perf_counter() - self.started, input_tokens=tokens_in,
+                      output_tokens=tokens_out, retries=self.retries, streamed=self.streamed,
+                      complete=complete, run=self.run,
+                      error=error if isinstance(error, str | None) else type(error).__name__)
+
+
+def _tokens(usage: Any) -> tuple[int | None, int | None]:
+    """Input and output tokens of a typed usage (any family) or a usage mapping."""
+    if usage is None:
+        return None, None
+    if isinstance(usage, Mapping):
+        tokens_in = usage.get("input_tokens", usage.get("prompt_tokens"))
+        tokens_out = usage.get("output_tokens", usage.get("completion_tokens"))
+    else:
+        tokens_in, tokens_out = getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
+    return (tokens_in if isinstance(tokens_in, int) else None,
+            tokens_out if isinstance(tokens_out, int) else None)
+
+
+def _usage_of(result: Any) -> Any:
+    if isinstance(result, Reply):
+        result = result.body
+    if isinstance(result, Mapping):
+        return result.get("usage")
+    return getattr(result, "usage", None)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class _Key:
+    value: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return "_Key(***)"
+
+
+class AsyncTransport:
+    """One `httpx.AsyncClient` per gateway, with everything the spec asks of every call."""
+
+    def __init__(self, base_url: str, api_key: str, *, ledger: Ledger | None = None,
+                 timeout: float | None = limits.READ_TIMEOUT_SECONDS,
+                 connect_timeout: float | None = limits.CONNECT_TIMEOUT_SECONDS,
+                 deadline: float | None = None, max_retries: int = limits.MAX_RETRIES_DEFAULT,
+                 retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
+                 messages_auth: str = "x-api-key", anthropic_version: str = limits.ANTHROPIC_VERSION,
+                 headers: Mapping[str, str] | None = None,
+                 http_transport: httpx.AsyncBaseTransport | None = None) -> None:
+        if not isinstance(api_key, str) or not api_key.strip():
+            raise errors.InvalidRequest("api_key", "required: a key issued by this gateway (GWLAB_API_KEY)")
+        if messages_auth not in ("x-api-key", "bearer"):
+            raise errors.InvalidRequest("messages_auth", f"'x-api-key' or 'bearer'; got {messages_auth!r}")
+        self.base_url = normalize_base_url(base_url)
+        self.api_host = self.base_url[: -len(limits.API_PREFIX)]
+        self.ws_base_url = ws_url(self.base_url)
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.max_retries = max_retries
+        self.retry_after_cap = retry_after_cap
+        self.deadline = deadline
+        self._key = _Key(api_key)
+        bearer = {"authorization": f"Bearer {api_key}"}
+        messages = {"anthropic-version": anthropic_version,
+                    **({"x-api-key": api_key} if messages_auth == "x-api-key" else bearer)}
+        self._auth: dict[str, dict[str, str]] = {"messages": messages}
+        self._bearer = bearer
+        self._urls: dict[str, httpx.URL] = {}
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            headers={"user-agent": "gwlab/0.1", "accept": "application/json", **(headers or {})},
+            transport=http_transport if http_transport is not None else FastTransport(),
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"AsyncTransport(base_url={self.base_url!r})"
+
+    def auth_headers(self, family: str) -> dict[str, str]:
+        """Bearer for every family but messages: x-api-key (or Bearer) + anthropic-version."""
+        return self._auth.get(family, self._bearer)
+
+    def url(self, path: str, path_params: Mapping[str, Any] | None = None) -> httpx.URL:
+        """`{base_url}` + a path relative to it (path parameters URL-encoded)."""
+        if path_params:
+            return httpx.URL(self.base_url + _path(path, path_params))
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = httpx.URL(self.base_url + _path(path, None))
+        return url
+
+    def is_idempotent(self, method: str, family: str, idempotent: bool | None) -> bool:
+        if idempotent is not None:
+            return idempotent
+        return method in IDEMPOTENT_METHODS or (method == "POST" and family in IDEMPOTENT_FAMILIES)
+
+    # -- one call -----------------------------------------------------------------------------------
+
+    async def request(self, method: str, path: str, *, family: str, json: Any = None,
+                      params: Mapping[str, Any] | None = None, path_params: Mapping[str, Any] | None = None,
+                      content: bytes | None = None, files: Any = None, data: Any = None,
+                      headers: Mapping[str, str] | None = None, idempotent: bool | None = None,
+                      parse: Parse[T] | None = None, expect_json: bool = True) -> T | Reply:
+        """Send, retry as the policy allows, map errors, record the call; return `parse(body, request_id)`
+        (or a `Reply` when no parser is given). `expect_json=False` accepts any Content-Type."""
+        call = Call(method, _path(path, path_params), family, _model(json), streamed=False)
+        try:
+            async with asyncio.timeout(self.deadline):
+                response = await self._exchange(call, json=json, params=params, path_params=path_params,
+                                                content=content, files=files, data=data, headers=headers,
+                                                idempotent=self.is_idempotent(method, family, idempotent),
+                                                path=path)
+                body = await self._read_body(response, call, expect_json)
+            result: Any = parse(body, call.request_id) if parse is not None else Reply(
+                response.status_code, response.headers, body, call.request_id, call.retries)
+        except TimeoutError as exc:
+            error = self._deadline_passed(call)
+            call.record(self.ledger, error=error)
+            raise error from exc
+        except BaseException as exc:
+            call.record(self.ledger, error=exc)
+            raise
+        call.record(self.ledger, usage=_usage_of(result), complete=True)
+        return result
+
+    async def stream(self, method: str, path: str, *, family: str, json: Any, accumulator: Any,
+                     parse: Parse[Any] | None = None, headers: Mapping[str, str] | None = None,
+                     idempotent: bool | None = None,
+                     allow_partial: bool = False) -> AsyncEventStream[Any, Any]:
+        """Send a streaming request; return its event stream once the status line is in (a JSON answer
+        to a stream request is accepted too: the stream is then already complete)."""
+        from gwlab.client.streams import AsyncEventStream  # streams imports this module
+
+        call = Call(method, _path(path, None), family, _model(json), streamed=True)
+        loop = asyncio.get_running_loop()
+        deadline_at = loop.time() + self.deadline if self.deadline is not None else None
+        try:
+            async with asyncio.timeout_at(deadline_at):
+                response = await self._exchange(call, json=json, headers={"accept": "text/event-stream",
+                                                                           **(headers or {})},
+                                                idempotent=self.is_idempotent(method, family, idempotent),
+                                                path=path)
+                media_type = _media_type(response)
+                body = None
+                if media_type != "text/event-stream":
+                    body = await self._read_body(response, call, expect_json=parse is not None)
+        except TimeoutError as exc:
+            error = self._deadline_passed(call)
+            call.record(self.ledger, error=error)
+            raise error from exc
+        except BaseException as exc:
+            call.record(self.ledger, error=exc)
+            raise
+        stream = AsyncEventStream(self, response, call, accumulator, allow_partial=allow_partial,
+                                  deadline_at=deadline_at)
+        if media_type != "text/event-stream":
+            if parse is None:
+                raise errors.ProtocolError(
+                    f"expected text/event-stream, got {media_type or 'no Content-Type'}", method=method,
+                    path=call.path, request_id=call.request_id, content_type=media_type)
+            await stream._finish_with(parse(body, call.request_id))
+        return stream
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def _deadline_passed(self, call: Call) -> errors.Timeout:
+        return errors.Timeout(f"the overall deadline of {self.deadline}s passed", method=call.method,
+                              path=call.path)
+
+    # -- the exchange with retries ------------------------------------------------------------------
+
+    async def _exchange(self, call: Call, *, path: str, json: Any = None,
+                        params: Mapping[str, Any] | None = None,
+                        path_params: Mapping[str, Any] | None = None, content: bytes | None = None,
+                        files: Any = None, data: Any = None, headers: Mapping[str, str] | None = None,
+                        idempotent: bool) -> httpx.Response:
+        """Status < 400 with the body unread, or the mapped error once retries are spent."""
+        url = self.url(path, path_params)
+        send_headers = {**self.auth_headers(call.family), **(headers or {})}
+        if json is not None:
+            content = _dumps(json)
+            send_headers["content-type"] = "application/json"
+        query = {k: v for k, v in params.items() if v is not None} if params else None  # rule 2: omit unset
+        while True:
+            request = self._client.build_request(call.method, url, content=content, files=files, data=data,
+                                                 params=query, headers=send_headers)
+            try:
+                response = await self._client.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                error = translate(exc, call.method, call.path)
+                delay = self._backoff(call.retries)
+                if not (isinstance(exc, _NOT_SENT) or idempotent) or not self._may_wait(call, delay):
+                    raise self._scrubbed(error) from exc
+                await asyncio.sleep(delay)
+                call.retries += 1
+                continue
+            call.status = response.status_code
+            call.request_id = _request_id(response.headers)
+            if response.status_code < 400:
+                return response
+            error = await self._status_error(response, call)
+            delay = self._status_retry_delay(response, error, call, idempotent)
+            if delay is None or not self._may_wait(call, delay):
+                raise error
+            await asyncio.sleep(delay)
+            call.retries += 1
+
+    def _may_wait(self, call: Call, delay: float) -> bool:
+        if call.retries >= self.max_retries:
+            return False
+        return self.deadline is None or (time.perf_counter() - call.started) + delay < self.deadline
+
+    def _backoff(self, attempt: int) -> float:
+        base = min(limits.BACKOFF_BASE_SECONDS * 2**attempt, limits.BACKOFF_MAX_SECONDS)
+        return base * (1.0 - limits.BACKOFF_JITTER * random.random())
+
+    def _status_retry_delay(self, response: httpx.Response, error: errors.StatusError, call: Call,
+                            idempotent: bool) -> float | None:
+        if not idempotent:
+            return None
+        should = response.headers.get(limits.SHOULD_RETRY_HEADER, "").strip().lower()
+        if should == "false" or (should != "true" and response.status_code not in limits.RETRYABLE_STATUSES):
+            return None
+        if response.status_code == 429 and _quota_exhausted(error):
+            return None
+        wait = retry_after_seconds(response.headers)
+        if wait is not None and wait > self.retry_after_cap:
+            return None
+        return wait if wait is not None and wait > 0 else self._backoff(call.retries)
+
+    async def _status_error(self, response: httpx.Response, call: Call) -> errors.StatusError:
+        try:
+            await response.aread()
+        except httpx.HTTPError:
+            pass  # the status says enough; a body cut short is no reason to hide it
+        finally:
+            await response.aclose()
+        media_type = _media_type(response)
+        body: Any = response.content.decode("utf-8", "replace") if response.content else None
+        if body and _is_json(media_type):
+            with contextlib.suppress(ValueError):
+                body = json.loads(body)
+        body = self._scrub(body)
+        if call.request_id is None and isinstance(body, Mapping) and isinstance(body.get("request_id"), str):
+            call.request_id = body["request_id"]
+        cls = errors.error_for_status(response.status_code)
+        message = _message(body) or response.reason_phrase or "HTTP error"
+        hint = _HINTS.get(response.status_code)
+        kwargs: dict[str, Any] = {"status": response.status_code, "body": body, "request_id": call.request_id,
+                                  "method": call.method, "path": call.path, "headers": response.headers}
+        if cls is errors.RateLimited:
+            kwargs["retry_after"] = retry_after_seconds(response.headers)
+        return cls(f"{message} ({hint})" if hint else message, **kwargs)
+
+    async def _read_body(self, response: httpx.Response, call: Call, expect_json: bool) -> Any:
+        """The body parsed by its Content-Type (spec: response rule 2)."""
+        try:
+            content = await response.aread()
+        except httpx.HTTPError as exc:
+            raise self._scrubbed(translate(exc, call.method, call.path)) from exc
+        finally:
+            await response.aclose()
+        media_type = _media_type(response)
+        if _is_json(media_type):
+            try:
+                return json.loads(content) if content else None
+            except ValueError as exc:
+                raise errors.ProtocolError(f"the body is not valid JSON: {exc}", method=call.method,
+                                           path=call.path, request_id=call.request_id,
+                                           content_type=media_type) from exc
+        if expect_json:
+            raise errors.ProtocolError(f"expected application/json, got {media_type or 'no Content-Type'}",
+                                       method=call.method, path=call.path, request_id=call.request_id,
+                                       content_type=media_type)
+        if media_type.startswith("text/"):
+            return response.text
+        return content
+
+    # -- keeping the key out of everything ----------------------------------------------------------
+
+    def _scrub(self, value: Any) -> Any:
+        """A gateway may echo the key in an error message: never let it reach an exception."""
+        key = self._key.value
+        if isinstance(value, str):
+            return value.replace(key, "[redacted]") if key in value else value
+        if isinstance(value, Mapping | list) and key in json.dumps(value, default=str):
+            return json.loads(json.dumps(value, default=str).replace(key, "[redacted]"))
+        return value
+
+    def _scrubbed(self, error: errors.GatewayError) -> errors.GatewayError:
+        if self._key.value in str(error):
+            error.args = tuple(self._scrub(a) for a in error.args)
+        return error
+
+
+def _dumps(body: Any) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _model(body: Any) -> str | None:
+    model = body.get("model") if isinstance(body, Mapping) else None
+    return model if isinstance(model, str) else None
+
+
+def _message(body: Any) -> str | None:
+    """The error text of any family's body (OpenAI/Anthropic `error.message`, FastAPI `detail`)."""
+    if isinstance(body, str):
+        return body.strip()[:500] or None
+    if not isinstance(body, Mapping):
+        return None
+    error = body.get("error", body.get("detail", body))
+    if isinstance(error, str):
+        return error[:500]
+    if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+        return error["message"][:500]
+    if isinstance(error, list) and error and isinstance(error[0], Mapping):  # FastAPI validation errors
+        first = error[0]
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", ""))
+    return body.get("message") if isinstance(body.get("message"), str) else None
+
+
+def _quota_exhausted(error: errors.StatusError) -> bool:
+    if error.code in limits.QUOTA_EXHAUSTED_CODES:
+        return True
+    kind = error.error.get("type") if isinstance(error.error, Mapping) else None
+    return kind in limits.QUOTA_EXHAUSTED_CODES
