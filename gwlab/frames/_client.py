@@ -1,0 +1,214 @@
+"""The frames layer's one door to the client: a sender, the loop to run on, the ledger's run tag.
+
+Everything the pandas layer needs from `gwlab.client` passes through here, so a change in the client
+touches one file. A `Connection` can also be given directly (tests inject faults through one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import os
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gwlab.errors import ConnectionFailed, RateLimited, StatusError
+from gwlab.frames.runner import Batch, Reply, Runner, RunResult, Sender
+from gwlab.wire import limits
+
+T = TypeVar("T")
+
+
+_FAMILIES = {"/decisions": "decisions", "/chat/completions": "chat", "/responses": "responses",
+             "/messages": "messages"}
+
+
+def _default_policy(error: BaseException, attempt: int) -> float | None:
+    """For injected connections: retry a 429 after its Retry-After (or 1 s), nothing else."""
+    if isinstance(error, RateLimited):
+        return error.retry_after if error.retry_after is not None else 1.0
+    return None
+
+
+@dataclass
+class Connection:
+    """How a run reaches a gateway: one attempt per `send`, and the retry rule between attempts."""
+
+    send: Sender
+    max_retries: int = limits.MAX_RETRIES_DEFAULT
+    # seconds to wait before attempt `attempt + 1` after `error`, or None: give up (the row fails)
+    retry_delay: Callable[[BaseException, int], float | None] = _default_policy
+    loop: asyncio.AbstractEventLoop | None = None  # where the sender's connections live (sync gateways)
+    gateway: Any = field(default=None, repr=False)
+
+
+def default_checkpoint_path() -> Path:
+    return Path(os.environ.get("GWLAB_CHECKPOINT") or Path.home() / ".cache" / "gwlab" / "frames.sqlite")
+
+
+def connection(gateway: Any) -> Connection:
+    """A `Connection` for a Gateway, an AsyncGateway, a Connection, or None (the default gateway)."""
+    if isinstance(gateway, Connection):
+        return gateway
+    from gwlab.client.gateway import AsyncGateway, Gateway
+
+    if gateway is None:
+        gateway = _default_gateway()
+    if isinstance(gateway, Gateway):
+        transport, loop = gateway.twin.transport, gateway.loop.loop
+    elif isinstance(gateway, AsyncGateway):
+        transport, loop = gateway.transport, None
+    else:
+        raise TypeError(f"gateway= takes a gwlab Gateway or AsyncGateway; got {type(gateway).__name__}")
+
+    async def send(path: str, body: dict[str, Any]) -> Reply:
+        # one attempt: the runner applies the transport's retry rules itself, so that a 429 can
+        # pause every worker of the run instead of only the request that met it
+        reply = await transport.request("POST", path, family=_FAMILIES.get(path, "decisions"), json=body,
+                                        idempotent=False)
+        return Reply(reply.body, None, reply.request_id)
+
+    return Connection(send, transport.max_retries, _transport_policy(transport), loop, gateway)
+
+
+def _transport_policy(transport: Any) -> Callable[[BaseException, int], float | None]:
+    """The client transport's retry rule (gwlab.client.transport docstring), applied between attempts.
+
+    Mirrors `AsyncTransport._status_retry_delay` and its connection-error branch for the idempotent
+    families; the transport has no hook to let a 429 reach the caller before it retries alone.
+    """
+
+    def delay(error: BaseException, attempt: int) -> float | None:
+        if isinstance(error, ConnectionFailed):
+            return transport._backoff(attempt)
+        if not isinstance(error, StatusError):
+            return None
+        should = str(error.headers.get(limits.SHOULD_RETRY_HEADER, "")).strip().lower()
+        if should == "false" or (should != "true" and error.status not in limits.RETRYABLE_STATUSES):
+            return None
+        if isinstance(error, RateLimited) and error.code in limits.QUOTA_EXHAUSTED_CODES:
+            return None
+        wait = error.retry_after if isinstance(error, RateLimited) else None
+        if wait is not None and wait > transport.retry_after_cap:
+            return None
+        return wait if wait is not None and wait > 0 else transport._backoff(attempt)
+
+    return delay
+
+
+_default: Any = None
+_default_lock = threading.Lock()
+
+
+def _default_gateway() -> Any:
+    """`gwlab.connect()`, once per process: the hosted gateway if configured, else the local one."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            from gwlab.client.gateway import connect
+
+            _default = connect()
+        return _default
+
+
+@contextlib.contextmanager
+def run_tag(conn: Connection, name: str) -> Iterator[None]:
+    """Label the client ledger's rows of this run (`run` column), unless the caller already named one."""
+    from gwlab.client import ledger
+
+    if ledger.current_run() is not None:
+        yield
+        return
+    with ledger.run(f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"):
+        yield
+
+
+# --- running on a loop, and stopping cleanly ----------------------------------------------------
+
+_STOPPER: contextvars.ContextVar[_Stopper | None] = contextvars.ContextVar("gwlab_stopper", default=None)
+
+
+class _Stopper:
+    """The runners of one synchronous call, so an interrupt can stop them from another thread."""
+
+    def __init__(self) -> None:
+        self.runners: list[Runner] = []
+
+    def stop(self) -> None:
+        for runner in self.runners:
+            runner.stop("interrupted")
+
+
+async def stoppable(runner: Runner, batch: Batch) -> RunResult:
+    """Run `batch`; a synchronous caller interrupted meanwhile can stop it (see `run_sync`)."""
+    stopper = _STOPPER.get()
+    if stopper is not None:
+        stopper.runners.append(runner)
+    return await runner.run(batch)
+
+
+class _LoopThread:
+    """A private event loop in a daemon thread, for when the gateway brings none."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="gwlab-frames-loop", daemon=True).start()
+
+
+_fallback: _LoopThread | None = None
+
+
+def _loop_for(gateway: Any) -> asyncio.AbstractEventLoop:
+    """The loop a synchronous call runs on: the sync gateway's own, else a private one (injected
+    connections). An AsyncGateway's connections belong to the caller's loop: it must await."""
+    global _fallback
+    if not isinstance(gateway, Connection):
+        from gwlab.client.gateway import AsyncGateway
+
+        if isinstance(gateway, AsyncGateway):
+            raise TypeError("an AsyncGateway is used from its own event loop: await df.gw.adecide(...) "
+                            "(or achat, arespond, amessages), or pass a sync Gateway")
+        gateway = connection(gateway)
+    if gateway.loop is not None:
+        return gateway.loop
+    with _default_lock:
+        if _fallback is None:
+            _fallback = _LoopThread()
+    return _fallback.loop
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T], gateway: Any) -> T:
+    """Run on the gateway's private loop thread and wait, also inside Jupyter's running loop.
+
+    A first Ctrl-C (KeyboardInterrupt) stops sending and waits for the requests in flight, so every
+    answer already paid for reaches the checkpoint; then the interrupt is raised. A second Ctrl-C
+    abandons the requests in flight.
+    """
+    try:
+        loop = _loop_for(gateway)
+    except BaseException:
+        coroutine.close()
+        raise
+    stopper = _Stopper()
+
+    async def main() -> T:
+        _STOPPER.set(stopper)
+        return await coroutine
+
+    future = asyncio.run_coroutine_threadsafe(main(), loop)
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        loop.call_soon_threadsafe(stopper.stop)
+        try:
+            future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+        except Exception:  # the interrupt is what the caller asked to see
+            pass
+        raise

@@ -1,0 +1,335 @@
+"""`df.gw`: gateway calls over the rows of a DataFrame. Returns a new frame; never edits this one.
+
+Each method follows the pandas accessor recipe: extract (render the row templates), call (the batch
+runner), wrap (answers as columns on the caller's index, positionally, so MultiIndex and duplicate
+labels keep their rows). The accessor holds the frame and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypedDict, Unpack
+
+import pandas as pd
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames import _client, families
+from gwlab.frames.checkpoint import Checkpoint
+from gwlab.frames.families import META_COLUMNS, Family
+from gwlab.frames.limiter import Limiter, TokenBucket
+from gwlab.frames.result import BatchFrame
+from gwlab.frames.runner import Batch, Budget, Runner
+from gwlab.frames.templates import Rendered, Template, json_value
+
+__all__ = ["DEFAULT_MODELS", "GatewayAccessor", "RunOptions"]
+
+DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "text": "local/gemma-3-270m"}
+
+TemplateSpec = str | Sequence[str] | Mapping[str, str]
+
+
+class RunOptions(TypedDict, total=False):
+    """Options every `df.gw` method takes (documented in `_RUN_OPTIONS_DOC`)."""
+
+    gateway: Any
+    concurrency: int
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+    limiter: Limiter | None
+    budget: int | Budget | None
+    prices: Any
+    pilot: int | None
+    checkpoint: str | Path | Checkpoint | Literal[False] | None
+    refresh: bool
+    repeats: int
+    errors: Literal["raise", "coerce"]
+    progress: bool
+    join: bool
+    prefix: str
+
+
+_RUN_OPTIONS_DOC = """
+    gateway : Gateway or AsyncGateway, optional
+        Where to send; default: the process's default gateway (``gwlab.connect()``).
+    concurrency : int, default 16
+        Requests in flight at once, shared by all rows.
+    requests_per_minute, tokens_per_minute : float, optional
+        A token-bucket limit shared by every row of the run; a 429 pauses all rows for its
+        Retry-After.
+    limiter : Limiter, optional
+        A limiter to share between runs or processes (``SharedTokenBucket``).
+    budget : int or Budget, optional
+        Billed tokens (decisions: input only), or ``Budget(cost=dollars, prices=...)``. Checked
+        before each send against a conservative estimate; the run stops before exceeding it and the
+        rows left are reported ``not_run``.
+    prices : dict or PriceTable, optional
+        Dollars per million tokens per model, for the cost estimate (default: local models free).
+    pilot : int, optional
+        Run only the first `pilot` rows; the summary estimates what the rest would cost.
+    checkpoint : path, Checkpoint, "auto" or None, default "auto"
+        SQLite file of answers already paid for: a re-run, or a run resumed after a crash, sends
+        only the missing rows. "auto" uses ``$GWLAB_CHECKPOINT`` or ``~/.cache/gwlab/frames.sqlite``;
+        None or False keeps nothing.
+    refresh : bool, default False
+        Send every row again (and overwrite the checkpoint).
+    repeats : int, default 1
+        Ask each request `repeats` times; numeric answers are averaged and their spread reported
+        in ``{column}__std`` columns, with ``__repeats`` counting the asks that succeeded.
+    errors : {"raise", "coerce"}, default "raise"
+        "coerce" turns a failed row into an error row (NaN answers, the reason in ``__error``);
+        never a default answer.
+    progress : bool, default True
+        A tqdm bar advanced per finished row.
+    join : bool, default True
+        Return the input columns followed by the answer columns; False: the answer columns only.
+    prefix : str, default ""
+        Prepended to every answer column (to run twice into one frame).
+
+    Returns
+    -------
+    BatchFrame
+        A new DataFrame on the input's index (MultiIndex and duplicate labels kept) whose repr
+        shows the run summary (``.run``). Meta columns per row: ``__input_tokens``,
+        ``__output_tokens``, ``__request_id``, ``__error`` and ``__status`` (sent, duplicate,
+        cached, error or not_run).
+"""
+
+
+def _documented(method: Any) -> Any:
+    """Fill the shared runner options into a method's numpydoc (Jupyter's `?` shows them)."""
+    lines = _RUN_OPTIONS_DOC.strip("\n").split("\n")
+    options = "\n".join(("    " + line if line.strip() else "") for line in lines)
+    method.__doc__ = method.__doc__.replace("        {run_options}\n", options + "\n")
+    return method
+
+
+@pd.api.extensions.register_dataframe_accessor("gw")
+class GatewayAccessor:
+    """Gateway calls over the rows of a DataFrame. Returns a new frame; never edits this one."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame  # the only state: no caches, no settings
+
+    # --- decisions ------------------------------------------------------------------------------
+
+    @_documented
+    def decide(self, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
+               **options: Unpack[RunOptions]) -> BatchFrame:
+        """One decision request per row, every question packed in; answers as new columns.
+
+        Parameters
+        ----------
+        state : str, list of str or dict
+            A template over columns (``"{ticket}"``, ``"{subject}: {body}"``; ``{{`` and ``}}`` are
+            literal braces), a bare column name, or a list/dict of columns sent as a JSON object state
+            (dict: ``{"key in the state": "column"}``). An unknown column raises InvalidRequest naming it;
+            a row whose text is empty or whose column is missing fails as a row.
+        questions : dict
+            ``{question id: {"type": "noul"|"choice"|"score", "instructions": ..., "criteria": ...}}``,
+            validated once before any row is sent.
+        model : str, optional
+            Decision model ID (default ``local/decide-e5-small``).
+        {run_options}
+        Columns: ``{q}__noul``; ``{q}__choice`` or ``{q}__score``, ``{q}__p__{option}`` per option or
+        level, ``{q}__confidence``.
+
+        Examples
+        --------
+        >>> urgent = {"urgent": {"type": "noul", "instructions": "Is this urgent?"}}
+        >>> out = tickets.gw.decide("{text}", urgent)  # doctest: +SKIP
+        >>> out[["urgent__noul", "__status"]]          # doctest: +SKIP
+        """
+        coroutine = self.adecide(state, questions, model=model, **options)
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def adecide(self, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
+                      **options: Unpack[RunOptions]) -> BatchFrame:
+        """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
+        family = families.decisions_family(questions, model or DEFAULT_MODELS["decisions"])
+        rendered = Template.parse(state, self._frame.columns, field="state").render(self._frame)
+        return await self._run(family, rendered, options)
+
+    # --- text protocols -------------------------------------------------------------------------
+
+    @_documented
+    def chat(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
+             max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+             **options: Unpack[RunOptions]) -> BatchFrame:
+        """One chat completion per row; columns ``text``, ``finish``, ``tool_calls``.
+
+        Parameters
+        ----------
+        prompt : str
+            A template over columns (``"Summarise: {text}"``) or a bare column name: the user message.
+        system : str, optional
+            A system message: constant text, or a template over columns.
+        model : str, optional
+            Chat model ID (default ``local/gemma-3-270m``).
+        max_tokens : int, optional
+            ``max_completion_tokens`` of each request; required with a budget.
+        params : dict, optional
+            Further request fields (``temperature``, ``tools``, ``response_format``...).
+        {run_options}
+        Examples
+        --------
+        >>> df.gw.chat("Q: What colour is {fruit}?\\nA:", max_tokens=8)  # doctest: +SKIP
+        """
+        coroutine = self.achat(prompt, system=system, model=model, max_tokens=max_tokens, params=params,
+                               **options)
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def achat(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
+                    max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+                    **options: Unpack[RunOptions]) -> BatchFrame:
+        """The async twin of `chat`: await it in a running loop (with an AsyncGateway)."""
+        model = model or DEFAULT_MODELS["text"]
+        family = families.chat_family(model, max_tokens=max_tokens, **dict(params or {}))
+        return await self._run(family, self._prompts(prompt, system), options)
+
+    @_documented
+    def respond(self, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
+                max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+                **options: Unpack[RunOptions]) -> BatchFrame:
+        """One responses-protocol call per row; columns ``text``, ``status``, ``tool_calls``.
+
+        Parameters
+        ----------
+        prompt : str
+            A template over columns or a bare column name: the ``input`` text.
+        instructions : str, optional
+            Constant text or a template; sent on every request (never inherited).
+        model : str, optional
+            Model ID (default ``local/gemma-3-270m``).
+        max_tokens : int, optional
+            ``max_output_tokens`` of each request; required with a budget.
+        params : dict, optional
+            Further request fields (``temperature``, ``tools``, ``text``...).
+        {run_options}
+        """
+        coroutine = self.arespond(prompt, instructions=instructions, model=model, max_tokens=max_tokens,
+                                  params=params, **options)
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def arespond(self, prompt: TemplateSpec, *, instructions: str | None = None,
+                       model: str | None = None, max_tokens: int | None = None,
+                       params: Mapping[str, Any] | None = None,
+                       **options: Unpack[RunOptions]) -> BatchFrame:
+        """The async twin of `respond`: await it in a running loop (with an AsyncGateway)."""
+        model = model or DEFAULT_MODELS["text"]
+        family = families.responses_family(model, max_tokens=max_tokens, **dict(params or {}))
+        return await self._run(family, self._prompts(prompt, instructions, "instructions"), options)
+
+    @_documented
+    def messages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
+                 max_tokens: int = 256, params: Mapping[str, Any] | None = None,
+                 **options: Unpack[RunOptions]) -> BatchFrame:
+        """One messages-protocol call per row; columns ``text``, ``finish``, ``tool_calls``.
+
+        Parameters
+        ----------
+        prompt : str
+            A template over columns or a bare column name: the user message.
+        system : str, optional
+            Constant text or a template: the protocol's top-level ``system``.
+        model : str, optional
+            Model ID (default ``local/gemma-3-270m``).
+        max_tokens : int, default 256
+            Required by the protocol; also what a budget holds back per request.
+        params : dict, optional
+            Further request fields (``temperature``, ``tools``, ``stop_sequences``...).
+        {run_options}
+        """
+        coroutine = self.amessages(prompt, system=system, model=model, max_tokens=max_tokens, params=params,
+                                   **options)
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def amessages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
+                        max_tokens: int = 256, params: Mapping[str, Any] | None = None,
+                        **options: Unpack[RunOptions]) -> BatchFrame:
+        """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
+        model = model or DEFAULT_MODELS["text"]
+        family = families.messages_family(model, max_tokens=max_tokens, **dict(params or {}))
+        return await self._run(family, self._prompts(prompt, system), options)
+
+    # --- the shared steps -----------------------------------------------------------------------
+
+    def _prompts(self, prompt: TemplateSpec, system: str | None, system_field: str = "system") -> Rendered:
+        """Per row: the prompt text, or (prompt, system) when a system text is given."""
+        columns = self._frame.columns
+        prompts = Template.parse(prompt, columns, field="prompt").render(self._frame)
+        if system is None:
+            return prompts
+        systems = Template.parse(system, columns, field=system_field, literal_ok=True).render(self._frame)
+        errors = {**systems.errors, **prompts.errors}
+        values = [None if i in errors else (p, s) for i, (p, s) in
+                  enumerate(zip(prompts.values, systems.values, strict=True))]
+        return Rendered(values, errors)
+
+    async def _run(self, family: Family, rendered: Rendered, options: RunOptions) -> BatchFrame:
+        unknown = set(options) - set(RunOptions.__annotations__)
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+        errors = options.get("errors", "raise")
+        if rendered.errors and errors == "raise":
+            position, message = next(iter(sorted(rendered.errors.items())))
+            label = self._frame.index[position]
+            label = tuple(map(json_value, label)) if isinstance(label, tuple) else json_value(label)
+            raise InvalidRequest(message.split(":", 1)[0],
+                                 f"row {label!r}: {message.split(': ', 1)[-1]} (errors='coerce' makes it an "
+                                 "error row)")
+        self._check_names(family, options)
+        connection = _client.connection(options.get("gateway"))
+        limiter = options.get("limiter") or TokenBucket(options.get("requests_per_minute"),
+                                                        options.get("tokens_per_minute"))
+        checkpoint, owned = _checkpoint(options.get("checkpoint", "auto"))
+        runner = Runner(family, connection.send, concurrency=options.get("concurrency", 16), limiter=limiter,
+                        budget=Budget.of(options.get("budget"), options.get("prices")),
+                        prices=options.get("prices"), checkpoint=checkpoint,
+                        refresh=options.get("refresh", False), repeats=options.get("repeats", 1),
+                        pilot=options.get("pilot"), errors=errors, progress=options.get("progress", True),
+                        max_retries=connection.max_retries, retry_delay=connection.retry_delay,
+                        description=f"{family.name} {family.model}")
+        try:
+            with _client.run_tag(connection, family.name):
+                result = await _client.stoppable(runner, Batch(rendered.values, rendered.errors))
+        finally:
+            if owned and checkpoint is not None:
+                checkpoint.close()
+        if result.failure is not None:
+            raise result.failure
+        answers = result.frame(self._frame.index)
+        return BatchFrame.wrap(self._wrap(answers, options), result.summary)
+
+    def _check_names(self, family: Family, options: RunOptions) -> None:
+        """Refuse a column clash before anything is sent, not after the run has been paid for."""
+        if not options.get("join", True):
+            return
+        prefix = options.get("prefix", "")
+        names = [*family.columns, *META_COLUMNS]
+        if options.get("repeats", 1) > 1:
+            names += [f"{c}__std" for c in family.spread] + ["__repeats"]
+        clash = [f"{prefix}{c}" for c in names if f"{prefix}{c}" in self._frame.columns]
+        if clash:
+            raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' "
+                                           "or join=False")
+
+    def _wrap(self, answers: pd.DataFrame, options: RunOptions) -> pd.DataFrame:
+        prefix = options.get("prefix", "")
+        if prefix:
+            answers.columns = [f"{prefix}{c}" for c in answers.columns]
+        if not options.get("join", True):
+            return answers
+        answers.index = self._frame.index  # the same object: concat aligns nothing, duplicates stay put
+        return pd.concat([self._frame, answers], axis=1)
+
+
+def _checkpoint(spec: Any) -> tuple[Checkpoint | None, bool]:
+    """(checkpoint, opened here) for the `checkpoint=` option."""
+    if spec is None or spec is False:
+        return None, False
+    if isinstance(spec, Checkpoint):
+        return spec, False
+    if spec == "auto":
+        return Checkpoint(_client.default_checkpoint_path()), True
+    return Checkpoint(spec), True

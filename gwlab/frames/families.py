@@ -1,0 +1,160 @@
+"""Per protocol family: the body a row becomes, the tidy columns its answer fills, the usage it reports.
+
+A table, not branches: the runner only knows `Family`. Bodies are built by the wire modules' own
+`build_request` (strict writer: a row that breaks a limit fails locally, naming the field) and
+answers read by their `parse_response` (tolerant reader).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gwlab.errors import InvalidRequest
+from gwlab.wire import chat, decisions, messages, responses
+
+__all__ = ["META_COLUMNS", "Family", "chat_family", "decisions_family", "messages_family",
+           "responses_family"]
+
+# per row, whatever the family; `__status` says which of sent/cached/duplicate/error/not_run it is
+META_COLUMNS: dict[str, str] = {"__input_tokens": "Int64", "__output_tokens": "Int64", "__request_id": "str",
+                                "__error": "str", "__status": "str"}
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """How one kind of row request is sent and read."""
+
+    name: str
+    endpoint: str  # relative to the base URL: "/decisions"
+    model: str
+    columns: dict[str, str]  # answer column -> dtype, in order
+    body: Callable[[Any], dict[str, Any]]  # the row's value (text, JSON state, (prompt, system)) -> body
+    record: Callable[[Any], dict[str, Any]]  # response JSON -> {column: value}
+    usage: Callable[[Any], tuple[int | None, int | None]]  # response JSON -> (input, output) tokens
+    charges_output: bool = True
+    reserved_output: int = 0  # output tokens a budget must hold back per request (the max tokens asked)
+    spread: tuple[str, ...] = ()  # numeric columns whose spread `repeats=k` reports
+
+
+def decisions_family(questions: Mapping[str, Any], model: str, **extra: Any) -> Family:
+    """One decision request per row value (the state); every question packed into it."""
+    checked = decisions.build_request("x", questions, model, **extra)  # validates once, names the field
+    wire_questions = checked["questions"]
+    columns: dict[str, str] = {}
+    spread: list[str] = []
+    for qid, q in wire_questions.items():
+        if q["type"] == "noul":
+            columns[f"{qid}__noul"] = "float64"
+            spread.append(f"{qid}__noul")
+        else:
+            columns[f"{qid}__{q['type']}"] = "str" if q["type"] == "choice" else "float64"
+            criteria = q["criteria"]
+            options = list(criteria) if q["type"] == "choice" else [str(i) for i in range(len(criteria))]
+            probabilities = [f"{qid}__p__{option}" for option in options]
+            columns.update(dict.fromkeys(probabilities, "float64"))
+            columns[f"{qid}__confidence"] = "float64"
+            spread += ([f"{qid}__score"] if q["type"] == "score" else []) + probabilities
+    top = {k: v for k, v in checked.items() if k not in ("state", "questions")}
+
+    def body(state: Any) -> dict[str, Any]:
+        if isinstance(state, str):  # the hot path: the questions were validated above
+            return {**top, "state": state, "questions": wire_questions}
+        return decisions.build_request(state, wire_questions, model, **extra)
+
+    def record(data: Any) -> dict[str, Any]:
+        return decisions.parse_response(data).to_record()
+
+    return Family("decisions", "/decisions", model, columns, body, record, _usage_io, charges_output=False,
+                  spread=tuple(spread))
+
+
+_PROMPT_COLUMNS = {"text": "str", "finish": "str", "tool_calls": "object"}
+
+
+def _usage_io(data: Any) -> tuple[int | None, int | None]:
+    usage = data.get("usage") if isinstance(data, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return None, None
+    return _int(usage.get("input_tokens", usage.get("prompt_tokens"))), _int(
+        usage.get("output_tokens", usage.get("completion_tokens")))
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _calls(calls: list[Any]) -> list[dict[str, Any]]:
+    """Tool calls as plain dicts `{name, arguments}`; arguments parsed when they are valid JSON."""
+    out = []
+    for call in calls:
+        arguments = getattr(call, "arguments", None)
+        if arguments is None:
+            arguments = getattr(call, "input", None)
+        if isinstance(arguments, str):
+            with contextlib.suppress(ValueError):  # invalid JSON is kept as the model wrote it
+                arguments = json.loads(arguments or "{}")
+        out.append({"name": call.name, "arguments": arguments})
+    return out
+
+
+def _split(value: Any) -> tuple[str, str | None]:
+    return value if isinstance(value, tuple) else (value, None)
+
+
+def chat_family(model: str, *, max_tokens: int | None = None, **params: Any) -> Family:
+    """A chat completion per row; the row value is the prompt or (prompt, system)."""
+
+    def body(value: Any) -> dict[str, Any]:
+        prompt, system = _split(value)
+        msgs = [{"role": "user", "content": prompt}]
+        if system:
+            msgs.insert(0, {"role": "system", "content": system})
+        return chat.build_request(msgs, model=model, max_completion_tokens=max_tokens, **params)
+
+    def record(data: Any) -> dict[str, Any]:
+        result = chat.parse_response(data)
+        return {"text": result.text, "finish": result.finish_reason, "tool_calls": _calls(result.tool_calls)}
+
+    body("check")  # validates the parameters once, before any row
+    return Family("chat", "/chat/completions", model, dict(_PROMPT_COLUMNS), body, record, _usage_io,
+                  reserved_output=max_tokens or 0)
+
+
+def responses_family(model: str, *, max_tokens: int | None = None, **params: Any) -> Family:
+    """A responses-protocol call per row; the system text travels as `instructions`."""
+
+    def body(value: Any) -> dict[str, Any]:
+        prompt, system = _split(value)
+        return responses.build_request(prompt, model=model, instructions=system, max_output_tokens=max_tokens,
+                                       **params)
+
+    def record(data: Any) -> dict[str, Any]:
+        result = responses.parse_response(data)
+        return {"text": result.text, "status": result.status, "tool_calls": _calls(result.tool_calls)}
+
+    body("check")
+    columns = {"text": "str", "status": "str", "tool_calls": "object"}
+    return Family("responses", "/responses", model, columns, body, record, _usage_io,
+                  reserved_output=max_tokens or 0)
+
+
+def messages_family(model: str, *, max_tokens: int | None = None, **params: Any) -> Family:
+    """A messages-protocol call per row; `max_tokens` is required by that protocol."""
+    if max_tokens is None:
+        raise InvalidRequest("max_tokens", "required by the messages protocol: a positive integer")
+
+    def body(value: Any) -> dict[str, Any]:
+        prompt, system = _split(value)
+        return messages.build_request(prompt, model=model, max_tokens=max_tokens, system=system, **params)
+
+    def record(data: Any) -> dict[str, Any]:
+        result = messages.parse_response(data)
+        return {"text": result.text, "finish": result.stop_reason, "tool_calls": _calls(result.tool_calls)}
+
+    body("check")
+    return Family("messages", "/messages", model, dict(_PROMPT_COLUMNS), body, record, _usage_io,
+                  reserved_output=max_tokens)

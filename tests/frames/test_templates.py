@@ -1,0 +1,78 @@
+"""Row templates: columns by name, literal braces, JSON states, and rows that cannot be rendered."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames.templates import Template
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    return pd.DataFrame({"ticket": ["printer on fire", "refund please", None],
+                         "first name": ["Ada", "Bo", "Cy"], "price": [1.5, 2.25, np.nan],
+                         "n": np.array([1, 2, 3], dtype=np.int64)})
+
+
+def render(frame: pd.DataFrame, spec, **kw):
+    return Template.parse(spec, frame.columns, field="state", **kw).render(frame)
+
+
+def test_template_fills_columns_and_keeps_literal_braces(frame: pd.DataFrame) -> None:
+    out = render(frame, "{{json}} {first name}: {ticket} ({n})")
+    assert out.values[:2] == ["{json} Ada: printer on fire (1)", "{json} Bo: refund please (2)"]
+
+
+def test_format_spec_applies_to_a_column(frame: pd.DataFrame) -> None:
+    assert render(frame, "costs {price:.1f}").values[:2] == ["costs 1.5", "costs 2.2"]
+
+
+def test_bare_column_name_is_the_column(frame: pd.DataFrame) -> None:
+    assert render(frame, "ticket").values[:2] == ["printer on fire", "refund please"]
+
+
+def test_unknown_column_is_named(frame: pd.DataFrame) -> None:
+    with pytest.raises(InvalidRequest, match="'tikcet'") as caught:
+        render(frame, "{tikcet}")
+    assert caught.value.field == "state"
+
+
+def test_text_that_is_no_column_and_no_template_is_refused(frame: pd.DataFrame) -> None:
+    with pytest.raises(InvalidRequest, match="neither a column"):
+        render(frame, "summarise this")
+    assert render(frame, "You are terse.", literal_ok=True).values == ["You are terse."] * 3
+
+
+def test_unbalanced_braces_are_refused(frame: pd.DataFrame) -> None:
+    with pytest.raises(InvalidRequest, match="never closed"):
+        render(frame, "{ticket")
+    with pytest.raises(InvalidRequest, match="single '}'"):
+        render(frame, "ticket}")
+
+
+def test_missing_value_makes_a_row_error_not_the_text_nan(frame: pd.DataFrame) -> None:
+    out = render(frame, "{ticket}")
+    assert out.values[2] is None
+    assert "no value in column 'ticket'" in out.errors[2]
+
+
+def test_empty_text_is_a_row_error() -> None:
+    out = render(pd.DataFrame({"t": ["ok", "   "]}), "{t}")
+    assert out.values == ["ok", None] and "empty" in out.errors[1]
+
+
+def test_list_of_columns_is_a_json_object_state_with_nulls(frame: pd.DataFrame) -> None:
+    out = render(frame, ["ticket", "price", "n"])
+    assert out.values[0] == {"ticket": "printer on fire", "price": 1.5, "n": 1}
+    assert out.values[2] == {"ticket": None, "price": None, "n": 3}
+    assert isinstance(out.values[0]["n"], int) and not out.errors
+
+
+def test_dict_of_columns_renames_the_keys(frame: pd.DataFrame) -> None:
+    out = render(frame, {"customer": "first name", "message": "ticket"})
+    assert out.values[1] == {"customer": "Bo", "message": "refund please"}
+    with pytest.raises(InvalidRequest, match="'nope'"):
+        render(frame, {"x": "nope"})
