@@ -1,0 +1,97 @@
+"""Durable resume: a run killed mid-way, then re-run, bills no checkpointed row twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from framekit import RequestLog
+from resume_job import QUESTIONS, frame
+
+from gwlab.client.gateway import Gateway
+
+ROWS = 60
+JOB = Path(__file__).with_name("resume_job.py")
+
+
+def start(gateway, checkpoint: Path, rpm: float) -> subprocess.Popen[str]:
+    env = {**os.environ, "GWLAB_BASE_URL": gateway.base_url, "GWLAB_API_KEY": gateway.api_key}
+    return subprocess.Popen([sys.executable, str(JOB), str(checkpoint), str(ROWS), str(rpm)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def answered(checkpoint: Path) -> int:
+    try:
+        with sqlite3.connect(checkpoint, timeout=30) as conn:
+            return conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def wait_for(checkpoint: Path, rows: int, process: subprocess.Popen[str]) -> int:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        count = answered(checkpoint)
+        if count >= rows:
+            return count
+        if process.poll() is not None:
+            pytest.fail(f"the run ended before it could be killed: {process.communicate()}")
+        time.sleep(0.02)
+    pytest.fail("the run never reached the checkpointed rows to kill it at")
+
+
+def writes(checkpoint: Path) -> list[int]:
+    with sqlite3.connect(checkpoint) as conn:
+        return [row[0] for row in conn.execute("SELECT writes FROM answers")]
+
+
+def rerun(gateway, checkpoint: Path):
+    with Gateway(gateway.base_url, gateway.api_key) as gw:
+        return frame(ROWS).gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint, progress=False)
+
+
+def test_run_killed_mid_way_resumes_without_resending_a_checkpointed_row(gateway, tmp_path: Path) -> None:
+    log, checkpoint = RequestLog(gateway.db), tmp_path / "answers.sqlite"
+    mark = log.mark()
+    process = start(gateway, checkpoint, rpm=600)  # ~10 requests/s: slow enough to be killed mid-way
+    wait_for(checkpoint, 10, process)
+    process.kill()  # SIGKILL: no cleanup of any kind
+    process.wait()
+    kept = answered(checkpoint)
+    first = log.since(mark)
+    assert 10 <= kept < ROWS
+    # requests in flight at the kill were answered by the gateway but never reached the checkpoint
+    lost_in_flight = len(first) - kept
+    assert 0 <= lost_in_flight <= 4  # at most `concurrency`
+
+    mark = log.mark()
+    out = rerun(gateway, checkpoint)
+    second = log.since(mark)
+    assert len(second) == ROWS - kept  # only the missing rows were sent: 0 checkpointed rows re-billed
+    assert out.run.cached == kept and out.run.sent == ROWS - kept
+    assert out.run.input_tokens == sum(row["input_tokens"] for row in second)
+    assert out["urgent__noul"].notna().all() and answered(checkpoint) == ROWS
+    assert writes(checkpoint) == [1] * ROWS  # every row answered (and stored) exactly once
+
+
+def test_interrupted_run_finishes_its_requests_in_flight_so_nothing_is_billed_twice(
+        gateway, tmp_path: Path) -> None:
+    log, checkpoint = RequestLog(gateway.db), tmp_path / "answers.sqlite"
+    mark = log.mark()
+    process = start(gateway, checkpoint, rpm=600)
+    wait_for(checkpoint, 10, process)
+    process.send_signal(signal.SIGINT)  # Ctrl-C, or a notebook's "interrupt kernel"
+    _, stderr = process.communicate(timeout=60)
+    assert "KeyboardInterrupt" in stderr
+    kept = answered(checkpoint)
+    assert len(log.since(mark)) == kept < ROWS  # every answered request reached the checkpoint
+
+    out = rerun(gateway, checkpoint)
+    assert len(log.since(mark)) == ROWS  # the gateway answered each row exactly once, over both runs
+    assert out.run.cached == kept and writes(checkpoint) == [1] * ROWS
