@@ -25,18 +25,22 @@ _NO_BODY_STATUSES = frozenset({204, 304})
 
 
 class _Connection:
-    __slots__ = ("key", "reader", "reused", "writer")
+    __slots__ = ("key", "loop", "reader", "reused", "writer")
 
     def __init__(self, key: tuple[str, int], reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
         self.key, self.reader, self.writer = key, reader, writer
+        self.loop = asyncio.get_running_loop()
         self.reused = False
 
     def usable(self) -> bool:
-        return not self.reader.at_eof() and not self.writer.is_closing()
+        # a socket belongs to the loop that opened it: one client used from two loops must not mix them
+        return (self.loop is asyncio.get_running_loop() and not self.reader.at_eof()
+                and not self.writer.is_closing())
 
     def close(self) -> None:
-        self.writer.close()
+        if not self.loop.is_closed():  # a closed loop already dropped its sockets: nothing to do
+            self.writer.close()
 
 
 class _Stale(Exception):

@@ -210,12 +210,19 @@ def _usage_of(result: Any) -> Any:
     return getattr(result, "usage", None)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class _Key:
-    value: str = field(repr=False)
+class _Secret:
+    """The key and the auth headers made from it, behind a repr that shows neither (vars() too)."""
+
+    __slots__ = ("bearer", "by_family", "value")
+
+    def __init__(self, value: str, messages_auth: str, anthropic_version: str) -> None:
+        self.value = value
+        self.bearer = {"authorization": f"Bearer {value}"}
+        messages = {"x-api-key": value} if messages_auth == "x-api-key" else self.bearer
+        self.by_family = {"messages": {"anthropic-version": anthropic_version, **messages}}
 
     def __repr__(self) -> str:
-        return "_Key(***)"
+        return "<secret>"
 
 
 class AsyncTransport:
@@ -240,12 +247,7 @@ class AsyncTransport:
         self.max_retries = max_retries
         self.retry_after_cap = retry_after_cap
         self.deadline = deadline
-        self._key = _Key(api_key)
-        bearer = {"authorization": f"Bearer {api_key}"}
-        messages = {"anthropic-version": anthropic_version,
-                    **({"x-api-key": api_key} if messages_auth == "x-api-key" else bearer)}
-        self._auth: dict[str, dict[str, str]] = {"messages": messages}
-        self._bearer = bearer
+        self._key = _Secret(api_key, messages_auth, anthropic_version)
         self._urls: dict[str, httpx.URL] = {}
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
@@ -259,7 +261,7 @@ class AsyncTransport:
 
     def auth_headers(self, family: str) -> dict[str, str]:
         """Bearer for every family but messages: x-api-key (or Bearer) + anthropic-version."""
-        return self._auth.get(family, self._bearer)
+        return self._key.by_family.get(family, self._key.bearer)
 
     def url(self, path: str, path_params: Mapping[str, Any] | None = None) -> httpx.URL:
         """`{base_url}` + a path relative to it (path parameters URL-encoded)."""

@@ -1,0 +1,63 @@
+"""`connect()`: the hosted gateway from the environment, else the embedded local one, quietly."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import pytest
+from clientkit import CANARY_KEY
+
+import gwlab
+from gwlab import errors
+
+
+@dataclass
+class FakeLocal:
+    base_url: str = "http://127.0.0.1:9/v1"
+    api_key: str = field(default=CANARY_KEY, repr=False)
+    stopped: int = 0
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+def test_connect_reads_the_environment_mapping():
+    gw = gwlab.connect(env={"GWLAB_BASE_URL": "http://gw.example:8000", "GWLAB_API_KEY": CANARY_KEY})
+    try:
+        assert gw.base_url == "http://gw.example:8000/v1" and CANARY_KEY not in repr(gw)
+    finally:
+        gw.close()
+
+
+def test_arguments_win_over_the_environment():
+    env = {"GWLAB_BASE_URL": "http://env:2", "GWLAB_API_KEY": "k"}
+    gw = gwlab.connect("http://arg:1", CANARY_KEY, env=env)
+    try:
+        assert gw.base_url == "http://arg:1/v1"
+    finally:
+        gw.close()
+
+
+@pytest.mark.parametrize(("env", "field_name"), [({"GWLAB_BASE_URL": "http://x"}, "api_key"),
+                                                 ({"GWLAB_API_KEY": "k"}, "base_url")])
+def test_half_a_configuration_is_refused_naming_what_is_missing(env, field_name):
+    with pytest.raises(errors.InvalidRequest) as info:
+        gwlab.connect(env=env)
+    assert info.value.field == field_name
+
+
+def test_without_configuration_the_embedded_gateway_starts_and_is_announced_once(monkeypatch, capsys, caplog):
+    import gwlab.local
+
+    local = FakeLocal()
+    monkeypatch.setattr(gwlab.local, "start", lambda *a, **k: local)
+    caplog.set_level(logging.INFO, logger="gwlab")
+    gw = gwlab.connect(env={})
+    out = capsys.readouterr().out
+    assert out == "gwlab: started the embedded local gateway at http://127.0.0.1:9/v1\n"
+    assert [r.getMessage() for r in caplog.records if r.name == "gwlab"] == [out.strip()]
+    assert gw.base_url == local.base_url and "local" in repr(gw) and CANARY_KEY not in repr(gw)
+    gw.close()
+    gw.close()
+    assert local.stopped == 1

@@ -1,0 +1,54 @@
+"""The request ledger: every call a row, as a DataFrame, optionally in SQLite; never keys or inputs."""
+
+from __future__ import annotations
+
+import httpx
+import pandas as pd
+import pytest
+from clientkit import CANARY_KEY, chat_body
+
+import gwlab
+from gwlab.client.ledger import COLUMNS, Ledger
+
+PROMPT = "a private prompt that must not be recorded"
+
+
+def answer(request: httpx.Request) -> httpx.Response:
+    if request.url.path.endswith("/models"):
+        return httpx.Response(404, json={"error": {"message": "nope"}}, headers={"request-id": "req_404"})
+    return httpx.Response(200, json=chat_body(), headers={"x-request-id": "req_chat"})
+
+
+async def test_every_call_is_a_row_with_the_spec_columns(make_gateway):
+    gw = make_gateway(answer)
+    await gw.chat(PROMPT, model="m")
+    with pytest.raises(gwlab.NotFound):
+        await gw.models()
+    frame = gw.usage
+    assert list(frame.columns) == list(COLUMNS)
+    ok, failed = frame.to_dict("records")
+    assert (ok["method"], ok["path"], ok["family"], ok["model"], ok["status"], ok["request_id"]) == (
+        "POST", "/chat/completions", "chat", "m", 200, "req_chat")
+    assert (ok["input_tokens"], ok["output_tokens"], ok["streamed"], ok["complete"]) == (3, 1, False, True)
+    assert (failed["status"], failed["request_id"], failed["error"]) == (404, "req_404", "NotFound")
+    assert isinstance(frame["time"].dtype, pd.DatetimeTZDtype) and ok["latency_s"] >= 0
+    text = frame.to_csv()
+    assert PROMPT not in text and CANARY_KEY not in text
+
+
+async def test_sqlite_ledger_keeps_rows_across_sessions(make_gateway, tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    gw = make_gateway(answer, ledger_path=path)
+    with gwlab.run("day-1"):
+        await gw.chat("hi", model="m")
+    await gw.aclose()
+    later = Ledger(path)
+    frame = later.to_frame()
+    assert len(later) == 0 and len(frame) == 1
+    assert frame.loc[0, "run"] == "day-1" and frame.loc[0, "request_id"] == "req_chat"
+    later.close()
+
+
+def test_empty_ledger_gives_an_empty_frame_with_the_columns():
+    frame = Ledger().to_frame()
+    assert frame.empty and list(frame.columns) == list(COLUMNS)
