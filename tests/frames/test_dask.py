@@ -1,0 +1,93 @@
+"""The dask recipe on a LocalCluster: meta from the questions, one checkpoint and one rate limit for all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from framekit import QUESTIONS, RequestLog
+
+from gwlab.client.gateway import Gateway
+from gwlab.frames import dask as gw_dask
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[object]:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture
+def process_client() -> Iterator[object]:
+    """Two worker processes: the limit must hold across processes, not only threads."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def gw(gateway) -> Iterator[Gateway]:
+    with Gateway(gateway.base_url, gateway.api_key) as client:
+        yield client
+
+
+def tickets(n: int) -> pd.DataFrame:
+    texts = [f"Order {i % 9} was charged twice and the refund is late" for i in range(n)]
+    return pd.DataFrame({"ticket": texts, "n": range(n)})
+
+
+def test_meta_comes_from_the_questions_and_nothing_is_sent_to_build_it(gw: Gateway, gateway,
+                                                                       tmp_path: Path) -> None:
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    ddf = dd.from_pandas(tickets(12), npartitions=3)
+    lazy = gw_dask.decide(ddf, "{ticket}", QUESTIONS, gateway=gw, checkpoint=tmp_path / "c.sqlite")
+    expected = gw_dask.decide_meta(ddf._meta, QUESTIONS)
+    assert list(lazy.columns) == list(expected.columns)
+    assert dict(lazy.dtypes) == dict(expected.dtypes)
+    assert log.since(mark) == []  # lazy: no request until compute()
+
+
+def test_partitions_share_one_checkpoint_so_a_second_compute_bills_nothing(
+        client: object, gw: Gateway, gateway, tmp_path: Path) -> None:
+    log = RequestLog(gateway.db)
+    ddf = dd.from_pandas(tickets(36), npartitions=4)
+    lazy = gw_dask.decide(ddf, "{ticket}", QUESTIONS, gateway=gw, checkpoint=tmp_path / "c.sqlite")
+    mark = log.mark()
+    out = lazy.compute()
+    assert len(out) == 36 and out["urgent__noul"].notna().all()
+    assert out.index.equals(tickets(36).index)
+    # 9 distinct tickets; partitions see the same texts, and the shared checkpoint keeps them from paying
+    # twice unless two partitions asked at the same moment (then the answer is simply stored again)
+    first = len(log.since(mark))
+    assert 9 <= first <= 9 * 4
+    mark = log.mark()
+    again = lazy.compute()
+    assert log.since(mark) == []
+    assert set(again["__status"]) == {"cached"}
+    # the same answers (two partitions asking at once each got one; the checkpoint keeps the last)
+    pd.testing.assert_frame_equal(again.drop(columns=["__status", "__request_id"]),
+                                  out.drop(columns=["__status", "__request_id"]))
+
+
+def test_the_rate_limit_holds_across_worker_processes(process_client: object, gw: Gateway, gateway,
+                                                      tmp_path: Path) -> None:
+    log = RequestLog(gateway.db)
+    frame = pd.DataFrame({"ticket": [f"Invoice {i} is wrong" for i in range(16)]})
+    ddf = dd.from_pandas(frame, npartitions=4)
+    lazy = gw_dask.decide(ddf, "{ticket}", QUESTIONS, gateway=gw, checkpoint=tmp_path / "c.sqlite",
+                          requests_per_minute=600, burst=0.5, concurrency=4)  # 10/s shared, holds 5
+    mark = log.mark()
+    lazy.compute()
+    rows = log.since(mark)
+    assert len(rows) == 16
+    starts = sorted(r["ts"] - r["latency_ms"] / 1000 for r in rows)
+    # 4 partitions x 4 in flight could start all 16 at once; the shared bucket lets its 5 go, then
+    # one per 0.1 s: the last start comes at least ~1.1 s after the first, whatever the machine's speed
+    assert starts[-1] - starts[0] >= 0.9
