@@ -1,0 +1,61 @@
+"""Budgets and pilots against the real gateway: its own request log is the bill."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+from framekit import QUESTIONS, RequestLog
+
+from gwlab.client.gateway import Gateway
+from gwlab.frames.runner import Budget
+
+
+@pytest.fixture(scope="module")
+def gw(gateway) -> Iterator[Gateway]:
+    with Gateway(gateway.base_url, gateway.api_key) as client:
+        yield client
+
+
+def rows(n: int, tag: str) -> pd.DataFrame:
+    return pd.DataFrame({"ticket": [f"{tag} case {i}: the invoice is wrong by {i} euros" for i in range(n)]})
+
+
+def test_budget_stops_the_run_before_the_gateway_bills_beyond_it(gw: Gateway, gateway) -> None:
+    log = RequestLog(gateway.db)
+    budget = 1000  # ~11 requests of ~90 tokens, but each estimate reserves the body's ~330 bytes
+    mark = log.mark()
+    out = rows(30, "budget").gw.decide("{ticket}", QUESTIONS, gateway=gw, budget=budget, checkpoint=None,
+                                       concurrency=4, progress=False)
+    billed = log.since(mark)
+    assert 0 < len(billed) < 30
+    assert sum(r["input_tokens"] for r in billed) <= budget  # the gateway's bill, not our estimate
+    assert out.run.stopped == "budget" and out.run.input_tokens == sum(r["input_tokens"] for r in billed)
+    status = out["__status"].value_counts()
+    assert status["sent"] == len(billed) and status["not_run"] == 30 - len(billed)
+    assert out.run.error_rows == 0 and out.loc[out["__status"] == "not_run", "__error"].isna().all()
+
+
+def test_cost_budget_with_a_price_table(gw: Gateway, gateway) -> None:
+    log = RequestLog(gateway.db)
+    prices = {"local/decide-e5-small": {"input": 10.0, "output": 1000.0}}  # $10 per million input tokens
+    mark = log.mark()
+    out = rows(30, "cost").gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=None, progress=False,
+                                     budget=Budget(cost=0.005, prices=prices))
+    billed = sum(r["input_tokens"] for r in log.since(mark))
+    assert billed * 10.0 / 1e6 <= 0.005 and out.run.stopped == "budget"
+    assert out.run.cost == pytest.approx(billed * 10.0 / 1e6)  # decisions: output tokens are free
+
+
+def test_pilot_estimates_the_rest_close_to_what_it_then_costs(gw: Gateway, gateway) -> None:
+    log = RequestLog(gateway.db)
+    frame = rows(24, "pilot")
+    pilot = frame.gw.decide("{ticket}", QUESTIONS, gateway=gw, pilot=6, checkpoint=None, progress=False)
+    assert pilot.run.stopped == "pilot" and (pilot["__status"] == "not_run").sum() == 18
+    estimate = pilot.run.pilot
+    assert estimate["rows"] == 18 and estimate["requests"] == 18
+    mark = log.mark()
+    frame.iloc[6:].gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=None, progress=False)
+    actual = sum(r["input_tokens"] for r in log.since(mark))
+    assert estimate["input_tokens"] == pytest.approx(actual, rel=0.2)
