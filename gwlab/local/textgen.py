@@ -133,6 +133,13 @@ class Plan:
 
 # --- events --------------------------------------------------------------------------------------------
 @dataclass(slots=True)
+class Started:
+    """First event: the prompt is built (Anthropic's message_start reports its size up front)."""
+
+    prompt_tokens: int
+
+
+@dataclass(slots=True)
 class Text:
     text: str
 
@@ -158,7 +165,7 @@ class Finished:
     stop_sequence: str | None = None
 
 
-Event = Text | CallStarted | CallArguments | Finished
+Event = Started | Text | CallStarted | CallArguments | Finished
 
 
 # --- request checks the three routes share ----------------------------------------------------------------
@@ -366,11 +373,13 @@ def _run(conversation: Conversation, plan: Plan, stop: threading.Event) -> Itera
     generator, decider = _engines()
     usage = GenerationUsage()
     tool = _route(conversation, plan, decider)
+    prompt = _prompt(conversation, plan, tool)
+    yield Started(generator.count_tokens(prompt))
     if tool is None:
-        schema = plan.schema
-        prompt = _prompt(conversation, plan, None)
         text, end = [], ("stop", None)
-        for piece, reason, sequence in _pieces(generator, prompt, plan, usage, plan.grammars.get(""), schema):
+        prefill = bool(conversation.turns) and conversation.turns[-1].role == "assistant"
+        for piece, reason, sequence in _pieces(generator, prompt, plan, usage, plan.grammars.get(""),
+                                               plan.schema, lstrip=not prefill):
             if piece:
                 text.append(piece)
                 yield Text(piece)
@@ -379,17 +388,16 @@ def _run(conversation: Conversation, plan: Plan, stop: threading.Event) -> Itera
         return
     call = ToolCall(new_id(plan.call_prefix), tool.name, "")
     yield CallStarted(0, call)
-    pieces, reason = [], "tool_calls"
-    prompt = _prompt(conversation, plan, tool)
+    arguments, finish = [], "tool_calls"
     cool = dataclasses.replace(plan, temperature=min(plan.temperature, ARGUMENTS_MAX_TEMPERATURE))
-    pieces_of = _pieces(generator, prompt, cool, usage, plan.grammars[tool.name], tool.parameters, stops=())
-    for piece, finish, _ in pieces_of:
+    for piece, reason, _ in _pieces(generator, prompt, cool, usage, plan.grammars[tool.name], tool.parameters,
+                                    stops=()):
         if piece:
-            pieces.append(piece)
+            arguments.append(piece)
             yield CallArguments(0, piece)
-        reason = "length" if finish == "length" else reason
-    call.arguments = "".join(pieces)
-    yield Finished(reason, usage, calls=[call])
+        finish = "length" if reason == "length" else finish
+    call.arguments = "".join(arguments)
+    yield Finished(finish, usage, calls=[call])
 
 
 def _route(conversation: Conversation, plan: Plan, decider: Any) -> Tool | None:
@@ -449,7 +457,7 @@ def _render(turn: Turn) -> str:
 
 
 def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, grammar: str | None,
-            schema: dict[str, Any] | None, stops: Sequence[str] | None = None,
+            schema: dict[str, Any] | None, stops: Sequence[str] | None = None, lstrip: bool = True,
             ) -> Iterator[tuple[str, str | None, str | None]]:
     """(text, finish reason, stop sequence) pieces of one answer, JSON-checked when there is a schema.
 
@@ -464,7 +472,7 @@ def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, gra
         used = GenerationUsage()
         try:
             with contextlib.closing(generator.stream(request, used)) as stream:
-                yield from _cut(stream, plan.stop if stops is None else stops)
+                yield from _cut(stream, plan.stop if stops is None else stops, lstrip)
         finally:
             usage.prompt_tokens = used.prompt_tokens
             usage.completion_tokens += used.completion_tokens
@@ -483,12 +491,14 @@ def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, gra
                    "attempts", code="server_error")
 
 
-def _cut(stream: Iterator[Completion], stops: Sequence[str]) -> Iterator[tuple[str, str | None, str | None]]:
+def _cut(stream: Iterator[Completion], stops: Sequence[str], lstrip: bool = True,
+         ) -> Iterator[tuple[str, str | None, str | None]]:
     """Engine pieces without leading or trailing whitespace, ended at the first caller stop sequence.
 
     Caller stop sequences are matched here rather than by the engine so that Anthropic's `stop_sequence`
-    can say which one ended the text; a tail that may begin a stop sequence is held back until it cannot."""
-    buffer, started = "", False
+    can say which one ended the text; a tail that may begin a stop sequence is held back until it cannot.
+    The continuation of a prefilled answer keeps its leading space ("1, 2," + " 3")."""
+    buffer, started = "", not lstrip
     hold = max((len(s) for s in stops), default=1) - 1
     for piece in stream:
         buffer += piece.text
