@@ -137,11 +137,14 @@ class SSEDecoder:
             if block.startswith(_BOM):
                 block = block[3:]
         if block.startswith(b"data: "):
-            # fast path: every event is one `data: ` line. "\n\ndata: " cannot overlap itself, so
-            # if its occurrences hold every LF of the block, no event has a second line.
+            # fast path: every event is one `data: ` line, i.e. once split at "\n\ndata: " no piece
+            # holds another LF.
             datas = block[6:].split(b"\n\ndata: ")
-            if block.count(b"\n") == 2 * len(datas) - 2:
-                texts = map(str, datas, repeat("utf-8"), repeat("replace"))
+            if not any(map(bytes.__contains__, datas, repeat(_LF))):
+                try:
+                    texts = list(map(bytes.decode, datas))
+                except UnicodeDecodeError:  # invalid UTF-8 becomes U+FFFD, as everywhere else
+                    texts = list(map(str, datas, repeat("utf-8"), repeat("replace")))
                 return list(map(_new, repeat(Event), zip(repeat("message"), texts,
                                                           repeat(self.last_event_id), repeat(None))))
         out: list[Event] = []

@@ -1,0 +1,141 @@
+"""Client CPU per request: gwlab against `openai.AsyncOpenAI`, same loopback server, same answers.
+
+Run: .venv/bin/python bench/client_cpu.py [--requests 2000] [--rounds 5]
+
+A tiny uvicorn app in a subprocess answers every POST /v1/chat/completions with a canned chat
+completion at once, so what is measured is the client's own work: `time.process_time()` of this
+process (user + system CPU, the server's excluded) over N sequential non-streaming requests. The
+clients take turns round by round and the median round counts, so a noisy neighbour hurts both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+
+BODY = json.dumps({
+    "id": "chatcmpl-bench", "object": "chat.completion", "created": 1767225600, "model": "local/gemma-3-270m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris is the capital of France.",
+                                         "refusal": None}, "logprobs": None, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 14, "completion_tokens": 8, "total_tokens": 22},
+}).encode()
+HEADERS = [(b"content-type", b"application/json"), (b"x-request-id", b"req_bench"),
+           (b"content-length", str(len(BODY)).encode())]
+MODEL = "local/gemma-3-270m"
+MESSAGES = [{"role": "user", "content": "Q: What is the capital of France?\nA:"}]
+KEY = "gwk-bench-not-a-secret"
+
+
+async def app(scope: dict, receive: Callable, send: Callable) -> None:
+    """The canned gateway: drains the request, answers the same completion every time."""
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+    await send({"type": "http.response.body", "body": BODY})
+
+
+def serve(port: int) -> None:
+    import uvicorn
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the bench server did not start")
+
+
+async def cpu_per_request(call: Callable[[], Awaitable[object]], n: int) -> float:
+    start = time.process_time()
+    for _ in range(n):
+        await call()
+    return (time.process_time() - start) / n
+
+
+async def measure(base_url: str, n: int, rounds: int) -> dict[str, list[float]]:
+    import openai
+
+    import gwlab
+
+    gw = gwlab.AsyncGateway(base_url, KEY)
+    oa = openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+    clients: dict[str, Callable[[], Awaitable[object]]] = {
+        "gwlab.AsyncGateway": lambda: gw.chat.create(MESSAGES, model=MODEL),
+        "openai.AsyncOpenAI": lambda: oa.chat.completions.create(model=MODEL, messages=MESSAGES),
+    }
+    assert (await gw.chat.create(MESSAGES, model=MODEL)).text.startswith("Paris")
+    results: dict[str, list[float]] = {name: [] for name in clients}
+    for call in clients.values():  # warm up: connections, imports, caches
+        await cpu_per_request(call, 100)
+    for _ in range(rounds):
+        for name, call in clients.items():
+            results[name].append(await cpu_per_request(call, n // rounds))
+    await gw.aclose()
+    await oa.close()
+    return results
+
+
+def measure_sync(base_url: str, n: int) -> float:
+    import gwlab
+
+    with gwlab.Gateway(base_url, KEY) as gw:
+        for _ in range(100):
+            gw.chat.create(MESSAGES, model=MODEL)
+        start = time.process_time()
+        for _ in range(n):
+            gw.chat.create(MESSAGES, model=MODEL)
+        return (time.process_time() - start) / n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve)
+        return
+    port = free_port()
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
+    try:
+        wait_for(port)
+        base_url = f"http://127.0.0.1:{port}/v1"
+        results = asyncio.run(measure(base_url, args.requests, args.rounds))
+        sync = measure_sync(base_url, args.requests // args.rounds)
+    finally:
+        server.terminate()
+        server.wait(10)
+    medians = {name: statistics.median(values) for name, values in results.items()}
+    print(f"{args.requests} non-streaming chat requests in {args.rounds} alternating rounds "
+          f"(median round, client process CPU per request):")
+    for name, value in medians.items():
+        print(f"  {name:22s} {value * 1e6:8.0f} µs")
+    print(f"  {'gwlab.Gateway (sync)':22s} {sync * 1e6:8.0f} µs  (via the loop thread, one round)")
+    ratio = medians["gwlab.AsyncGateway"] / medians["openai.AsyncOpenAI"]
+    print(f"  gwlab / openai: {ratio:.2f}x the CPU (goal <= 0.5x)")
+
+
+if __name__ == "__main__":
+    main()
