@@ -326,7 +326,11 @@ class AsyncTransport:
                 media_type = _media_type(response)
                 body = None
                 if media_type != "text/event-stream":
-                    body = await self._read_body(response, call, expect_json=parse is not None)
+                    body = await self._read_body(response, call, expect_json=True)
+                    if parse is None:
+                        raise errors.ProtocolError(f"expected text/event-stream, got {media_type}",
+                                                   method=method, path=call.path, request_id=call.request_id,
+                                                   content_type=media_type)
         except TimeoutError as exc:
             error = self._deadline_passed(call)
             call.record(self.ledger, error=error)
@@ -336,11 +340,7 @@ class AsyncTransport:
             raise
         stream = AsyncEventStream(self, response, call, accumulator, allow_partial=allow_partial,
                                   deadline_at=deadline_at)
-        if media_type != "text/event-stream":
-            if parse is None:
-                raise errors.ProtocolError(
-                    f"expected text/event-stream, got {media_type or 'no Content-Type'}", method=method,
-                    path=call.path, request_id=call.request_id, content_type=media_type)
+        if parse is not None and media_type != "text/event-stream":
             await stream._finish_with(parse(body, call.request_id))
         return stream
 
