@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,8 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def start_gateway(db: Path, *extra: str) -> RunningGateway:
-    key = run_cli("keys", "create", "--name", "tests", "--db", str(db)).stdout.strip()
+    name = f"tests-{uuid.uuid4().hex[:8]}"  # unique, so a restarted gateway can share the database
+    key = run_cli("keys", "create", "--name", name, "--db", str(db)).stdout.strip()
     process = subprocess.Popen([sys.executable, "-m", "gwlab.cli", "serve", "--db", str(db), *extra],
                                stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
