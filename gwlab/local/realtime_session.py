@@ -76,6 +76,8 @@ class _Response:
     pending: str = ""  # transcript not spoken yet
     audio: bytearray = field(default_factory=bytearray)  # in output_audio_format
     audio_started: bool = False
+    playing: bool = False  # WebRTC: speech queued on the track and not played out yet
+    playback_closed: bool = False  # WebRTC: output_audio_buffer.stopped or .cleared was sent
     cancel_reason: str | None = None
     done: bool = False
     usage: dict[str, Any] | None = None
@@ -117,6 +119,7 @@ class RealtimeSession:
         self._heard: dict[str, asyncio.Task[str]] = {}  # input audio item id -> its transcript
         self._tasks: set[asyncio.Task[Any]] = set()
         self._response: _Response | None = None
+        self._playback: _Response | None = None  # WebRTC: the response whose speech is on the track
         self._voice_used = False
         self._buffer = bytearray()  # pcm16 at 24 kHz, not committed yet
         self._buffer_start = 0  # position of _buffer[0], in samples since the session began
@@ -277,8 +280,10 @@ class RealtimeSession:
     async def _output_clear(self, event: dict[str, Any]) -> None:
         if self._sink is None:
             raise rt.InvalidEvent("type", "output_audio_buffer.clear exists only over WebRTC")
-        self._sink.clear()
-        self.emit(rt.OUTPUT_AUDIO_BUFFER_CLEARED, response_id=self._response.id if self._response else None)
+        playback = self._playback
+        self._stop_playback(rt.OUTPUT_AUDIO_BUFFER_CLEARED)
+        if playback is None or not playback.audio_started:  # nothing was playing: still answered
+            self.emit(rt.OUTPUT_AUDIO_BUFFER_CLEARED, response_id=None)
 
     async def _transcription_update(self, event: dict[str, Any]) -> None:
         raise rt.InvalidEvent("type", "transcription-only sessions are not served here; use session.update "
@@ -356,8 +361,7 @@ class RealtimeSession:
                   item_id=self._speech_item)
         if self._response is not None and detection.get("interrupt_response", True):
             self._cancel(self._response, "turn_detected")
-        if self._sink is not None:
-            self._sink.clear()
+            self._stop_playback(rt.OUTPUT_AUDIO_BUFFER_CLEARED)
 
     def _speech_stopped(self, at: int, detection: dict[str, Any]) -> None:
         item_id = self._speech_item or textgen.new_id("item_")
@@ -577,14 +581,9 @@ class RealtimeSession:
         self._voice_used = True
         ids = self._ids(response, response.output[-1])
         if self._sink is not None:
-            if not response.audio_started:
-                self.emit(rt.OUTPUT_AUDIO_BUFFER_STARTED, response_id=response.id)
-                self._sink.set_drained(
-                    lambda: self.emit(rt.OUTPUT_AUDIO_BUFFER_STOPPED, response_id=response.id))
-            response.audio_started = True
             pcm24 = await asyncio.to_thread(audio.resample_pcm16, pcm, rate, RATE)
             response.audio.extend(pcm24)
-            self._sink.play(pcm24)
+            self._play(response, pcm24)
             return
         fmt = response.options["output_audio_format"]
         out_rate = audio.FORMAT_RATES[fmt]
@@ -595,6 +594,37 @@ class RealtimeSession:
         for start in range(0, len(data), step):
             chunk = base64.b64encode(data[start:start + step]).decode()
             self.emit(rt.RESPONSE_AUDIO_DELTA, **ids, delta=chunk)
+
+    # --- WebRTC playback: output_audio_buffer.started, then .stopped once played out, or .cleared -----------
+    def _play(self, response: _Response, pcm24: bytes) -> None:
+        assert self._sink is not None
+        if not response.audio_started:
+            if self._playback is not None and self._playback is not response:
+                self._stop_playback(rt.OUTPUT_AUDIO_BUFFER_CLEARED)
+            self.emit(rt.OUTPUT_AUDIO_BUFFER_STARTED, response_id=response.id)
+            response.audio_started, self._playback = True, response
+        response.playing = True
+        self._sink.set_drained(lambda: self._drained(response))
+        self._sink.play(pcm24)
+
+    def _drained(self, response: _Response) -> None:
+        response.playing = False
+        if response.done:  # no more speech will come for it
+            self._end_playback(response, rt.OUTPUT_AUDIO_BUFFER_STOPPED)
+
+    def _end_playback(self, response: _Response, kind: str) -> None:
+        if response.audio_started and not response.playback_closed:
+            response.playback_closed = True
+            self.emit(kind, response_id=response.id)
+        if self._playback is response:
+            self._playback = None
+
+    def _stop_playback(self, kind: str) -> None:
+        if self._sink is not None:
+            self._sink.clear()
+        if self._playback is not None:
+            self._playback.playing = False
+            self._end_playback(self._playback, kind)
 
     async def _on_finished(self, response: _Response, finished: Finished) -> None:
         if response.part is None and not finished.calls:
@@ -628,6 +658,7 @@ class RealtimeSession:
                 finished: Finished | None) -> None:
         """Close every open part and item, then response.done and rate_limits.updated (§6.5)."""
         item_status = "completed" if status == "completed" else "incomplete"
+        response.done = True
         for index, item in enumerate(response.output):
             if item["status"] != "in_progress":
                 continue
@@ -649,6 +680,8 @@ class RealtimeSession:
         body = self._response_object(response, status, details)
         self.emit(rt.RESPONSE_DONE, response=body)
         self.emit(rt.RATE_LIMITS_UPDATED, rate_limits=self._rate_limits(response))
+        if self._sink is not None and response.audio_started and not response.playing:  # already played out
+            self._end_playback(response, rt.OUTPUT_AUDIO_BUFFER_STOPPED)
 
     def _response_object(self, response: _Response, status: str,
                          details: dict[str, Any] | None = None) -> dict[str, Any]:
