@@ -20,6 +20,7 @@ from gwlab.client.chat import AsyncChat, Chat
 from gwlab.client.ledger import Ledger
 from gwlab.client.messages import AsyncMessages, Messages
 from gwlab.client.models import AsyncModels, Models
+from gwlab.client.realtime import AsyncRealtime, Realtime
 from gwlab.client.responses import AsyncResponses, Responses
 from gwlab.client.transport import AsyncTransport
 from gwlab.errors import InvalidRequest
@@ -69,6 +70,7 @@ class AsyncGateway:
         self.chat = AsyncChat(self.transport)
         self.responses = AsyncResponses(self.transport)
         self.messages = AsyncMessages(self.transport)
+        self.realtime = AsyncRealtime(self.transport)
 
     @property
     def base_url(self) -> str:
@@ -129,6 +131,7 @@ class Gateway:
         self.chat = Chat(self._twin.chat, self._loop)
         self.responses = Responses(self._twin.responses, self._loop)
         self.messages = Messages(self._twin.messages, self._loop)
+        self.realtime = Realtime(self._twin.realtime, self._loop)
 
     @property
     def base_url(self) -> str:
