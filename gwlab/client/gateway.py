@@ -17,14 +17,19 @@ import httpx
 
 from gwlab.client._loop import LoopThread
 from gwlab.client.chat import AsyncChat, Chat
+from gwlab.client.decisions import AsyncDecisions, Decisions, Questions, State
 from gwlab.client.ledger import Ledger
 from gwlab.client.messages import AsyncMessages, Messages
+from gwlab.client.migration import Migrate, Migrated, responses_from_chat
 from gwlab.client.models import AsyncModels, Models
 from gwlab.client.realtime import AsyncRealtime, Realtime
 from gwlab.client.responses import AsyncResponses, Responses
+from gwlab.client.tasks import AsyncVideos, Videos
+from gwlab.client.tools import AsyncTools, Tools
 from gwlab.client.transport import AsyncTransport
 from gwlab.errors import InvalidRequest
 from gwlab.wire import limits
+from gwlab.wire.decisions import DecisionResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -71,6 +76,10 @@ class AsyncGateway:
         self.responses = AsyncResponses(self.transport)
         self.messages = AsyncMessages(self.transport)
         self.realtime = AsyncRealtime(self.transport)
+        self.decisions = AsyncDecisions(self.transport)
+        self.videos = AsyncVideos(self.transport)
+        self.tools = AsyncTools(self.transport)
+        self.migrate = Migrate()  # pure conversions: one object serves both faces
 
     @property
     def base_url(self) -> str:
@@ -84,6 +93,14 @@ class AsyncGateway:
     def usage(self) -> pd.DataFrame:
         """Every call so far, one row each (keys and inputs never included)."""
         return self.ledger.to_frame()
+
+    async def decide(self, state: State, questions: Questions, *, model: str, **extra: Any) -> DecisionResult:
+        """`decisions.create`: typed answers to every question about `state`, validated before sending."""
+        return await self.decisions.create(state, questions, model=model, **extra)
+
+    async def responses_from_chat(self, **chat_kwargs: Any) -> Migrated:
+        """A chat-shaped request sent through the responses protocol; both views of the answer."""
+        return await responses_from_chat(self.responses, **chat_kwargs)
 
     async def aclose(self) -> None:
         await self.transport.aclose()
@@ -132,6 +149,10 @@ class Gateway:
         self.responses = Responses(self._twin.responses, self._loop)
         self.messages = Messages(self._twin.messages, self._loop)
         self.realtime = Realtime(self._twin.realtime, self._loop)
+        self.decisions = Decisions(self._twin.decisions, self._loop)
+        self.videos = Videos(self._twin.videos, self._loop)
+        self.tools = Tools(self._twin.tools, self._loop)
+        self.migrate = self._twin.migrate
 
     @property
     def base_url(self) -> str:
@@ -149,6 +170,14 @@ class Gateway:
     def usage(self) -> pd.DataFrame:
         """Every call so far, one row each (keys and inputs never included)."""
         return self._twin.usage
+
+    def decide(self, state: State, questions: Questions, *, model: str, **extra: Any) -> DecisionResult:
+        """`decisions.create`: typed answers to every question about `state`, validated before sending."""
+        return self._loop.run(self._twin.decide(state, questions, model=model, **extra))
+
+    def responses_from_chat(self, **chat_kwargs: Any) -> Migrated:
+        """A chat-shaped request sent through the responses protocol; both views of the answer."""
+        return self._loop.run(self._twin.responses_from_chat(**chat_kwargs))
 
     @property
     def twin(self) -> AsyncGateway:
