@@ -44,6 +44,7 @@ UNLIMITED = 2**31 - 1  # rate_limits.updated when no limit is configured: nothin
 _FIRST_BREAK = re.compile(r"[.!?;:,]\s")
 _LATER_BREAK = re.compile(r"[.!?;:]\s")
 _LONG_CLAUSE = 80
+EARLY_TRANSCRIBE_MS = 200  # into a pause, Whisper starts on the turn so far (the VAD's wait hides it)
 _FIRST_WORDS = 4  # ...or after this many words, when no clause has ended yet: the first audio comes sooner
 
 
@@ -128,6 +129,7 @@ class RealtimeSession:
         self._vad: EnergyVad | None = None
         self._vad_base = 0
         self._speech_item: str | None = None
+        self._early: asyncio.Task[str] | None = None  # transcript of the turn so far, begun in a pause
         self._reset_vad()
 
     # --- plumbing -----------------------------------------------------------------------------------
@@ -345,12 +347,27 @@ class RealtimeSession:
                 self._speech_started(at, detection)
             else:
                 self._speech_stopped(at, detection)
+        self._transcribe_early(detection)
         if not self._vad.in_speech:  # keep only what a coming onset may still claim as its padding
             keep = RATE * (detection["prefix_padding_ms"] + 200) // 1000
             drop = len(self._buffer) // 2 - keep
             if drop > 0:
                 del self._buffer[: drop * 2]
                 self._buffer_start += drop
+
+    def _transcribe_early(self, detection: dict[str, Any]) -> None:
+        """Start Whisper on the turn so far once a pause begins; forget it if the speaker goes on.
+
+        The audio the turn will commit differs from this only by trailing silence, so the transcript
+        stands; Whisper then runs while the VAD waits out the silence duration instead of after it."""
+        assert self._vad is not None
+        silent = self._vad.silent_ms
+        if silent == 0:
+            self._early = None
+        elif self._early is None and silent >= min(EARLY_TRANSCRIBE_MS, detection["silence_duration_ms"] // 2):
+            from gwlab.local.engines import get_transcriber
+
+            self._early = self._spawn(asyncio.to_thread(get_transcriber().transcribe, bytes(self._buffer), RATE))
 
     def _speech_started(self, at: int, detection: dict[str, Any]) -> None:
         start = max(at - RATE * detection["prefix_padding_ms"] // 1000, self._buffer_start)
@@ -366,11 +383,12 @@ class RealtimeSession:
     def _speech_stopped(self, at: int, detection: dict[str, Any]) -> None:
         item_id = self._speech_item or textgen.new_id("item_")
         self.emit(rt.INPUT_AUDIO_BUFFER_SPEECH_STOPPED, audio_end_ms=at * 1000 // RATE, item_id=item_id)
-        self._commit_buffer(item_id, at)
+        early, self._early = self._early, None
+        self._commit_buffer(item_id, at, early)
         if detection.get("create_response", True) and self._response is None:
             self._spawn(self._start_response(rt.response_options(self.session, None), None))
 
-    def _commit_buffer(self, item_id: str, upto: int) -> None:
+    def _commit_buffer(self, item_id: str, upto: int, early: asyncio.Task[str] | None = None) -> None:
         """Turn the buffer up to sample `upto` into a user audio item; later audio stays buffered."""
         cut = max(0, upto - self._buffer_start) * 2
         pcm, self._buffer = bytes(self._buffer[:cut]), self._buffer[cut:]
@@ -382,16 +400,17 @@ class RealtimeSession:
                 "role": "user", "content": [{"type": "input_audio", "transcript": None}]}
         self._audio[item_id] = pcm
         self._insert(item)
-        self._transcribe(item, 0, pcm)
+        self._transcribe(item, 0, pcm, early)
 
-    def _transcribe(self, item: dict[str, Any], index: int, pcm: bytes) -> None:
+    def _transcribe(self, item: dict[str, Any], index: int, pcm: bytes,
+                    early: asyncio.Task[str] | None = None) -> None:
         """Whisper in a worker thread; the text model needs the words even when nobody asked to see them."""
         from gwlab.local.engines import get_transcriber
 
         async def run() -> str:
             started = time.perf_counter()
             try:
-                text = await asyncio.to_thread(get_transcriber().transcribe, pcm, RATE)
+                text = await (early or asyncio.to_thread(get_transcriber().transcribe, pcm, RATE))
             except Exception as exc:
                 log.exception("transcription failed")
                 if self.session["input_audio_transcription"] is not None:
@@ -412,7 +431,7 @@ class RealtimeSession:
     def _reset_vad(self) -> None:
         detection = self.session["turn_detection"]
         self._vad_base = self._received
-        self._speech_item = None
+        self._speech_item, self._early = None, None
         self._vad = None if detection is None else EnergyVad(RATE, detection["threshold"],
                                                              detection["silence_duration_ms"])
 

@@ -47,6 +47,11 @@ class EnergyVad:
         self._silent_run = 0
         self.in_speech = False
 
+    @property
+    def silent_ms(self) -> int:
+        """How long the current pause in speech has lasted (0 while voiced or outside speech)."""
+        return self._silent_run * FRAME_MS if self.in_speech else 0
+
     def feed(self, samples: NDArray[np.int16]) -> list[VadEvent]:
         data = np.concatenate([self._pending, samples.astype(np.float32) / 32768.0])
         count = data.size // self.frame

@@ -57,3 +57,13 @@ def test_chunking_does_not_change_the_events(chunk: int) -> None:
     vad = EnergyVad(RATE, 0.5, 500)
     pieces = [e for start in range(0, pcm.size, chunk) for e in vad.feed(pcm[start:start + chunk])]
     assert pieces == whole
+
+
+def test_silent_ms_counts_the_current_pause_only_inside_speech() -> None:
+    vad = EnergyVad(RATE, 0.5, 1000)
+    vad.feed(samples(spoken("Hello there.")))
+    vad.feed(samples(silence(300)))
+    assert vad.in_speech and 260 <= vad.silent_ms <= 300
+    vad.feed(samples(spoken("Again.")))
+    assert vad.silent_ms < 100  # the pause is over (espeak ends with a short fade)
+    assert EnergyVad(RATE, 0.5, 1000).silent_ms == 0
