@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import threading
 
 from gwlab.local.engines.base import Decider, Speaker, TextGenerator, Transcriber
@@ -36,17 +35,15 @@ def get_generator() -> TextGenerator:
     return _once("generator", GemmaGenerator)  # type: ignore[return-value]
 
 
-@functools.cache
 def get_transcriber() -> Transcriber:
     """Whisper tiny.en (realtime input transcription); the model itself loads on the first call."""
     from gwlab.local.engines.whisper import WhisperTranscriber
 
-    return WhisperTranscriber()
+    return _once("transcriber", WhisperTranscriber)  # type: ignore[return-value]
 
 
-@functools.cache
 def get_speaker() -> Speaker:
-    """espeak-ng (realtime speech output)."""
+    """espeak-ng (realtime speech output); the library initialises on the first call."""
     from gwlab.local.engines.espeak import EspeakSpeaker
 
-    return EspeakSpeaker()
+    return _once("speaker", EspeakSpeaker)  # type: ignore[return-value]
