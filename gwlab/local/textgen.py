@@ -18,7 +18,6 @@ import copy
 import dataclasses
 import json
 import logging
-import re
 import secrets
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -28,10 +27,11 @@ from typing import Any
 import jsonschema
 from starlette.concurrency import run_in_threadpool
 
+from gwlab.errors import InvalidRequest
 from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage, Question
 from gwlab.local.errors import APIError
 from gwlab.local.streaming import iterate_in_thread
-from gwlab.wire.limits import TOOL_NAME_PATTERN
+from gwlab.wire.tools import ToolSpec, parse_tool
 
 log = logging.getLogger("gwlab.local")
 
@@ -62,13 +62,6 @@ def new_id(prefix: str) -> str:
 
 
 # --- the conversation and what to generate ------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Tool:
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-
 @dataclass(slots=True)
 class ToolCall:
     id: str
@@ -124,7 +117,7 @@ class Plan:
     temperature: float = DEFAULT_TEMPERATURE
     seed: int | None = None
     stop: tuple[str, ...] = ()
-    tools: tuple[Tool, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
     choice: ToolChoice = field(default_factory=ToolChoice)
     schema: dict[str, Any] | None = None  # structured text output
     call_prefix: str = "call_"
@@ -180,29 +173,22 @@ def check_schema(schema: Any, param: str) -> dict[str, Any]:
     return schema
 
 
-def make_tool(name: Any, description: Any, parameters: Any, param: str, schema_field: str) -> Tool:
-    """A function tool from any protocol's fields; `param` is where the tool sits (e.g. tools[0])."""
-    if not isinstance(name, str) or not re.match(TOOL_NAME_PATTERN, name):
-        raise APIError(400, f"'{param}.name' must match {TOOL_NAME_PATTERN}", param=f"{param}.name")
-    if description is not None and not isinstance(description, str):
-        raise APIError(400, f"'{param}.description' must be a string", param=f"{param}.description")
-    if parameters is None:
-        parameters = {"type": "object", "properties": {}}
-    where = f"{param}.{schema_field}"
-    check_schema(parameters, where)
-    if parameters.get("type", "object") != "object":
-        raise APIError(400, f"'{where}' must describe an object (type 'object')", param=where)
-    return Tool(name, description or "", parameters)
+def read_tool(tool: dict[str, Any], where: str) -> ToolSpec:
+    """A function tool in any family's shape, read by wire.tools (errors name the field under `where`)."""
+    try:
+        return parse_tool(tool, where)
+    except InvalidRequest as exc:
+        raise APIError(400, str(exc), param=exc.field or where) from None
 
 
-def check_tools(tools: Sequence[Tool], param: str) -> None:
+def check_tools(tools: Sequence[ToolSpec], param: str) -> None:
     names = [t.name for t in tools]
     for i, name in enumerate(names):
         if name in names[:i]:
             raise APIError(400, f"Duplicate tool name '{name}'", param=f"{param}[{i}].name")
 
 
-def named_choice(tools: Sequence[Tool], name: Any, param: str) -> ToolChoice:
+def named_choice(tools: Sequence[ToolSpec], name: Any, param: str) -> ToolChoice:
     if not isinstance(name, str) or name not in {t.name for t in tools}:
         raise APIError(400, f"'{param}' names a tool that is not in tools: {name!r}", param=param)
     return ToolChoice("required", name)
@@ -400,7 +386,7 @@ def _run(conversation: Conversation, plan: Plan, stop: threading.Event) -> Itera
     yield Finished(finish, usage, calls=[call])
 
 
-def _route(conversation: Conversation, plan: Plan, decider: Any) -> Tool | None:
+def _route(conversation: Conversation, plan: Plan, decider: Any) -> ToolSpec | None:
     """The tool to call, or None to answer in text.
 
     none (or no tools): text. A named tool: that tool. required: the only tool, or the decision engine's
@@ -426,12 +412,12 @@ def _route(conversation: Conversation, plan: Plan, decider: Any) -> Tool | None:
     return tools.get(answer["choice"])
 
 
-def _describe(tool: Tool) -> str:
+def _describe(tool: ToolSpec) -> str:
     words = tool.name.replace("_", " ").replace("-", " ")
     return f"{words}: {tool.description}" if tool.description else words
 
 
-def _prompt(conversation: Conversation, plan: Plan, tool: Tool | None) -> str:
+def _prompt(conversation: Conversation, plan: Plan, tool: ToolSpec | None) -> str:
     """The Q/A completion prompt; a tool call is an answer prefilled with CALL_PHRASE, so the grammar
     only has to produce the arguments."""
     from gwlab.local.engines.gemma import build_prompt
@@ -440,7 +426,7 @@ def _prompt(conversation: Conversation, plan: Plan, tool: Tool | None) -> str:
     turns = [(t.role, _render(t)) for t in conversation.turns]
     if tool is not None:
         params = ", ".join(tool.parameters.get("properties", {}))
-        system.append(f"Tool {tool.name}({params}): {tool.description}".rstrip(": "))
+        system.append(f"Tool {tool.name}({params}): {tool.description or ''}".rstrip(": "))
         turns.append(("assistant", CALL_PHRASE.format(name=tool.name)))
     elif plan.schema is not None:
         fields = ", ".join(plan.schema.get("properties", {}))

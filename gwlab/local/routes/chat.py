@@ -17,6 +17,7 @@ from gwlab.local.errors import APIError, error_body
 from gwlab.local.store import KeyRecord
 from gwlab.local.streaming import sse, sse_response
 from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text, ToolChoice
+from gwlab.wire.tools import ToolSpec
 
 log = logging.getLogger("gwlab.local")
 router = APIRouter(prefix="/v1", tags=["chat"])
@@ -146,19 +147,18 @@ def _tool_calls(calls: list[Any], where: str) -> list[textgen.ToolCall]:
     return out
 
 
-def _tool(tool: Any, i: int) -> textgen.Tool:
+def _tool(tool: Any, i: int) -> ToolSpec:
     where = f"tools[{i}]"
     if not isinstance(tool, dict):
         raise APIError(400, f"'{where}' must be an object", param=where)
     if tool.get("type") != "function":
         raise APIError(400, f"'{where}.type' must be 'function' (the local model has no {tool.get('type')!r} "
                        "tools)", param=f"{where}.type")
-    function = field(tool, "function", dict, required=True, path=f"{where}.function")
-    return textgen.make_tool(function.get("name"), function.get("description"), function.get("parameters"),
-                             f"{where}.function", "parameters")
+    field(tool, "function", dict, required=True, path=f"{where}.function")
+    return textgen.read_tool(tool, where)
 
 
-def _tool_choice(choice: Any, tools: list[textgen.Tool]) -> tuple[tuple[textgen.Tool, ...], ToolChoice]:
+def _tool_choice(choice: Any, tools: list[ToolSpec]) -> tuple[tuple[ToolSpec, ...], ToolChoice]:
     if choice is None:
         return tuple(tools), ToolChoice("auto" if tools else "none")
     if choice in ("none", "auto", "required"):

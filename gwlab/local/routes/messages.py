@@ -31,6 +31,7 @@ from gwlab.local.textgen import (
     Text,
     ToolChoice,
 )
+from gwlab.wire.tools import ToolSpec
 
 log = logging.getLogger("gwlab.local")
 router = APIRouter(prefix="/v1", tags=["messages"])
@@ -155,18 +156,18 @@ def _add(conversation: Conversation, message: Any, where: str) -> None:
         conversation.add_user("\n".join(texts))
 
 
-def _tool(tool: Any, i: int) -> textgen.Tool:
+def _tool(tool: Any, i: int) -> ToolSpec:
     where = f"tools[{i}]"
     if not isinstance(tool, dict):
         raise APIError(400, f"'{where}' must be an object", param=where)
     if tool.get("type", "custom") != "custom":
         raise APIError(400, f"'{where}.type' {tool.get('type')!r} is not available on the local model "
                        "(client tools only)", param=f"{where}.type")
-    schema = field(tool, "input_schema", dict, required=True, path=f"{where}.input_schema")
-    return textgen.make_tool(tool.get("name"), tool.get("description"), schema, where, "input_schema")
+    field(tool, "input_schema", dict, required=True, path=f"{where}.input_schema")
+    return textgen.read_tool(tool, where)
 
 
-def _tool_choice(choice: dict[str, Any] | None, tools: list[textgen.Tool]) -> ToolChoice:
+def _tool_choice(choice: dict[str, Any] | None, tools: list[ToolSpec]) -> ToolChoice:
     kind = "auto" if choice is None else choice.get("type")
     field(choice or {}, "disable_parallel_tool_use", bool, path="tool_choice.disable_parallel_tool_use")
     if kind in ("any", "tool") and not tools:

@@ -26,6 +26,7 @@ from gwlab.local.errors import APIError
 from gwlab.local.store import KeyRecord
 from gwlab.local.streaming import sse, sse_response
 from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text, ToolChoice
+from gwlab.wire.tools import ToolSpec, to_responses
 
 log = logging.getLogger("gwlab.local")
 router = APIRouter(prefix="/v1", tags=["responses"])
@@ -124,9 +125,7 @@ def parse(body: dict[str, Any], model: str, store: Any, key: KeyRecord) -> Respo
         "instructions": instructions, "max_output_tokens": limit, "metadata": metadata,
         "parallel_tool_calls": parallel, "previous_response_id": previous, "temperature": plan.temperature,
         "top_p": 1.0 if top_p is None else top_p, "tool_choice": body.get("tool_choice") or "auto",
-        "tools": [{"type": "function", "name": t.name, "description": t.description or None,
-                   "parameters": t.parameters, "strict": bool((body["tools"][i] or {}).get("strict"))}
-                  for i, t in enumerate(tools)],
+        "tools": [{**to_responses(t), "description": t.description, "strict": t.strict} for t in tools],
         "text": {"format": fmt, "verbosity": text.get("verbosity") or "medium"},
     }
     return ResponsesRequest(model, conversation, plan, items, echo,
@@ -189,18 +188,17 @@ def _add(conversation: Conversation, item: dict[str, Any]) -> None:
         conversation.add_user(item["content"])
 
 
-def _tool(tool: Any, i: int) -> textgen.Tool:
+def _tool(tool: Any, i: int) -> ToolSpec:
     where = f"tools[{i}]"
     if not isinstance(tool, dict):
         raise APIError(400, f"'{where}' must be an object", param=where)
     if tool.get("type") != "function":
         raise APIError(400, f"'{where}.type' {tool.get('type')!r} is not available on the local model "
                        "(function tools only)", param=f"{where}.type")
-    return textgen.make_tool(tool.get("name"), tool.get("description"), tool.get("parameters"), where,
-                             "parameters")
+    return textgen.read_tool(tool, where)
 
 
-def _tool_choice(choice: Any, tools: list[textgen.Tool]) -> tuple[tuple[textgen.Tool, ...], ToolChoice]:
+def _tool_choice(choice: Any, tools: list[ToolSpec]) -> tuple[tuple[ToolSpec, ...], ToolChoice]:
     if choice is None:
         return tuple(tools), ToolChoice("auto" if tools else "none")
     if choice in ("none", "auto", "required"):
