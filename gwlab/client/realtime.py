@@ -36,13 +36,15 @@ from gwlab.client.transport import AsyncTransport, Call, normalize_base_url, ws_
 from gwlab.errors import (
     ConnectionFailed,
     GatewayError,
+    ProtocolError,
     StreamError,
     StreamInterrupted,
+    Timeout,
     error_for_status,
 )
 from gwlab.wire import audio
 from gwlab.wire import realtime as wire
-from gwlab.wire.limits import REALTIME_BETA
+from gwlab.wire.limits import REALTIME_BETA, REALTIME_MAX_APPEND_BYTES
 from gwlab.wire.models import check_model_id
 from gwlab.wire.sse import UnknownEvent
 
@@ -65,7 +67,7 @@ __all__ = [
 
 _REMEMBERED_EVENTS = 512  # client events kept for matching errors; older ones are forgotten
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a server event (websockets' default of 1 MiB is tight for audio)
-_MAX_APPEND_BYTES = 8 * 1024 * 1024  # raw audio per append event; base64 keeps it under the 15 MiB cap
+_MAX_APPEND_BYTES = REALTIME_MAX_APPEND_BYTES * 3 // 8 * 2  # raw audio per event: its base64 fits the cap
 _RECONNECT_CLOSE_CODES = frozenset({1006, 1011, 1012, 1013, 1014})  # abnormal, server error, restart, later
 _RETRYABLE_HANDSHAKE_STATUSES = frozenset({500, 502, 503, 504})
 _BACKOFF_SECONDS = 0.25
@@ -80,6 +82,16 @@ def realtime_url(base_url: str, model: str, *, websocket: bool = True) -> str:
     """
     base = normalize_base_url(base_url)
     return f"{ws_url(base) if websocket else base}/realtime?model={quote(check_model_id(model), safe='')}"
+
+
+@contextlib.asynccontextmanager
+async def _deadline(timeout: float | None, what: str) -> AsyncIterator[None]:
+    """asyncio.timeout, reported as gwlab's Timeout (so `except GatewayError` catches it)."""
+    try:
+        async with asyncio.timeout(timeout):
+            yield
+    except TimeoutError:
+        raise Timeout(f"no {what} within {timeout:g} s", method="GET", path="/realtime") from None
 
 
 def _new_event_id() -> str:
@@ -382,7 +394,8 @@ class EphemeralToken:
     def from_wire(cls, data: Mapping[str, Any]) -> EphemeralToken:
         secret = data.get("client_secret")
         if not isinstance(secret, Mapping) or not isinstance(secret.get("value"), str):
-            raise GatewayError("POST /realtime/sessions answered without client_secret.value")
+            raise ProtocolError("the answer holds no client_secret.value", method="POST",
+                                path="/realtime/sessions")
         return cls(value=secret["value"], expires_at=secret.get("expires_at"), model=data.get("model"),
                    raw=data)
 
@@ -475,7 +488,6 @@ class _TurnBuilder:
                 turn.status_details = event.response.get("status_details")
                 turn.is_complete = event.status == "completed"
                 return True
-        self._settle()
         return False
 
     def _function_item(self, item: Mapping[str, Any]) -> None:
@@ -651,49 +663,54 @@ class RealtimeSession:
             if not isinstance(item, _Reconnected):
                 return item
 
-    async def recv(self, *, timeout: float | None = None) -> ServerEvent:
-        """The next server event (StopAsyncIteration once the session ended normally)."""
-        async with asyncio.timeout(timeout):
-            return await self.__anext__()
+    async def recv(self, *, timeout: float | None = None) -> ServerEvent | None:
+        """The next server event; None once the session has ended normally."""
+        async with _deadline(timeout, "server event"):
+            return await anext(self, None)
 
     async def wait_for(self, *types: str, timeout: float | None = None) -> ServerEvent:
         """Read until an event of one of `types`; an `error` event on the way raises RealtimeError.
 
         Events read on the way are consumed (the ledger already holds any error among them).
         """
-        async with asyncio.timeout(timeout):
+        async with _deadline(timeout, " or ".join(types)):
             async for event in self:
                 if event.type in types:
                     return event
                 if isinstance(event, ErrorEvent):
                     raise RealtimeError(event)
-        raise ConnectionFailed(f"realtime session ended before {' or '.join(types)}")
+        raise ConnectionFailed(f"realtime session ended before {' or '.join(types)}", method="GET",
+                               path="/realtime")
 
     async def turn(self, *, timeout: float | None = None) -> Turn:
         """Collect the next response: text, audio, transcript, function calls, usage, status.
 
         Errors on the way are collected in `turn.errors`; an error about response.create ends the
-        turn (nothing is coming). A reconnect or a closed session mid-turn raises StreamInterrupted
-        with the partial turn.
+        turn (nothing is coming). A closed session, a lost connection, a reconnect or the timeout
+        mid-turn raises StreamInterrupted with the partial turn in `.partial`.
         """
         builder = _TurnBuilder(self._output_format())
-        async with asyncio.timeout(timeout):
-            while True:
-                try:
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
                     item = await self._next_item()
-                except StopAsyncIteration:
-                    raise StreamInterrupted("realtime session closed before response.done",
-                                            partial=builder.finish()) from None
-                except ConnectionFailed as exc:
-                    raise StreamInterrupted(f"realtime connection lost mid-turn: {exc}",
-                                            partial=builder.finish()) from exc
-                if isinstance(item, _Reconnected):
-                    if builder.started:
-                        raise StreamInterrupted("realtime connection dropped mid-turn; the new session "
-                                                "has no conversation", partial=builder.finish())
-                    continue
-                if builder.add(item):
-                    return builder.finish()
+                    if isinstance(item, _Reconnected):
+                        if builder.started:
+                            raise StreamInterrupted("realtime connection dropped mid-turn; the new "
+                                                    "session has no conversation", partial=builder.finish())
+                        continue
+                    if builder.add(item):
+                        return builder.finish()
+        except StopAsyncIteration:
+            reason: str | BaseException = "the realtime session closed before response.done"
+        except TimeoutError:
+            reason = f"no response.done within {timeout:g} s"
+        except StreamInterrupted:
+            raise
+        except GatewayError as exc:
+            reason = exc
+        raise StreamInterrupted(f"turn interrupted: {reason}", partial=builder.finish(), method="GET",
+                                path="/realtime") from (reason if isinstance(reason, BaseException) else None)
 
     async def ask(self, text: str, **response_options: Any) -> Turn:
         """send_text + create_response + turn: one question, one answer."""
@@ -1047,7 +1064,7 @@ class RealtimeConnection:
     def cancel_response(self, response_id: str | None = None) -> str:
         return self._loop.run(self._twin.cancel_response(response_id))
 
-    def recv(self, *, timeout: float | None = None) -> ServerEvent:
+    def recv(self, *, timeout: float | None = None) -> ServerEvent | None:
         return self._loop.run(self._twin.recv(timeout=timeout))
 
     def wait_for(self, *types: str, timeout: float | None = None) -> ServerEvent:

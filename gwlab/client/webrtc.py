@@ -42,13 +42,20 @@ from gwlab.client.realtime import (
     realtime_url,
     status_error,
 )
+from gwlab.client.transport import Call
 from gwlab.errors import ConnectionFailed, InvalidRequest, Timeout
 from gwlab.wire import audio
-from gwlab.wire.limits import PCM16_SAMPLE_RATE, WEBRTC_CONNECTION_TIMEOUT_MS, WEBRTC_DATA_CHANNEL
+from gwlab.wire import realtime as wire
+from gwlab.wire.limits import (
+    PCM16_SAMPLE_RATE,
+    WEBRTC_CONNECTION_TIMEOUT_MS,
+    WEBRTC_DATA_CHANNEL,
+    WEBRTC_SAMPLE_RATE,
+)
 
 __all__ = ["AsyncWebRTCConnection", "PcmAudioTrack", "connect_webrtc"]
 
-RTC_RATE = 48_000  # Opus runs at 48 kHz; the track is fed at this rate
+RTC_RATE = WEBRTC_SAMPLE_RATE  # Opus runs at 48 kHz; the track is fed at this rate
 FRAME_MS = 20
 _FRAME_SAMPLES = RTC_RATE * FRAME_MS // 1000
 _RECEIVED_FRAMES_KEPT = 1500  # 30 s of 20 ms frames; older ones are dropped when nobody reads
@@ -191,7 +198,7 @@ class AsyncWebRTCConnection(RealtimeSession):
             raise Timeout(f"the {WEBRTC_DATA_CHANNEL} data channel did not open within {timeout:g} s "
                           f"(ICE state {state})", method="POST", path="/realtime") from None
         if self._session:
-            await self.send({"type": "session.update", "session": self._session})
+            await self.send({"type": wire.SESSION_UPDATE, "session": self._session})
 
     def _on_track(self, track: MediaStreamTrack) -> None:
         if track.kind == "audio":
@@ -276,6 +283,7 @@ async def _open(realtime: AsyncRealtime, model: str, token: EphemeralToken | str
     value = await _ephemeral_value(realtime, model, token)
     config = RTCConfiguration(iceServers=[RTCIceServer(urls=url) for url in ice_servers])
     pc = RTCPeerConnection(config)
+    call = Call("POST", "/realtime", "realtime", model, streamed=True)  # the session's ledger row
     try:
         track = PcmAudioTrack()
         pc.addTrack(track)
@@ -284,11 +292,13 @@ async def _open(realtime: AsyncRealtime, model: str, token: EphemeralToken | str
                                            ledger=realtime.ledger)
         await pc.setLocalDescription(await pc.createOffer())  # aiortc gathers candidates here
         answer = await _post_offer(realtime_url(realtime.base_url, model, websocket=False),
-                                   pc.localDescription.sdp, value, timeout)
+                                   pc.localDescription.sdp, value, timeout, call)
         await pc.setRemoteDescription(RTCSessionDescription(sdp=answer, type="answer"))
+        connection._call = call  # recorded when the session ends
         await connection._ready(timeout)
-    except BaseException:
+    except BaseException as exc:
         await pc.close()
+        call.record(realtime.ledger, complete=False, error=exc)
         raise
     return connection
 
@@ -309,8 +319,11 @@ async def _ephemeral_value(realtime: AsyncRealtime, model: str, token: Ephemeral
     return value
 
 
-async def _post_offer(url: str, offer: str, token: str, timeout: float) -> str:
-    """POST the offer SDP with the ephemeral token (only), return the answer SDP."""
+async def _post_offer(url: str, offer: str, token: str, timeout: float, call: Call) -> str:
+    """POST the offer SDP with the ephemeral token (only), return the answer SDP.
+
+    Plain httpx rather than the transport: the transport adds the long-lived key to every request.
+    """
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/sdp"}
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
@@ -319,6 +332,7 @@ async def _post_offer(url: str, offer: str, token: str, timeout: float) -> str:
         raise Timeout(f"no SDP answer within {timeout:g} s", method="POST", path="/realtime") from exc
     except httpx.HTTPError as exc:
         raise ConnectionFailed(f"SDP offer not delivered: {exc}", method="POST", path="/realtime") from exc
+    call.status, call.request_id = response.status_code, response.headers.get("x-request-id")
     if response.status_code >= 400:
         raise status_error(response.status_code, response.text, response.headers, "POST",
                            "WebRTC negotiation refused")

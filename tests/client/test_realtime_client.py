@@ -29,6 +29,7 @@ from gwlab.errors import (
     PermissionDenied,
     StreamError,
     StreamInterrupted,
+    Timeout,
 )
 
 MODEL = "local/realtime-gemma-3-270m"
@@ -333,6 +334,7 @@ async def test_a_normal_close_by_the_server_ends_iteration_without_reconnecting(
         realtime = make_realtime(peer.base_url, KEY)
         async with realtime.connect(MODEL) as conn:
             assert [e.type async for e in conn] == ["session.created"]
+            assert await conn.recv(timeout=1) is None  # and it stays ended
     assert len(peer.requests) == 1
     (row,) = realtime.ledger.entries()  # the session is one call in the ledger
     assert (row.status, row.model, row.streamed, row.complete, row.error) == (101, MODEL, True, True, None)
@@ -380,6 +382,20 @@ async def test_turn_cut_by_a_drop_raises_stream_interrupted_with_the_partial_tur
         with pytest.raises(StreamInterrupted) as info:
             await conn.turn(timeout=10)
     assert info.value.partial.text == "Half an ans" and not info.value.partial.is_complete
+
+
+async def test_a_stalled_turn_times_out_as_interrupted_with_what_arrived() -> None:
+    async def script(ws: ServerConnection, n: int, peer: Peer) -> None:
+        await send(ws, "response.created", response={"id": "resp_1", "status": "in_progress"})
+        await send(ws, "response.text.delta", **IDS, delta="Thinking")
+        await hold_open(ws, peer)  # and then nothing: no response.done
+
+    async with fake_peer(script) as peer, make_realtime(peer.base_url, KEY).connect(MODEL) as conn:
+        with pytest.raises(StreamInterrupted, match=r"no response\.done within 0\.5 s") as info:
+            await conn.turn(timeout=0.5)
+        with pytest.raises(Timeout):
+            await conn.recv(timeout=0.1)
+    assert info.value.partial.text == "Thinking" and not info.value.partial.is_complete
 
 
 # --- fault injection: error events ---------------------------------------------------------------

@@ -177,5 +177,7 @@ async def test_webrtc_round_trip_speech_in_events_and_audio_out(gw: AsyncGateway
         listener.cancel()
     assert words(heard.transcript) == words(QUESTION)
     assert turn.is_complete and turn.transcript.strip()
+    row = next(e for e in gw.realtime.ledger.entries() if e.path == "/realtime")  # one row per session
+    assert (row.method, row.status, row.complete) == ("POST", 201, True)
     spoken = b"".join(received)
     assert audio.duration_ms(spoken) > 500 and rms(spoken) > 0.005
