@@ -1,10 +1,11 @@
 """Text and tool calls from the local text model, shared by the chat, responses and messages routes.
 
 Each route turns its protocol's input into one `Conversation` (system text plus user, assistant and tool
-turns) and its options into a `Plan`; `generate` runs the engine in a worker thread and yields `Text`,
-`CallStarted` and `CallArguments` events and one final `Finished`, which the route renders in its own
-wire shape. Tool calls and structured output are produced under a JSON-schema grammar, so what the
-caller receives parses and validates against the schema it sent (checked with jsonschema).
+turns) and its options into a `Plan`; `generate` runs the engine in a worker thread and yields `Started`,
+then `Text` pieces or one `CallStarted` with its `CallArguments`, and a final `Finished`, which the route
+renders in its own wire shape. Tool calls and structured output are produced under a JSON-schema grammar,
+so what the caller receives parses and validates against the schema it sent (checked with jsonschema).
+Usage is the text model's real token counts; the routing decision's embedding tokens are not in it.
 
 With `tool_choice` auto the decision engine routes (see `_route`): one choice question asks whether the
 last user message is best served by answering directly or by one of the tools, each option described by
