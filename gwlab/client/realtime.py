@@ -858,7 +858,9 @@ class AsyncRealtimeConnection(RealtimeSession):
     async def _resend_session(self, ws: ClientConnection) -> None:
         if self._session:
             message = self._stamp({"type": wire.SESSION_UPDATE, "session": self._session})
-            await ws.send(json.dumps(message))
+            # a socket that died already: the reader sees it and reconnects (and re-sends) in turn
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(json.dumps(message))
 
     async def _connect_once(self) -> ClientConnection:
         try:
@@ -883,6 +885,12 @@ class AsyncRealtimeConnection(RealtimeSession):
             self.reconnects += 1
 
     async def _read_forever(self) -> None:
+        try:
+            await self._read_and_reconnect()
+        except Exception as exc:  # a bug must end the stream loudly, not leave readers waiting forever
+            await self._ended(_End(exc))
+
+    async def _read_and_reconnect(self) -> None:
         assert self._ws is not None
         while True:
             try:
