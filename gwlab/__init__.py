@@ -17,3 +17,10 @@ from gwlab.errors import *  # noqa: F403  (so `except gwlab.GatewayError` catche
 __version__ = "0.1.0"
 
 __all__ = ["AsyncGateway", "Gateway", "connect", "errors", "run", *errors.__all__]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """`%load_ext gwlab`: the `%gw` / `%%gw` magics (gwlab/magics.py)."""
+    from gwlab.magics import load_ipython_extension as load
+
+    load(ipython)  # type: ignore[arg-type]

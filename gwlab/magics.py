@@ -1,0 +1,206 @@
+"""IPython magics: `%load_ext gwlab`, then `%%gw chat`, `%%gw decide`, `%gw usage`, `%gw models`.
+
+They share one session gateway per kernel: `gwlab.connect()` on first use (hosted when
+GWLAB_BASE_URL and GWLAB_API_KEY are set, else the embedded local gateway), replaced by
+`%gw connect`. A key is never typed into a cell (cells are saved in the notebook): `%gw connect`
+reads it from an environment variable, or takes a gateway object already built in Python.
+
+    %%gw chat --model local/gemma-3-270m --max-tokens 32 -o answer
+    Q: What is the capital of France?
+    A:
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from gwlab.client.gateway import ENV_API_KEY, Gateway
+from gwlab.errors import GatewayError, InvalidRequest
+
+__all__ = ["DEFAULT_MODELS", "GwMagics", "load_ipython_extension", "session_gateway", "use_gateway"]
+
+DEFAULT_MODELS = {"chat": "local/gemma-3-270m", "decide": "local/decide-e5-small"}
+_LIMIT_FIELD = {"chat": "max_completion_tokens", "responses": "max_output_tokens", "messages": "max_tokens"}
+
+
+class _Session:
+    """The kernel's gateway, and whether we built it (then we also close it when replaced)."""
+
+    gateway: Gateway | None = None
+    owned = False
+    models: dict[str, str] = dict(DEFAULT_MODELS)  # noqa: RUF012  (one session per kernel)
+
+
+def session_gateway() -> Gateway:
+    """The session gateway, connecting (`gwlab.connect()`) on first use."""
+    if _Session.gateway is None:
+        from gwlab.client.gateway import connect
+
+        use_gateway(connect(), owned=True)
+    assert _Session.gateway is not None
+    return _Session.gateway
+
+
+def use_gateway(gw: Gateway, *, owned: bool = False) -> None:
+    """Make `gw` the session gateway (the previous one is closed if the magics had opened it)."""
+    if not isinstance(gw, Gateway):
+        raise InvalidRequest("gateway", f"expected a gwlab Gateway (gwlab.connect()); got {type(gw).__name__}")
+    previous, was_owned = _Session.gateway, _Session.owned
+    _Session.gateway, _Session.owned = gw, owned
+    if previous is not None and previous is not gw and was_owned:
+        previous.close()
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting the kernel."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise InvalidRequest("%gw", f"{message}\n{self.format_usage().strip()}")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="%gw", add_help=False)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    chat = sub.add_parser("chat", add_help=False, help="stream an answer to the cell body")
+    chat.add_argument("--model")
+    chat.add_argument("--protocol", choices=tuple(_LIMIT_FIELD), default="chat")
+    chat.add_argument("--max-tokens", type=int, default=64)
+    chat.add_argument("-o", "--output", metavar="NAME")
+    decide = sub.add_parser("decide", add_help=False, help="answer the questions in the cell body")
+    decide.add_argument("--state", required=True, metavar="EXPR")
+    decide.add_argument("--model")
+    decide.add_argument("-o", "--output", metavar="NAME")
+    connect = sub.add_parser("connect", add_help=False, help="replace the session gateway")
+    connect.add_argument("gateway", nargs="?", metavar="NAME", help="a Gateway variable")
+    connect.add_argument("--url")
+    connect.add_argument("--key-env", default=ENV_API_KEY, metavar="VAR")
+    connect.add_argument("--local", action="store_true")
+    connect.add_argument("--model", help="default model for %%gw chat")
+    connect.add_argument("--decide-model", help="default model for %%gw decide")
+    sub.add_parser("usage", add_help=False, help="the request ledger")
+    sub.add_parser("models", add_help=False, help="model IDs visible to the key")
+    return parser
+
+
+def parse_questions(text: str) -> Mapping[str, Any]:
+    """The cell body as a questions mapping: JSON, or YAML when pyyaml is installed."""
+    try:
+        data = json.loads(text)
+    except ValueError as json_error:
+        try:
+            import yaml
+        except ImportError:  # pragma: no cover  (pyyaml is optional)
+            raise InvalidRequest("questions", f"not valid JSON ({json_error}); YAML needs pyyaml "
+                                              "(pip install pyyaml), which is not installed") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as yaml_error:
+            raise InvalidRequest("questions", f"neither JSON ({json_error}) nor YAML ({yaml_error})") from None
+    if not isinstance(data, Mapping):
+        raise InvalidRequest("questions", f"the cell must hold a mapping of question IDs; got {type(data).__name__}")
+    return data
+
+
+def _usage_line(family: str, model: str, stream: Any, status: str, seconds: float) -> str:
+    """`[gw] chat · model · 25 in / 8 out tokens · complete · 1.2 s`; an unfinished answer says why."""
+    usage, tokens = stream.usage, "usage n/a"
+    if usage is not None:
+        tokens = f"{getattr(usage, 'input_tokens', None)} in / {getattr(usage, 'output_tokens', None)} out tokens"
+    mark = "complete"
+    if status != "completed":
+        details = getattr(stream.result, "incomplete_details", None) if status == "incomplete" else None
+        mark = f"INCOMPLETE ({details.get('reason') if isinstance(details, Mapping) else status})"
+    return f"[gw] {family} · {model} · {tokens} · {mark} · {seconds:.1f} s"
+
+
+@magics_class
+class GwMagics(Magics):
+    """`%gw` / `%%gw`: chat, decide, usage, models, connect (`%gw?` for the syntax)."""
+
+    @line_cell_magic
+    def gw(self, line: str, cell: str | None = None) -> Any:
+        try:
+            args = _parser().parse_args(shlex.split(line))
+            handler = getattr(self, f"_{args.command}")
+            return handler(args, cell)
+        except GatewayError as exc:  # usage, validation or gateway errors: one line, no traceback
+            print(f"[gw] error: {exc}")
+            return None
+
+    def _chat(self, args: argparse.Namespace, cell: str | None) -> None:
+        prompt = (cell or "").strip()
+        if not prompt:
+            raise InvalidRequest("cell", "%%gw chat streams an answer to the cell body; it is empty")
+        gw = session_gateway()
+        model = args.model or _Session.models["chat"]
+        family = getattr(gw, args.protocol)
+        started = time.monotonic()
+        stream = family.stream(prompt, model=model, allow_partial=True,
+                               **{_LIMIT_FIELD[args.protocol]: args.max_tokens})
+        shown, status = 0, None
+        try:
+            for _event in stream:
+                text = stream.text
+                print(text[shown:], end="", flush=True)
+                shown = len(text)
+        except KeyboardInterrupt:
+            stream.close()  # recorded incomplete in the ledger
+            status = "stopped"
+        except GatewayError as exc:
+            print(f"\n[gw] error: {exc}")
+            status = "failed"
+        print(stream.text[shown:])
+        print(_usage_line(args.protocol, model, stream, status or stream.status,
+                          time.monotonic() - started))
+        if args.output:
+            self.shell.user_ns[args.output] = stream
+
+    def _decide(self, args: argparse.Namespace, cell: str | None) -> Any:
+        questions = parse_questions(cell or "")
+        state = self.shell.ev(args.state)
+        model = args.model or _Session.models["decide"]
+        result = session_gateway().decide(state, questions, model=model)
+        print(f"[gw] decide · {model} · {result.input_tokens} input tokens")
+        if args.output:
+            self.shell.user_ns[args.output] = result
+        return result
+
+    def _usage(self, args: argparse.Namespace, cell: str | None) -> Any:
+        return session_gateway().usage
+
+    def _models(self, args: argparse.Namespace, cell: str | None) -> Any:
+        return session_gateway().models.list()
+
+    def _connect(self, args: argparse.Namespace, cell: str | None) -> None:
+        from gwlab.client.gateway import connect
+
+        if args.gateway:
+            gw = self.shell.ev(args.gateway)
+            use_gateway(gw, owned=False)
+        elif args.url:
+            key = os.environ.get(args.key_env)
+            if not key:
+                raise InvalidRequest("--key-env", f"the environment variable {args.key_env} is not set; "
+                                                  "keys are read from the environment, never from a cell")
+            use_gateway(connect(args.url, key), owned=True)
+        else:
+            use_gateway(connect(env={}) if args.local else connect(), owned=True)
+        if args.model:
+            _Session.models["chat"] = args.model
+        if args.decide_model:
+            _Session.models["decide"] = args.decide_model
+        print(f"[gw] session gateway: {session_gateway()!r}")
+
+
+def load_ipython_extension(ipython: InteractiveShell) -> None:
+    """`%load_ext gwlab`: registers `%gw` and `%%gw`."""
+    ipython.register_magics(GwMagics)

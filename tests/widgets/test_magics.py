@@ -1,0 +1,125 @@
+"""The %gw magics through a real IPython shell, on the session gateway."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from widgetkit import PROMPT
+
+from gwlab import Gateway, magics
+
+pytest.importorskip("IPython")
+
+QUESTIONS_JSON = """{"urgent": {"type": "noul", "instructions": "Is this urgent?",
+  "criteria": {"true": "needs action today", "false": "can wait"}}}"""
+QUESTIONS_YAML = """
+topic:
+  type: choice
+  instructions: What is the ticket about?
+  criteria:
+    billing: invoices, payments and refunds
+    outage: the service is down or unreachable
+"""
+
+
+@pytest.fixture(scope="module")
+def shell(gw: Gateway) -> Iterator[Any]:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "gwlab")
+    ip.user_ns["test_gw"] = gw
+    ip.run_line_magic("gw", "connect test_gw")
+    yield ip
+    magics._Session.gateway = None  # the fixture's gateway is closed by its own fixture
+
+
+def test_load_ext_registers_line_and_cell_magics(shell: Any) -> None:
+    found = shell.magics_manager.lsmagic()
+    assert "gw" in found["line"] and "gw" in found["cell"]
+
+
+def test_connect_to_a_gateway_object_makes_it_the_session_gateway(shell: Any, gw: Gateway) -> None:
+    assert magics.session_gateway() is gw
+
+
+def test_chat_cell_streams_the_answer_and_ends_with_a_usage_line(shell: Any, capsys: Any) -> None:
+    shell.run_cell_magic("gw", "chat --max-tokens 8 -o answer", PROMPT)
+    lines = capsys.readouterr().out.strip().splitlines()
+    stream = shell.user_ns["answer"]
+    assert stream.complete and stream.text.strip()
+    assert lines[-1].startswith("[gw] chat · local/gemma-3-270m · ")
+    assert f"{stream.usage.input_tokens} in / {stream.usage.output_tokens} out tokens · complete" in lines[-1]
+    assert stream.text.strip() in "\n".join(lines[:-1])
+
+
+@pytest.mark.parametrize("protocol", ["responses", "messages"])
+def test_chat_cell_speaks_every_protocol(shell: Any, capsys: Any, protocol: str) -> None:
+    shell.run_cell_magic("gw", f"chat --protocol {protocol} --max-tokens 4 -o answer", PROMPT)
+    answer, last = shell.user_ns["answer"], capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(f"[gw] {protocol} · ")  # a base model may answer with a blank token
+    if answer.status == "incomplete":  # responses reports a cut by max_output_tokens as incomplete
+        assert last.endswith(" s") and "INCOMPLETE (max_output_tokens)" in last
+    else:
+        assert answer.complete and "· complete ·" in last
+
+
+def test_decide_cell_reads_json_questions_and_a_state_expression(shell: Any, capsys: Any) -> None:
+    shell.user_ns["ticket"] = "The whole site is down and customers cannot pay!"
+    result = shell.run_cell_magic("gw", "decide --state ticket -o verdict", QUESTIONS_JSON)
+    assert result is shell.user_ns["verdict"]
+    assert 0.0 <= result["urgent"].noul <= 1.0
+    assert "[gw] decide · local/decide-e5-small · " in capsys.readouterr().out
+
+
+def test_decide_cell_reads_yaml_questions(shell: Any) -> None:
+    pytest.importorskip("yaml")
+    result = shell.run_cell_magic("gw", "decide --state \"'I was charged twice this month'\"", QUESTIONS_YAML)
+    assert result["topic"].choice in ("billing", "outage")
+    assert set(result["topic"].probabilities) == {"billing", "outage"}
+
+
+def test_an_invalid_question_is_one_line_naming_the_field(shell: Any, capsys: Any) -> None:
+    bad = '{"urgent": {"type": "noul", "instructions": "Urgent?", "criteria": {"yes": "now"}}}'
+    assert shell.run_cell_magic("gw", "decide --state ticket", bad) is None
+    out = capsys.readouterr().out
+    assert out.startswith("[gw] error: questions.urgent.criteria") and "Traceback" not in out
+
+
+def test_a_body_neither_json_nor_a_mapping_is_refused(shell: Any, capsys: Any) -> None:
+    shell.run_cell_magic("gw", "decide --state ticket", "[1, 2")
+    assert capsys.readouterr().out.startswith("[gw] error: questions:")
+
+
+def test_usage_and_models_lines(shell: Any) -> None:
+    usage = shell.run_line_magic("gw", "usage")
+    assert {"/chat/completions", "/decisions"} <= set(usage["path"])
+    assert "local/gemma-3-270m" in shell.run_line_magic("gw", "models").ids
+
+
+def test_bad_arguments_print_the_usage_instead_of_exiting(shell: Any, capsys: Any) -> None:
+    shell.run_line_magic("gw", "chat --protocol carrier-pigeon")
+    out = capsys.readouterr().out
+    assert out.startswith("[gw] error:") and "usage: %gw" in out
+
+
+def test_connect_with_a_missing_key_variable_says_where_keys_come_from(shell: Any, capsys: Any,
+                                                                     gw: Gateway) -> None:
+    shell.run_line_magic("gw", "connect --url http://127.0.0.1:9/v1 --key-env GWLAB_TEST_NO_SUCH_VAR")
+    assert "GWLAB_TEST_NO_SUCH_VAR is not set" in capsys.readouterr().out
+    assert magics.session_gateway() is gw  # unchanged
+
+
+def test_connect_url_reads_the_key_from_the_environment(shell: Any, gateway: Any, gw: Gateway,
+                                                        monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setenv("GWLAB_TEST_KEY", gateway.api_key)
+    shell.run_line_magic("gw", f"connect --url {gateway.base_url} --key-env GWLAB_TEST_KEY")
+    made = magics.session_gateway()
+    try:
+        assert made is not gw and "local/gemma-3-270m" in shell.run_line_magic("gw", "models").ids
+        assert gateway.api_key not in capsys.readouterr().out
+    finally:
+        shell.run_line_magic("gw", "connect test_gw")  # the one the magics made is closed here
+    assert magics.session_gateway() is gw and made.loop.closed
