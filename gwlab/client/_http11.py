@@ -72,7 +72,7 @@ class FastTransport(httpx.AsyncBaseTransport):
             try:
                 conn.writer.write(payload)
                 await _timed(conn.writer.drain(), timeouts.get("write"), httpx.WriteTimeout, request)
-                status, reason, headers = await _read_head(conn, timeouts.get("read"), request)
+                status, reason, headers, http10 = await _read_head(conn, timeouts.get("read"), request)
             except _Stale:
                 conn.close()
                 continue
@@ -83,6 +83,7 @@ class FastTransport(httpx.AsyncBaseTransport):
         else:  # pragma: no cover - two stale connections in a row
             raise httpx.RemoteProtocolError("Server disconnected without a response.", request=request)
         framing, length, keep = _framing(headers, status, head_only)
+        keep = keep and not http10  # HTTP/1.0 closes unless it negotiates otherwise: never reuse it
         stream = _Body(self, conn, framing, length, keep, timeouts.get("read"), request)
         return httpx.Response(status, headers=headers, stream=stream,
                               extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason})
@@ -140,7 +141,7 @@ def _head(request: httpx.Request, body: bytes) -> bytes:
 
 
 async def _read_head(conn: _Connection, timeout: float | None,
-                     request: httpx.Request) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+                     request: httpx.Request) -> tuple[int, bytes, list[tuple[bytes, bytes]], bool]:
     while True:  # 1xx answers (100 Continue, 103 Early Hints) precede the real one
         try:
             async with asyncio.timeout(timeout):
@@ -172,9 +173,7 @@ async def _read_head(conn: _Connection, timeout: float | None,
             for line in lines[1:]:
                 name, _, value = line.partition(b":")
                 headers.append((name.strip(), value.strip()))
-            if version == b"HTTP/1.0":
-                headers.append((b"x-gwlab-http10", b"1"))
-            return status, reason, headers
+            return status, reason, headers, version == b"HTTP/1.0"
 
 
 def _framing(headers: list[tuple[bytes, bytes]], status: int, head_only: bool) -> tuple[str, int, bool]:
@@ -191,8 +190,6 @@ def _framing(headers: list[tuple[bytes, bytes]], status: int, head_only: bool) -
             chunked = b"chunked" in value.lower()
         elif lowered == b"connection":
             keep = keep and b"close" not in value.lower()
-        elif lowered == b"x-gwlab-http10":
-            keep = False
     if head_only or status in _NO_BODY_STATUSES or status < 200:
         return "none", 0, keep
     if chunked:

@@ -28,6 +28,7 @@ class Server:
 
     def __init__(self) -> None:
         self.connections = 0
+        self.writers: set[asyncio.StreamWriter] = set()
         self.loop = asyncio.new_event_loop()
         self.started = threading.Event()
         self.release = asyncio.Event()
@@ -43,13 +44,21 @@ class Server:
         self.loop.run_forever()
 
     def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.server.close)
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
         self.loop.close()
 
+    async def _shutdown(self) -> None:
+        # close every server-side socket before the loop stops, so none is left for the GC to warn about
+        self.server.close()
+        for writer in list(self.writers):
+            writer.close()
+        await asyncio.sleep(0.01)
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        self.writers.add(writer)
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -65,6 +74,7 @@ class Server:
             pass
         finally:
             writer.close()
+            self.writers.discard(writer)
 
     async def _answer(self, path: str, writer: asyncio.StreamWriter) -> bool:
         """Write the answer; False closes the connection."""
