@@ -14,7 +14,7 @@ $(BIN)/python:
 
 # llama-cpp-python compiles once (~7 min on 2 cores); pip caches the built wheel for later runs
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[all,test]"
+	$(BIN)/pip install -q -e ".[all,test,docs]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -25,6 +25,7 @@ demo: setup
 test: setup
 	$(BIN)/ruff check gwlab tests bench
 	$(BIN)/pytest -q -p no:cacheprovider
+	$(MAKE) --no-print-directory notebooks
 
 lint: setup
 	$(BIN)/ruff check gwlab tests bench
@@ -38,3 +39,13 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
+
+# Notebooks run by nbval on the embedded gateway (hosted variables unset); outputs marked
+# NBVAL_CHECK_OUTPUT are compared after notebooks/nbval_sanitize.cfg. `make notebooks` runs them alone.
+NBVAL := env -u GWLAB_BASE_URL -u GWLAB_API_KEY $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
+	--nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg
+.PHONY: notebooks
+
+notebooks: setup
+	$(BIN)/ruff check notebooks
+	$(NBVAL) notebooks/
