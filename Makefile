@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo test lint lab bench clean
+.PHONY: setup demo test lint lab bench clean browser-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,13 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/python -m gwlab.demo
 
-test: setup
+# tests/browser drive Debian's chromium (never Playwright's own download); installed here when missing and root
+browser-deps:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; } || \
+		echo "browser-deps: no chromium (as root: apt-get install chromium chromium-driver); tests/browser skip"
+
+test: setup browser-deps
 	$(BIN)/ruff check gwlab tests bench
 	$(BIN)/pytest -q -p no:cacheprovider
 	$(MAKE) --no-print-directory notebooks

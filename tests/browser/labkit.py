@@ -1,0 +1,101 @@
+"""Browser test helpers: the running Lab, notebooks for it, Chromium flags, and page checks."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGES = ROOT / "docs" / "img"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--autoplay-policy=no-user-gesture-required"]
+# JupyterLab settings for a quiet, reproducible page: no news toast, widget state saved with the notebook
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        '{"fetchNews": "false", "checkForUpdates": false}',
+    "@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": '{"saveState": true}',
+}
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def wait_for(probe: Callable[[], Any], timeout: float, interval: float = 0.25) -> Any:
+    """Poll `probe` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := probe()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout:g} s")
+        time.sleep(interval)
+    return value
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab: where its notebooks live and how to open one."""
+
+    url: str
+    token: str = field(repr=False)  # Jupyter's own token, not a gateway credential
+    root: Path
+    process: subprocess.Popen[bytes] = field(repr=False)
+
+    def notebook(self, name: str, *sources: str) -> Path:
+        """Write a notebook of code cells (a python3 kernel) into the Lab's root."""
+        book = nbformat.v4.new_notebook()
+        book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                       "language": "python"}
+        book.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+        path = self.root / name
+        nbformat.write(book, path)
+        return path
+
+    def address(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?token={self.token}"
+
+
+def run_first_cell(page: Any, lab: Lab, name: str, screenshot: Path | None = None) -> None:
+    """Open a notebook in JupyterLab and run its first cell (Lab queues it until the kernel is up).
+
+    The key press is repeated until the cell's prompt shows it queued or ran: a press that lands
+    while Lab is still laying out the page is lost."""
+    page.goto(lab.address(name))
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    editor, prompt = cell.locator(".cm-content"), cell.locator(".jp-InputPrompt")
+    editor.wait_for(timeout=120_000)
+    deadline = time.monotonic() + 120
+    while True:
+        dialog = page.locator(".jp-Dialog button.jp-mod-accept")
+        if dialog.count():  # a kernel picker or similar: take the default
+            dialog.first.click()
+        editor.click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            page.wait_for_function("el => /\\[(\\*|\\d+)\\]/.test(el.textContent)", arg=prompt.element_handle(),
+                                   timeout=10_000)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                if screenshot is not None:
+                    page.screenshot(path=str(screenshot))
+                raise
+
+
+def assert_no_secret(page: Any, *secrets_: str) -> None:
+    """Neither the rendered text nor the DOM of the page holds any of `secrets_`."""
+    html, text = page.content(), page.evaluate("document.body.innerText")
+    for secret in secrets_:
+        assert secret not in html and secret not in text

@@ -1,0 +1,44 @@
+"""StreamConsole in a real JupyterLab: type a prompt, click Send, watch the answer stream in."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from labkit import IMAGES, WIDGET_STATE, Lab, assert_no_secret, run_first_cell, wait_for
+
+OPEN_CONSOLE = """\
+import gwlab
+from gwlab.widgets import StreamConsole
+
+gw = gwlab.connect()  # GWLAB_BASE_URL and GWLAB_API_KEY come from the server's environment
+StreamConsole(gw, model="local/gemma-3-270m", max_tokens=24)
+"""
+
+
+def test_typed_prompt_streams_an_answer_into_the_page(lab: Lab, launch: Any, gateway: Any) -> None:
+    path = lab.notebook("stream_console.ipynb", OPEN_CONSOLE)
+    page = launch()
+    run_first_cell(page, lab, path.name)
+    console = page.locator(".gwlab-sc")
+    console.wait_for(timeout=180_000)
+    console.locator("[data-role=prompt]").fill("Q: What is the capital of France?\nA:")
+    console.locator("[data-role=send]").click()
+    answer = console.locator("[data-role=answer]")
+    page.wait_for_function("el => el.textContent.trim().length > 0", arg=answer.element_handle(),
+                           timeout=180_000)  # the first streamed text
+    status = console.locator("[data-role=status]")
+    page.wait_for_function("el => !['idle', 'streaming'].includes(el.textContent)", arg=status.element_handle(),
+                           timeout=180_000)
+    assert status.text_content() == "completed"
+    assert console.locator("[data-role=usage]").text_content().startswith("usage: ")
+    assert console.locator("[data-role=incomplete]").count() == 0
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    console.screenshot(path=str(IMAGES / "stream_console.png"))
+    assert_no_secret(page, gateway.api_key)
+
+    page.keyboard.press("Control+s")  # widget state is saved into the notebook (saveState): still no key
+    wait_for(lambda: WIDGET_STATE in path.read_text(), timeout=60)
+    saved = path.read_text()
+    assert gateway.api_key not in saved
+    assert "".join(json.loads(saved)["cells"][0]["source"]) == OPEN_CONSOLE
