@@ -213,7 +213,7 @@ def _close(loop: LoopThread, twin: AsyncGateway, owned: list[Any]) -> None:
         owned.pop().stop()
 
 
-def connect(base_url: str | None = None, api_key: str | None = None, *, env: Mapping[str, str] = os.environ,
+def connect(base_url: str | None = None, api_key: str | None = None, *, env: Mapping[str, str] | None = None,
             **options: Any) -> Gateway:
     """A gateway client: the hosted gateway when configured, else the embedded local one.
 
@@ -222,7 +222,9 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     base_url, api_key : the gateway; default to `GWLAB_BASE_URL` and `GWLAB_API_KEY` in `env`.
         With neither set anywhere, the embedded local gateway is started on loopback (one line
         is printed; the key it issues stays private).
-    env : where to read the variables (tests pass a dict).
+    env : where to read the variables; default `os.environ` (tests pass a dict). Not a default
+        argument value: a signature holding os.environ would show every variable, key included,
+        in `help(connect)` and Jupyter's `connect?`.
     **options : `Gateway` options (timeout, deadline, max_retries, ledger_path, ...).
 
     Returns
@@ -234,6 +236,7 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     >>> gw = gwlab.connect()                    # doctest: +SKIP
     >>> gw.models()                             # doctest: +SKIP
     """
+    env = os.environ if env is None else env
     base_url = base_url or env.get(ENV_BASE_URL) or None
     api_key = api_key or env.get(ENV_API_KEY) or None
     if base_url and api_key:

@@ -70,3 +70,14 @@ async def test_messages_family_sends_the_key_only_in_its_header(make_gateway):
     request = seen[0]
     assert request.headers["x-api-key"] == CANARY_KEY and "authorization" not in request.headers
     assert CANARY_KEY not in str(request.url) and CANARY_KEY.encode() not in request.content
+
+
+def test_help_of_connect_does_not_show_the_environment(monkeypatch):
+    import inspect
+    import pydoc
+
+    import gwlab
+
+    monkeypatch.setenv("GWLAB_API_KEY", CANARY_KEY)
+    assert CANARY_KEY not in str(inspect.signature(gwlab.connect))
+    assert CANARY_KEY not in pydoc.render_doc(gwlab.connect, renderer=pydoc.plaintext)
