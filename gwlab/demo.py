@@ -1,80 +1,171 @@
-"""`make demo`: the main job on the embedded local gateway, end to end, with no account and no network.
+"""`make demo`: the evaluation notebooks, executed headless on the embedded local gateway.
 
-It starts the local gateway, asks the project's hand-written labelled support messages four packed
-questions each (`df.gw.decide`), evaluates the answers against the labels, recalibrates the
-probabilities on half of the rows, asks the text model one question, and writes a CSV, the
-evaluation and the plots to `out/`. Then it prints the headline figures.
+It starts the embedded gateway once, executes `notebooks/02-decisions-at-scale.ipynb` and
+`notebooks/03-evaluation-and-calibration.ipynb` in fresh kernels pointed at it (through
+`GWLAB_BASE_URL` and `GWLAB_API_KEY` in the kernels' environment only: no key is written anywhere),
+and writes to `out/` (or `$GWLAB_OUT`): the executed notebooks, `report.html` (notebook 03 as a page),
+the figures of the cells tagged `plot:<name>` as `<name>.png`, and `headline.json`. Then it prints the
+headline figures. The notebooks report those figures themselves, in a cell tagged `headline` that
+displays them as JSON, so the numbers printed here are the ones the notebooks show.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import sys
 import time
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
-
-import gwlab
-
-DATA = Path(__file__).resolve().parent.parent / "bench" / "data"
-OUT = Path(os.environ.get("GWLAB_OUT", "out"))
-TEXT_MODEL = "local/gemma-3-270m"
-DECIDE_MODEL = "local/decide-e5-small"
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+DEMO_NOTEBOOKS = ("02-decisions-at-scale", "03-evaluation-and-calibration")
+REPORT_NOTEBOOK = "03-evaluation-and-calibration"
+CELL_TIMEOUT_SECONDS = 900
 
 
-def load() -> tuple[pd.DataFrame, dict]:
-    rows = [json.loads(line) for line in (DATA / "decisions_labelled.jsonl").read_text().splitlines()
-            if line.strip() and not line.startswith("#")]
-    questions = json.loads((DATA / "decisions_questions.json").read_text())
-    return pd.DataFrame(rows).set_index("id"), questions
+def kernel_manager() -> Any:
+    """A kernel manager for this interpreter, whatever kernelspecs the machine has installed."""
+    import ipykernel.kernelspec
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    class ThisPython(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name: str) -> Any:
+            return self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
+                                          **ipykernel.kernelspec.get_kernel_dict())
+
+    return KernelManager(kernel_name="python3", kernel_spec_manager=ThisPython())
 
 
-def main() -> None:
+def execute(path: Path, *, env: Mapping[str, str] | None = None, timeout: int = CELL_TIMEOUT_SECONDS) -> Any:
+    """Execute a notebook in its own folder and return it with its outputs (nothing is written).
+
+    On a failing cell, nbclient's CellExecutionError is raised with the partly executed notebook
+    attached as `.notebook`, so a caller can still save it.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(notebook, km=kernel_manager(), timeout=timeout, allow_errors=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute(env=dict(env if env is not None else os.environ))
+    except CellExecutionError as exc:
+        exc.notebook = notebook  # type: ignore[attr-defined]
+        raise
+    return notebook
+
+
+def headline(notebook: Any) -> dict[str, Any]:
+    """The JSON displayed by the notebook's cell tagged `headline` ({} when there is none)."""
+    for cell in notebook.cells:
+        if "headline" in cell.get("metadata", {}).get("tags", []):
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                if "application/json" in data:
+                    return dict(data["application/json"])
+    return {}
+
+
+def figures(notebook: Any) -> dict[str, bytes]:
+    """PNG figures of the cells tagged `plot:<name>`, by name (the last image of each cell)."""
+    found: dict[str, bytes] = {}
+    for cell in notebook.cells:
+        names = [tag.removeprefix("plot:") for tag in cell.get("metadata", {}).get("tags", [])
+                 if tag.startswith("plot:")]
+        images = [output["data"]["image/png"] for output in cell.get("outputs", [])
+                  if "image/png" in output.get("data", {})]
+        if names and images:
+            found[names[0]] = base64.b64decode(images[-1])
+    return found
+
+
+def html_report(notebook: Any) -> str:
+    """The executed notebook as one self-contained HTML page (images inline)."""
+    from nbconvert import HTMLExporter
+
+    body, _resources = HTMLExporter(template_name="lab").from_notebook_node(notebook)
+    return body
+
+
+def summary(results: Mapping[str, dict[str, Any]], elapsed: float) -> str:
+    """The headline figures as a few lines of text."""
+    scale, evaluation = results.get(DEMO_NOTEBOOKS[0], {}), results.get(DEMO_NOTEBOOKS[1], {})
+    lines = [f"gwlab demo on the embedded local gateway: {evaluation.get('rows', scale.get('rows'))} hand-written "
+             f"support messages x {scale.get('questions', 4)} questions"]
+    accuracy = evaluation.get("accuracy", {})
+    before = evaluation.get("ece_before", {})
+    after_t = evaluation.get("ece_after_temperature", {})
+    after_i = evaluation.get("ece_after_isotonic", {})
+    if accuracy:
+        lines.append(f"  {'question':10} {'accuracy':>8}   ECE before -> temperature / isotonic (held-out half)")
+        for question, value in accuracy.items():
+            lines.append(f"  {question:10} {value:8.3f}   {before.get(question, float('nan')):.3f} -> "
+                         f"{after_t.get(question, float('nan')):.3f} / {after_i.get(question, float('nan')):.3f}")
+    threshold = evaluation.get("urgent_threshold_cost_4to1")
+    if threshold:
+        lines.append(f"  urgent at P >= {threshold['threshold']:.2f} (cost 4:1): recall {threshold['recall']:.2f}, "
+                     f"precision {threshold['precision']:.2f}, escalating {threshold['escalated']:.0%}")
+    if "chat_agreement_kappa" in evaluation:
+        lines.append(f"  text model vs decisions on 20 rows: kappa {evaluation['chat_agreement_kappa']:.3f}")
+    if scale:
+        lines.append(f"  02: {scale.get('requests')} decision requests, {scale.get('input_tokens')} input tokens; "
+                     f"the re-run cost {scale.get('tokens_on_rerun')} tokens (checkpoint)")
+    tokens_in = sum(int(r.get("input_tokens", 0)) for r in results.values())
+    tokens_out = sum(int(r.get("output_tokens", 0)) for r in results.values())
+    lines.append(f"tokens: {tokens_in} in, {tokens_out} out; elapsed {elapsed:.1f} s")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
+
+    from gwlab import local
+
     started = time.perf_counter()
-    OUT.mkdir(parents=True, exist_ok=True)
-    frame, questions = load()
-    with gwlab.connect(env={}) as gw:  # env={}: always the embedded gateway, even if a hosted one is set
-        answers = frame.gw.decide("{text}", questions, model=DECIDE_MODEL, gateway=gw,
-                                  checkpoint=OUT / "checkpoint.sqlite", progress=False)
-        answers.to_csv(OUT / "answers.csv")
-        truth = {"urgent": "urgent", "refund": "refund", "team": "team", "severity": "severity"}
-        evaluation = gwlab.evaluate(answers, truth=truth)
-        calibrated = evaluation.recalibrate("temperature", fit=0.5)
-        chat = gw.chat([{"role": "user", "content": "What is the capital of France?"}], model=TEXT_MODEL,
-                       max_tokens=12)
-        usage = gw.usage
-    _plots(evaluation, answers)
-    evaluation.metrics.to_csv(OUT / "evaluation.csv")
-    elapsed = time.perf_counter() - started
-    print(f"\ngwlab demo on the embedded local gateway: {len(answers)} rows x {len(questions)} questions")
-    shown = evaluation.metrics[["type", "accuracy", "macro_f1", "ece"]]
-    print(shown.to_string(float_format="{:.3f}".format))
-    for q, cal in calibrated.items():
-        print(f"  {q}: ECE {cal.ece_before:.3f} -> {cal.ece_after:.3f} after temperature scaling "
-              f"(T={cal.temperature:.2f}, fitted on {cal.n_fit} rows, measured on {cal.n_test})")
-    print(f"chat ({TEXT_MODEL}): {chat.text.strip()!r}")
-    print(f"tokens: {int(usage['input_tokens'].fillna(0).sum())} in, "
-          f"{int(usage['output_tokens'].fillna(0).sum())} out over {len(usage)} requests; "
-          f"elapsed {elapsed:.1f} s; results in {OUT}/")
-
-
-def _plots(evaluation: gwlab.frames.evaluate.Evaluation, answers: pd.DataFrame) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from gwlab import plots
-
-    for question in evaluation.reliability:
-        ax = plots.reliability(evaluation, question)
-        ax.figure.savefig(OUT / f"reliability_{question}.png", dpi=100, bbox_inches="tight")
-        plt.close(ax.figure)
-    ax = plots.confusion(evaluation, "team")
-    ax.figure.savefig(OUT / "confusion_team.png", dpi=100, bbox_inches="tight")
-    plt.close(ax.figure)
+    # uvicorn's notice about its websockets backend concerns the gateway's configuration, not this demo
+    warnings.filterwarnings("ignore", message="The `websockets` implementation is deprecated")
+    out = Path(os.environ.get("GWLAB_OUT", "out"))
+    out.mkdir(parents=True, exist_ok=True)
+    names = argv if argv else list(DEMO_NOTEBOOKS)
+    server = local.start()  # always the embedded gateway, even when a hosted one is configured
+    print(f"gwlab demo: embedded gateway at {server.base_url}; executing {', '.join(names)}", flush=True)
+    env = {**os.environ, "GWLAB_BASE_URL": server.base_url, "GWLAB_API_KEY": server.api_key}
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        for name in names:
+            began = time.perf_counter()
+            try:
+                notebook = execute(NOTEBOOKS / f"{name}.ipynb", env=env)
+            except CellExecutionError as exc:
+                partial = getattr(exc, "notebook", None)
+                if partial is not None:
+                    nbformat.write(partial, out / f"{name}.ipynb")
+                print(f"gwlab demo: {name} failed; the partly executed notebook is {out / name}.ipynb\n{exc}",
+                      file=sys.stderr)
+                return 1
+            nbformat.write(notebook, out / f"{name}.ipynb")
+            for figure, png in figures(notebook).items():
+                (out / f"{figure}.png").write_bytes(png)
+            if name == REPORT_NOTEBOOK:
+                (out / "report.html").write_text(html_report(notebook), encoding="utf-8")
+            results[name] = headline(notebook)
+            print(f"  {name}: {time.perf_counter() - began:.1f} s", flush=True)
+    finally:
+        server.stop()
+    (out / "headline.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print()
+    print(summary(results, time.perf_counter() - started))
+    print(f"results in {out}/: executed notebooks, report.html, figures, headline.json")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))
