@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from gwlab.errors import InvalidRequest
 from gwlab.local import textgen
 from gwlab.local.errors import APIError
 from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text, ToolChoice
@@ -33,6 +34,7 @@ from gwlab.wire.limits import (
     REALTIME_MIN_COMMIT_MS,
     REALTIME_SESSION_SECONDS,
 )
+from gwlab.wire.tools import parse_tool
 
 log = logging.getLogger("gwlab.local")
 
@@ -93,10 +95,11 @@ class _Response:
         return self.options["conversation"] == "auto"
 
 
-def _event_error(exc: rt.InvalidEvent | APIError, event_id: str | None) -> dict[str, Any]:
-    if isinstance(exc, rt.InvalidEvent):
-        return {"type": "invalid_request_error", "code": exc.code, "message": str(exc),
-                "param": exc.field or None, "event_id": exc.event_id or event_id}
+def _event_error(exc: InvalidRequest | APIError, event_id: str | None) -> dict[str, Any]:
+    if isinstance(exc, InvalidRequest):
+        return {"type": "invalid_request_error", "code": getattr(exc, "code", rt.INVALID_VALUE),
+                "message": str(exc), "param": exc.field or None,
+                "event_id": getattr(exc, "event_id", None) or event_id}
     kind = "invalid_request_error" if exc.status < 500 else "server_error"
     return {"type": exc.type or kind, "code": exc.code or rt.INVALID_VALUE, "message": exc.message,
             "param": exc.param, "event_id": event_id}
@@ -166,9 +169,7 @@ class RealtimeSession:
             event = rt.parse_client_event(data)
             event_id = event.get("event_id")
             await self._HANDLERS[event["type"]](self, event)
-        except rt.InvalidEvent as exc:
-            self.emit(rt.ERROR, error=_event_error(exc, event_id))
-        except APIError as exc:
+        except (InvalidRequest, APIError) as exc:
             self.emit(rt.ERROR, error=_event_error(exc, event_id))
         except Exception as exc:  # a bug must not end the session: report it and go on
             log.exception("realtime event failed")
@@ -447,7 +448,7 @@ class RealtimeSession:
                                                   for i, t in enumerate(response.plan.tools)})
             if self._rate_limit is not None:
                 response.rate_limits = self._rate_limit()
-        except (APIError, rt.InvalidEvent) as exc:
+        except (APIError, InvalidRequest) as exc:
             self._response = None
             self.emit(rt.ERROR, error=_event_error(exc, event_id))
             return
@@ -456,8 +457,7 @@ class RealtimeSession:
 
     def _plan(self, options: dict[str, Any]) -> Plan:
         limit = options["max_output_tokens"]
-        tools = tuple(textgen.make_tool(t["name"], t["description"], t["parameters"], f"tools[{i}]",
-                                        "parameters") for i, t in enumerate(options["tools"]))
+        tools = tuple(parse_tool(t, f"tools[{i}]") for i, t in enumerate(options["tools"]))
         choice = options["tool_choice"]
         if isinstance(choice, dict):
             mode = textgen.named_choice(tools, choice["name"], "tool_choice.name")
@@ -678,6 +678,8 @@ class RealtimeSession:
         """Close every open part and item, then response.done and rate_limits.updated (§6.5)."""
         item_status = "completed" if status == "completed" else "incomplete"
         response.done = True
+        if self._response is response:  # before response.done leaves: the client may answer at once
+            self._response = None
         for index, item in enumerate(response.output):
             if item["status"] != "in_progress":
                 continue

@@ -12,7 +12,6 @@ import base64
 import binascii
 import copy
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +27,6 @@ from gwlab.wire.limits import (
     TEMPERATURE_DEFAULT,
     TEMPERATURE_RANGE,
     TOOL_CHOICES,
-    TOOL_NAME_PATTERN,
     TURN_DETECTION_TYPES,
     VAD_PREFIX_PADDING_MS_DEFAULT,
     VAD_PREFIX_PADDING_MS_RANGE,
@@ -38,6 +36,7 @@ from gwlab.wire.limits import (
     VAD_THRESHOLD_RANGE,
     VOICES,
 )
+from gwlab.wire.tools import parse_tool
 
 # --- event types (protocols.md §6.3, §6.4) ----------------------------------------------------------------
 SESSION_UPDATE = "session.update"
@@ -252,23 +251,21 @@ def modalities(value: Any, where: str) -> list[str]:
 
 
 def tool(value: Any, where: str) -> dict[str, Any]:
-    """A function tool: type function, name, description?, parameters (an object schema)."""
+    """A function tool: type function, name, description?, parameters (an object schema, required).
+
+    The name and the schema are checked by `wire.tools`, the one reader of tools for every family."""
     spec = _object(value, where)
     _unknown(spec, frozenset({"type", "name", "description", "parameters"}), where)
     if spec.get("type") != "function":
         raise InvalidEvent(f"{where}.type", f"must be 'function', got {spec.get('type')!r}")
-    name = _string(_required(spec, "name", where), f"{where}.name")
-    if not re.match(TOOL_NAME_PATTERN, name):
-        raise InvalidEvent(f"{where}.name", f"must match {TOOL_NAME_PATTERN}")
-    if spec.get("description") is not None:
-        _string(spec["description"], f"{where}.description")
-    parameters = _object(_required(spec, "parameters", where), f"{where}.parameters")
-    if parameters.get("type", "object") != "object":
-        raise InvalidEvent(f"{where}.parameters.type", "must be 'object'")
-    if "properties" in parameters:
-        _object(parameters["properties"], f"{where}.parameters.properties")
-    return {"type": "function", "name": name, "description": spec.get("description") or "",
-            "parameters": copy.deepcopy(parameters)}
+    _required(spec, "name", where)
+    _object(_required(spec, "parameters", where), f"{where}.parameters")
+    try:
+        parsed = parse_tool(spec, where)
+    except InvalidRequest as exc:
+        raise InvalidEvent(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
+    return {"type": "function", "name": parsed.name, "description": parsed.description or "",
+            "parameters": copy.deepcopy(dict(parsed.parameters))}
 
 
 def tools(value: Any, where: str) -> list[dict[str, Any]]:

@@ -8,9 +8,8 @@ import base64
 
 import numpy as np
 import pytest
-from test_realtime_support import b64, connect, silence, spoken, types, words
+from test_realtime_support import b64, connect, overlap, silence, speaks, spoken, types, words
 
-from gwlab.local.engines import get_transcriber
 from gwlab.wire import audio
 
 pytestmark = pytest.mark.slow
@@ -29,12 +28,6 @@ async def stream(rt, pcm: bytes, rate: int = 24_000, fmt: str = "pcm16", pace: f
         chunk = audio.encode(pcm[start:start + step], fmt)
         await rt.send({"type": "input_audio_buffer.append", "audio": b64(chunk)})
         await asyncio.sleep(CHUNK_MS / 1000 * pace)
-
-
-def overlap(said: str, heard: str) -> float:
-    """Share of the said words that were heard; numbers are left out ("200" is spoken as words)."""
-    said_words = {w for w in words(said) if w.isalpha()}
-    return len(said_words & words(heard)) / max(1, len(said_words))
 
 
 async def test_full_spoken_turn_is_heard_answered_and_spoken_back(gateway) -> None:
@@ -67,7 +60,7 @@ async def test_full_spoken_turn_is_heard_answered_and_spoken_back(gateway) -> No
     assert done["status"] == "completed" and done["modalities"] == ["text", "audio"]
     assert done["output"][0]["content"] == [{"type": "audio", "transcript": transcript}]
     # the speech says what the transcript says
-    assert overlap(transcript, get_transcriber().transcribe(speech, 24_000)) >= 0.5
+    assert speaks(transcript, speech, 24_000) >= 0.5
 
 
 @pytest.mark.parametrize(("fmt_in", "fmt_out"), [("g711_ulaw", "g711_alaw"), ("g711_alaw", "g711_ulaw")])
@@ -90,7 +83,7 @@ async def test_g711_in_and_out_with_manual_commit(gateway, fmt_in: str, fmt_out:
     assert codes and events[-2]["response"]["output_audio_format"] == fmt_out
     pcm = audio.decode(codes, fmt_out)  # one byte per sample at 8 kHz
     transcript = events[-2]["response"]["output"][0]["content"][0]["transcript"]
-    assert overlap(transcript, get_transcriber().transcribe(pcm, 8_000)) >= 0.5
+    assert speaks(transcript, pcm, 8_000, voice="echo") >= 0.5
 
 
 async def test_speech_during_a_response_cancels_it(gateway) -> None:

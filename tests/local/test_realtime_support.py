@@ -91,3 +91,18 @@ def words(text: str) -> set[str]:
 
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events]
+
+
+def overlap(said: str, heard: str) -> float:
+    """Share of the said words that were heard."""
+    return len(words(said) & words(heard)) / max(1, len(words(said)))
+
+
+def speaks(transcript: str, pcm16: bytes, rate: int, voice: str = "alloy") -> float:
+    """How well speech matches a transcript: Whisper on the speech against Whisper on espeak-ng reading
+    the transcript here. Both sides pass through the same text normalisation ("83" is spoken and heard
+    as "eighty-three"), so what is compared is the words, not how numbers or markup are written."""
+    from gwlab.local.engines import get_transcriber
+
+    reference = get_transcriber().transcribe(spoken(transcript, voice, 16_000), 16_000)
+    return overlap(reference, get_transcriber().transcribe(pcm16, rate))
