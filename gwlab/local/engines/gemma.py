@@ -12,7 +12,11 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from gwlab.local.engines._openmp import prefer_passive_waiting
 from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage
+
+# before the native library loads anywhere in this process (it is imported lazily below)
+prefer_passive_waiting()
 
 MODEL_ID = "local/gemma-3-270m"
 N_CTX = 2048

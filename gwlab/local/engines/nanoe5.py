@@ -17,7 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from gwlab.local.engines._openmp import prefer_passive_waiting
 from gwlab.local.engines.base import Decision, Question
+
+# before the native library loads anywhere in this process (it is imported lazily below)
+prefer_passive_waiting()
 
 MODEL_ID = "local/decide-e5-small"
 
@@ -113,9 +117,10 @@ def _plan_noul(q: Question) -> _Plan:
     yes, no, ins = crit.get("true"), crit.get("false"), q.instructions
     if not (yes or no or ins):
         raise ValueError("a noul question needs instructions or a described outcome")
-    if yes is None:
-        yes = negate(no) if no else ins
-    if no is None:
+    # a missing outcome is the instruction itself (the condition) or the negation of what is there
+    if not yes:
+        yes = ins or negate(no)
+    if not no:
         no = negate(ins or yes)
     texts = (yes, no, UNRELATED_TEMPLATE.format(ins or yes))
     return _Plan(texts, lambda p: {"type": "noul", "noul": float(p[0])})

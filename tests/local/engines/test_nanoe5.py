@@ -128,9 +128,7 @@ def test_decide_many_gives_the_answers_of_one_call_per_state(decider: E5Decider)
         assert together.answers["team"]["probabilities"] == pytest.approx(
             alone.answers["team"]["probabilities"], abs=1e-4
         )
-        assert together.answers["severity"]["score"] == pytest.approx(
-            alone.answers["severity"]["score"], abs=1e-3
-        )
+        assert together.answers["severity"]["score"] == pytest.approx(alone.answers["severity"]["score"], abs=1e-3)
 
 
 def test_concurrent_calls_from_a_thread_pool_match_sequential_ones(decider: E5Decider) -> None:
