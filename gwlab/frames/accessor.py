@@ -20,7 +20,7 @@ from gwlab.frames.families import META_COLUMNS, Family
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.runner import Batch, Budget, Runner
-from gwlab.frames.templates import Rendered, Template, json_value
+from gwlab.frames.templates import Rows, Template, json_value
 
 __all__ = ["DEFAULT_MODELS", "GatewayAccessor", "RunOptions"]
 
@@ -147,8 +147,8 @@ class GatewayAccessor:
                       **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
         family = families.decisions_family(questions, model or DEFAULT_MODELS["decisions"])
-        rendered = Template.parse(state, self._frame.columns, field="state").render(self._frame)
-        return await self._run(family, rendered, options)
+        rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame)
+        return await self._run(family, rows, options)
 
     # --- text protocols -------------------------------------------------------------------------
 
@@ -254,25 +254,21 @@ class GatewayAccessor:
 
     # --- the shared steps -----------------------------------------------------------------------
 
-    def _prompts(self, prompt: TemplateSpec, system: str | None, system_field: str = "system") -> Rendered:
+    def _prompts(self, prompt: TemplateSpec, system: str | None, system_field: str = "system") -> Rows:
         """Per row: the prompt text, or (prompt, system) when a system text is given."""
         columns = self._frame.columns
-        prompts = Template.parse(prompt, columns, field="prompt").render(self._frame)
+        prompts = Template.parse(prompt, columns, field="prompt").rows(self._frame)
         if system is None:
             return prompts
-        systems = Template.parse(system, columns, field=system_field, literal_ok=True).render(self._frame)
-        errors = {**systems.errors, **prompts.errors}
-        values = [None if i in errors else (p, s) for i, (p, s) in
-                  enumerate(zip(prompts.values, systems.values, strict=True))]
-        return Rendered(values, errors)
+        return prompts.zip(Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame))
 
-    async def _run(self, family: Family, rendered: Rendered, options: RunOptions) -> BatchFrame:
+    async def _run(self, family: Family, rows: Rows, options: RunOptions) -> BatchFrame:
         unknown = set(options) - set(RunOptions.__annotations__)
         if unknown:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
         errors = options.get("errors", "raise")
-        if rendered.errors and errors == "raise":
-            position, message = next(iter(sorted(rendered.errors.items())))
+        if rows.errors and errors == "raise":
+            position, message = next(iter(sorted(rows.errors.items())))
             label = self._frame.index[position]
             label = tuple(map(json_value, label)) if isinstance(label, tuple) else json_value(label)
             raise InvalidRequest(message.split(":", 1)[0],
@@ -292,7 +288,7 @@ class GatewayAccessor:
                         description=f"{family.name} {family.model}")
         try:
             with _client.run_tag(connection, family.name):
-                result = await _client.stoppable(runner, Batch(rendered.values, rendered.errors))
+                result = await _client.stoppable(runner, Batch(rows))
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()

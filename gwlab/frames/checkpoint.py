@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Checkpoint", "Entry", "canonical", "request_key"]
+__all__ = ["Checkpoint", "Entry", "canonical", "key_of", "request_key"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -44,7 +44,12 @@ def canonical(body: Mapping[str, Any]) -> str:
 
 def request_key(endpoint: str, body: Mapping[str, Any], repeat: int = 0) -> str:
     """Checkpoint key of one request; repeat 0 is the plain request, shared with runs without repeats."""
-    text = f"{endpoint}\n{canonical(body)}" + (f"\n#repeat={repeat}" if repeat else "")
+    return key_of(endpoint, canonical(body), repeat)
+
+
+def key_of(endpoint: str, canonical_body: str, repeat: int = 0) -> str:
+    """`request_key` for a body already in canonical text."""
+    text = f"{endpoint}\n{canonical_body}" + (f"\n#repeat={repeat}" if repeat else "")
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -28,6 +28,8 @@ DEFAULT_BURST_SECONDS = 10.0
 
 
 class Limiter(Protocol):
+    counts_tokens: bool
+
     async def acquire(self, tokens: int) -> None: ...
 
     def settle(self, estimated: int, actual: int) -> None: ...
@@ -66,6 +68,11 @@ class TokenBucket:
         self._paused_until = 0.0
         self._lock: asyncio.Lock | None = None  # made on first use, inside the run's event loop
         self.waited = 0.0  # seconds spent waiting, for the run summary
+
+    @property
+    def counts_tokens(self) -> bool:
+        """Whether `acquire` needs a token estimate (a tokens-per-minute limit is set)."""
+        return self._tokens is not None
 
     async def acquire(self, tokens: int = 0) -> None:
         """Wait until one request of `tokens` estimated tokens may go; first come, first served."""
@@ -130,6 +137,10 @@ class SharedTokenBucket:
         self._execute(_SCHEMA)
         self._execute("INSERT OR IGNORE INTO limiter VALUES (?, ?, ?, ?, 0)",
                       (name, self._rcap, self._tcap, time.time()))
+
+    @property
+    def counts_tokens(self) -> bool:
+        return bool(self._tpm)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)

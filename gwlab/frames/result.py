@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from gwlab.frames.runner import RunSummary
+from gwlab.frames.outcome import RunSummary
 
 __all__ = ["BatchFrame"]
 

@@ -18,23 +18,22 @@ import asyncio
 import itertools
 import math
 import time
-import warnings
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from gwlab.errors import InvalidRequest, RateLimited
-from gwlab.frames.checkpoint import Checkpoint, canonical, request_key
-from gwlab.frames.families import META_COLUMNS, Family
+from gwlab.frames.budget import Budget, Spend
+from gwlab.frames.checkpoint import Checkpoint, canonical, key_of, request_key
+from gwlab.frames.families import Family
 from gwlab.frames.limiter import Limiter, TokenBucket
+from gwlab.frames.outcome import CACHED, ERROR, NOT_RUN, SENT, RunResult, RunSummary
+from gwlab.frames.templates import Rows
 from gwlab.frames.usage import PriceTable, as_table
 
 __all__ = ["Batch", "Budget", "Reply", "RunResult", "RunSummary", "Runner", "Sender"]
-
-NOT_RUN, SENT, CACHED, ERROR = 0, 1, 2, 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,259 +48,22 @@ class Reply:
 Sender = Callable[[str, dict[str, Any]], Awaitable[Reply]]
 
 
-@dataclass(frozen=True)
-class Budget:
-    """A ceiling on what one run may spend: billed tokens, dollars (with `prices`), or both."""
+class Batch:
+    """The distinct requests of a run (numbered by first appearance) and the request of every row."""
 
-    tokens: int | None = None
-    cost: float | None = None
-    prices: PriceTable | Mapping[str, Any] | None = None
+    def __init__(self, rows: Rows) -> None:
+        self.row_job = rows.codes  # per row: its request, -1 when the row failed before sending
+        self.row_errors = rows.errors
+        self.value = rows.value  # request number -> the row value its body is built from
+        self.rows_per_job = np.bincount(rows.codes[rows.codes >= 0], minlength=len(rows))
+        self._count = len(rows)
 
     @classmethod
-    def of(cls, value: int | float | Budget | None, prices: Any = None) -> Budget | None:
-        if value is None or isinstance(value, Budget):
-            return value
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidRequest("budget", f"a whole number of tokens, or Budget(cost=..., prices=...); "
-                                           f"got {value!r}")
-        return cls(tokens=value, prices=prices)
-
-
-class Batch:
-    """The distinct requests of a run (in order of first appearance) and the request of every row."""
-
-    def __init__(self, values: Sequence[Any], errors: Mapping[int, str] | None = None) -> None:
-        errors = dict(errors or {})
-        seen: dict[Any, int] = {}
-        self.values: list[Any] = []
-        row_job = np.empty(len(values), dtype=np.int64)
-        for position, value in enumerate(values):
-            if position in errors:
-                row_job[position] = -1
-                continue
-            key = canonical(value) if isinstance(value, Mapping | list) else value
-            job = seen.get(key)
-            if job is None:
-                job = seen[key] = len(self.values)
-                self.values.append(value)
-            row_job[position] = job
-        self.row_job = row_job
-        self.row_errors = errors
-        self.rows_per_job = np.bincount(row_job[row_job >= 0], minlength=len(self.values))
+    def of(cls, values: Sequence[Any], errors: Mapping[int, str] | None = None) -> Batch:
+        return cls(Rows.of_values(values, errors))
 
     def __len__(self) -> int:
-        return len(self.values)
-
-
-@dataclass
-class RunSummary:
-    """What a run did, for the result's repr and `.attrs`."""
-
-    rows: int = 0
-    requests: int = 0  # distinct requests (after dedupe), times repeats
-    sent: int = 0
-    cached: int = 0
-    duplicate_rows: int = 0
-    error_rows: int = 0
-    not_run_rows: int = 0
-    input_tokens: int = 0  # billed in this run (sent requests only)
-    output_tokens: int = 0
-    cost: float = 0.0
-    elapsed: float = 0.0
-    rate_limited: int = 0
-    waited: float = 0.0
-    stopped: str | None = None  # "budget" | "pilot" | "interrupted" | "error"
-    pilot: dict[str, Any] | None = None  # the estimate for the rows a pilot left out
-    endpoint: str = ""
-    model: str = ""
-
-    def text(self) -> str:
-        cost = "n/a" if math.isnan(self.cost) else f"${self.cost:.4f}"
-        parts = [f"{self.rows} rows", f"{self.sent} sent", f"{self.cached} cached",
-                 f"{self.duplicate_rows} duplicate", f"{self.error_rows} errors"]
-        if self.not_run_rows:
-            parts.append(f"{self.not_run_rows} not run")
-        line = (f"{self.model} {self.endpoint}: " + ", ".join(parts)
-                + f" · {self.input_tokens} in / {self.output_tokens} out tokens · est. {cost}"
-                + f" · {self.elapsed:.1f}s")
-        if self.stopped:
-            line += f" · stopped: {self.stopped}"
-        if self.pilot:
-            p = self.pilot
-            rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"
-            line += (f"\npilot: the other {p['rows']} rows need {p['requests']} requests, "
-                     f"about {p['input_tokens']:.0f} in / {p['output_tokens']:.0f} out tokens, "
-                     f"est. {rest_cost}")
-        return line
-
-
-class _Spend:
-    """Budget bookkeeping: billed so far plus reservations of requests in flight."""
-
-    def __init__(self, budget: Budget | None, prices: PriceTable, family: Family) -> None:
-        self.budget, self.prices, self.family = budget, prices, family
-        self.tokens = 0.0
-        self.cost = 0.0
-        self.held_tokens = 0.0
-        self.held_cost = 0.0
-        self.in_flight = 0
-        self.changed = asyncio.Condition()
-
-    def _price(self, tokens_in: float, tokens_out: float) -> tuple[float, float]:
-        billed = tokens_in + (tokens_out if self.family.charges_output else 0)
-        cost = self.prices.cost(self.family.model, self.family.endpoint, tokens_in, tokens_out)
-        return billed, cost
-
-    def fits(self, tokens_in: float, tokens_out: float) -> bool:
-        if self.budget is None:
-            return True
-        billed, cost = self._price(tokens_in, tokens_out)
-        if self.budget.tokens is not None and self.tokens + self.held_tokens + billed > self.budget.tokens:
-            return False
-        if self.budget.cost is not None:
-            if math.isnan(cost):
-                raise InvalidRequest("budget", f"no price for model {self.family.model!r}: a cost budget "
-                                               "needs prices=")
-            if self.cost + self.held_cost + cost > self.budget.cost:
-                return False
-        return True
-
-    def hold(self, tokens_in: float, tokens_out: float) -> tuple[float, float]:
-        billed, cost = self._price(tokens_in, tokens_out)
-        self.held_tokens += billed
-        self.held_cost += 0.0 if math.isnan(cost) else cost
-        self.in_flight += 1
-        return billed, 0.0 if math.isnan(cost) else cost
-
-    async def settle(self, held: tuple[float, float], tokens_in: float, tokens_out: float) -> None:
-        self.held_tokens -= held[0]
-        self.held_cost -= held[1]
-        self.in_flight -= 1
-        billed, cost = self._price(tokens_in, tokens_out)
-        self.tokens += billed
-        self.cost += cost
-        async with self.changed:
-            self.changed.notify_all()
-
-
-@dataclass
-class RunResult:
-    """Per distinct request and ask: status, tokens, request ID, error and the answer columns."""
-
-    batch: Batch
-    family: Family
-    repeats: int
-    status: np.ndarray  # (repeats, jobs) int8
-    input_tokens: np.ndarray  # (repeats, jobs) float, NaN when unknown
-    output_tokens: np.ndarray
-    request_id: np.ndarray  # (repeats, jobs) object
-    error: np.ndarray  # (repeats, jobs) object
-    answers: dict[str, np.ndarray]  # column -> (repeats, jobs)
-    summary: RunSummary = field(default_factory=RunSummary)
-    failure: BaseException | None = None
-
-    def frame(self, index: pd.Index) -> pd.DataFrame:
-        """One row per input row, on `index`: the answer columns, then the meta columns."""
-        row_job = self.batch.row_job
-        ok_rows = row_job >= 0
-        take = np.where(ok_rows, row_job, 0)
-        done = (self.status == SENT) | (self.status == CACHED)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN means: no successful ask
-            per_job = self._combine(done)
-        status = per_job.pop("__status")
-        row_status = np.where(ok_rows, status[take] if len(status) else ERROR, ERROR)
-        text = _STATUS_TEXT[row_status]
-        first = np.zeros(len(row_job), dtype=bool)
-        if len(status):
-            first[np.unique(row_job, return_index=True)[1][np.unique(row_job) >= 0]] = True
-        text[(row_status == SENT) & ~first] = "duplicate"
-        columns: dict[str, Any] = {}
-        for name, values in per_job.items():
-            if len(values):
-                column = values[take]
-            else:
-                column = np.full(len(row_job), None if values.dtype == object else np.nan, dtype=values.dtype)
-            if column.dtype == object:
-                column = column.copy()
-                column[~ok_rows] = None
-            else:
-                column = np.where(ok_rows, column, np.nan)
-            if name == "__error":
-                for position, message in self.batch.row_errors.items():
-                    column[position] = message
-            dtype = self.family.columns.get(name, META_COLUMNS.get(name, "float64"))
-            columns[name] = _series(column, dtype, index)
-        columns["__status"] = _series(text, "str", index)
-        return pd.DataFrame(columns, index=index)
-
-    def _combine(self, done: np.ndarray) -> dict[str, np.ndarray]:
-        """Per job: answers of repeat 0 (or the mean over repeats), then spreads and meta."""
-        out: dict[str, np.ndarray] = {}
-        k = self.repeats
-        for name, values in self.answers.items():
-            if values.dtype == object:
-                out[name] = _first_done(values, done)
-            else:
-                out[name] = np.nanmean(values, axis=0) if k > 1 else values[0]
-        if k > 1:
-            for name in self.family.columns:
-                if name.endswith("__choice"):
-                    out[name] = _argmax_choice(name, out, self.family.columns, out[name])
-            for name in self.family.spread:
-                out[f"{name}__std"] = np.nanstd(self.answers[name], axis=0, ddof=1)
-            out["__repeats"] = done.sum(axis=0).astype(float)
-        any_done = done.any(axis=0)
-        status = np.full(len(any_done), NOT_RUN, dtype=np.int8)
-        status[(self.status == ERROR).any(axis=0) & ~any_done] = ERROR
-        status[any_done] = CACHED
-        status[(self.status == SENT).any(axis=0)] = SENT
-        tokens_in = np.where(done, np.nan_to_num(self.input_tokens), 0).sum(axis=0)
-        tokens_out = np.where(done, np.nan_to_num(self.output_tokens), 0).sum(axis=0)
-        out["__input_tokens"] = np.where(any_done, tokens_in, np.nan)
-        out["__output_tokens"] = np.where(any_done, tokens_out, np.nan)
-        out["__request_id"] = _first_done(self.request_id, done)
-        errors = self.error[0].copy()
-        errors[any_done] = None
-        out["__error"] = errors
-        out["__status"] = status
-        return out
-
-
-def _first_done(values: np.ndarray, done: np.ndarray) -> np.ndarray:
-    first = values[0].copy()
-    for r in range(1, values.shape[0]):
-        fill = ~done[:r].any(axis=0) & done[r]
-        first[fill] = values[r][fill]
-    return first
-
-
-def _argmax_choice(name: str, out: dict[str, np.ndarray], columns: Mapping[str, str],
-                   fallback: np.ndarray) -> np.ndarray:
-    """With repeats, the choice is the option with the highest mean probability."""
-    question = name.removesuffix("__choice")
-    options = [c for c in columns if c.startswith(f"{question}__p__")]
-    if not options:
-        return fallback
-    probs = np.vstack([out[c] for c in options])
-    labels = np.array([c.removeprefix(f"{question}__p__") for c in options], dtype=object)
-    best = labels[np.nan_to_num(probs, nan=-1.0).argmax(axis=0)]
-    return np.where(np.isnan(probs).all(axis=0), fallback, best)
-
-
-_STATUS_TEXT = np.array(["not_run", "sent", "cached", "error"], dtype=object)
-
-
-def _series(values: np.ndarray, dtype: str, index: pd.Index) -> pd.Series:
-    if dtype == "Int64":
-        return pd.Series(pd.array(np.where(np.isnan(values), None, values).tolist(), dtype="Int64"),
-                         index=index)
-    if dtype == "str":
-        cleaned = [None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values]
-        return pd.Series(pd.array(cleaned, dtype="str"), index=index)
-    if dtype == "object":
-        return pd.Series(values.astype(object), index=index, dtype=object)
-    return pd.Series(values.astype(dtype), index=index)
+        return self._count
 
 
 class Runner:
@@ -332,7 +94,10 @@ class Runner:
         self.retry_delay = retry_delay or _retry_rate_limits
         self.description = description or family.name
         self.factor = 1.0  # grows only if an answer ever bills more than its estimate
+        self._needs_text = (checkpoint is not None or budget is not None
+                            or getattr(self.limiter, "counts_tokens", True))
         self._stopping: str | None = None
+        self._labels: dict[str, str] = {}
 
     def stop(self, reason: str = "interrupted") -> None:
         """Send nothing more; requests in flight finish and are checkpointed. Thread-safe via the loop."""
@@ -352,7 +117,7 @@ class Runner:
             {name: np.full((k, jobs), None if dtype in ("str", "object") else np.nan,
                            dtype=object if dtype in ("str", "object") else np.float64)
              for name, dtype in self.family.columns.items()})
-        spend = _Spend(self.budget, self.prices, self.family)
+        spend = Spend(self.budget, self.prices, self.family)
         bar = _progress(self.progress, len(batch.row_job), self.description)
         remaining = np.full(jobs, k, dtype=np.int64)
         if batch.row_errors:
@@ -392,16 +157,17 @@ class Runner:
             result.summary.pilot = self._pilot_estimate(result, last_job)
         return result
 
-    async def _one(self, job: int, repeat: int, batch: Batch, result: RunResult, spend: _Spend,
+    async def _one(self, job: int, repeat: int, batch: Batch, result: RunResult, spend: Spend,
                    counters: dict[str, int]) -> None:
         family = self.family
         try:
-            body = family.body(batch.values[job])
-            text = canonical(body)
+            body = family.body(batch.value(job))
+            # the canonical text costs a sorted JSON dump: only made when a key or an estimate needs it
+            text = canonical(body) if self._needs_text else ""
         except (InvalidRequest, ValueError, TypeError) as exc:
             self._fail(result, job, repeat, exc)
             return
-        key = request_key(family.endpoint, body, repeat)
+        key = key_of(family.endpoint, text, repeat) if self.checkpoint is not None else ""
         if self.checkpoint is not None and not self.refresh:
             entry = self.checkpoint.get(key)
             if entry is not None:
@@ -409,7 +175,7 @@ class Runner:
                             entry.output_tokens, CACHED)
                 counters["cached"] += 1
                 return
-        estimate = self.estimate(text)
+        estimate = self.estimate(text) if text else 0
         while not spend.fits(estimate, family.reserved_output):
             if spend.in_flight == 0 or self._stopping:
                 self.stop("budget")
@@ -422,7 +188,7 @@ class Runner:
             await self.limiter.acquire(estimate)
             reply = await self._send_with_pauses(body, estimate, counters)
             tokens_in, tokens_out = (t or 0 for t in family.usage(reply.data))
-            if tokens_in > estimate:
+            if estimate and tokens_in > estimate:
                 self.factor *= tokens_in / estimate
             self.limiter.settle(estimate, tokens_in)
             if self.checkpoint is not None:
@@ -463,7 +229,10 @@ class Runner:
                tokens_in: int | None, tokens_out: int | None, status: int) -> None:
         record = self.family.record(data)
         for name, values in result.answers.items():
-            values[repeat, job] = record.get(name, values[repeat, job])
+            value = record.get(name, values[repeat, job])
+            if isinstance(value, str) and len(value) < 64:
+                value = self._labels.setdefault(value, value)  # "billing" x 1M rows: one string, not 1M
+            values[repeat, job] = value
         result.status[repeat, job] = status
         result.input_tokens[repeat, job] = np.nan if tokens_in is None else tokens_in
         result.output_tokens[repeat, job] = np.nan if tokens_out is None else tokens_out
@@ -477,7 +246,7 @@ class Runner:
             result.failure = exc
             self.stop("error")
 
-    def _summary(self, result: RunResult, spend: _Spend, counters: dict[str, int],
+    def _summary(self, result: RunResult, spend: Spend, counters: dict[str, int],
                  elapsed: float) -> RunSummary:
         batch = result.batch
         done = (result.status == SENT) | (result.status == CACHED)
@@ -504,14 +273,14 @@ class Runner:
         estimated = actual_in = actual_out = 0.0
         n_sent = int(sent.sum())
         for r, j in zip(*np.nonzero(sent), strict=True):
-            estimated += self.estimate(canonical(family.body(batch.values[j])))
+            estimated += self.estimate(canonical(family.body(batch.value(int(j)))))
             actual_in += result.input_tokens[r, j]
             actual_out += result.output_tokens[r, j]
         ratio = actual_in / estimated if estimated else 1.0
         out_per_request = actual_out / n_sent if n_sent else float(family.reserved_output)
         keys, texts = [], []
         for j in range(first_left, len(batch)):
-            body = family.body(batch.values[j])
+            body = family.body(batch.value(int(j)))
             for r in range(self.repeats):
                 keys.append(request_key(family.endpoint, body, r))
                 texts.append(canonical(body))

@@ -9,8 +9,9 @@ would be a made-up answer, not a failed one.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 
-__all__ = ["Rendered", "Template", "json_value"]
+__all__ = ["Rendered", "Rows", "Template", "json_value"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,33 +74,168 @@ class Template:
         fmt, used = _compile(spec, known, field, names)
         return cls(field, fmt, tuple(used), literal=not used)
 
-    def render(self, frame: pd.DataFrame) -> Rendered:
-        """The value for every row of `frame`, in row order."""
+    def rows(self, frame: pd.DataFrame) -> Rows:
+        """The distinct values of `frame`'s rows, rendered only when asked for (see `Rows`)."""
         n = len(frame)
         if self.literal:
-            return Rendered([self.format] * n, {})
-        data = [_python_values(frame, c) for c in self.columns]
+            text = self.format
+            return Rows(np.zeros(n, dtype=np.intp), np.zeros(min(n, 1), dtype=np.intp), lambda j: text, {})
+        columns = [_column(frame, c) for c in self.columns]
         errors: dict[int, str] = {}
-        if self.format is None:  # a JSON object per row; a missing value is JSON null, not an error
+        failed = np.zeros(n, dtype=bool)
+        if self.format is not None:  # text: a missing value fails the row; JSON sends it as null
+            for name, series in zip(self.columns, columns, strict=True):
+                missing = series.isna().to_numpy() & ~failed
+                errors.update((int(i), f"{self.field}: no value in column {name!r} in this row")
+                              for i in np.flatnonzero(missing))
+                failed |= missing
+            if self.format == "{0}":
+                blank = _blank(columns[0]) & ~failed
+                errors.update((int(i), f"{self.field}: empty in this row") for i in np.flatnonzero(blank))
+                failed |= blank
+        codes, first = _distinct(columns, failed)
+        cells = [series.array for series in columns]
+        if self.format is None:
             keys = self.keys
-            values: list[Any] = [dict(zip(keys, row, strict=True)) for row in zip(*data, strict=True)]
-            return Rendered(values, errors)
-        fmt = self.format
-        values = []
-        single = len(data) == 1 and fmt == "{0}"
-        for position, row in enumerate(zip(*data, strict=True)):
-            missing = [c for c, v in zip(self.columns, row, strict=True) if v is None]
-            if missing:
-                errors[position] = f"{self.field}: no value in column {missing[0]!r} in this row"
+
+            def value(job: int) -> Any:
+                row = first[job]
+                return {k: json_value(c[row]) for k, c in zip(keys, cells, strict=True)}
+        else:
+            fmt, field = self.format, self.field
+
+            def value(job: int) -> Any:
+                row = first[job]
+                args = [json_value(c[row]) for c in cells]
+                text = args[0] if fmt == "{0}" and isinstance(args[0], str) else fmt.format(*args)
+                if not text.strip():
+                    raise InvalidRequest(field, "empty in this row")
+                return text
+
+        return Rows(codes, first, value, errors)
+
+    def render(self, frame: pd.DataFrame) -> Rendered:
+        """Every row's value as a list (small frames, tests); `rows` is the lazy form runs use."""
+        rows = self.rows(frame)
+        values: list[Any] = []
+        errors = dict(rows.errors)
+        for position, job in enumerate(rows.codes):
+            try:
+                values.append(rows.value(int(job)) if job >= 0 else None)
+            except InvalidRequest as exc:
+                errors[position] = str(exc)
                 values.append(None)
-                continue
-            text = row[0] if single and isinstance(row[0], str) else fmt.format(*row)
-            if not text.strip():
-                errors[position] = f"{self.field}: empty in this row"
-                values.append(None)
-                continue
-            values.append(text)
         return Rendered(values, errors)
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """A frame's rows as distinct values: why a million rows do not become a million Python strings.
+
+    `codes[row]` numbers the row's distinct value (in order of first appearance; -1: the row failed,
+    see `errors`), `first[code]` is the first row holding it, and `value(code)` renders it on demand,
+    so a run keeps only integer arrays and the frame's own columns while it waits to send. Rows are
+    the same value when the columns the template reads hold the same cells.
+    """
+
+    codes: np.ndarray
+    first: np.ndarray
+    value: Callable[[int], Any]
+    errors: dict[int, str]
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    @classmethod
+    def of_values(cls, values: Sequence[Any], errors: Mapping[int, str] | None = None) -> Rows:
+        """Rows from a plain list of values (hashable, or JSON-serialisable)."""
+        errors = dict(errors or {})
+        failed = np.zeros(len(values), dtype=bool)
+        failed[list(errors)] = True
+        codes, first = _distinct([list(values)], failed)
+        return cls(codes, first, lambda j: values[first[j]], errors)
+
+    def zip(self, other: Rows) -> Rows:
+        """Rows whose value is the pair (this value, the other's value); a failure in either fails the row."""
+        errors = {**other.errors, **self.errors}
+        failed = (self.codes < 0) | (other.codes < 0)
+        codes, first = _distinct_codes([self.codes, other.codes], failed)
+        mine, theirs = self.codes, other.codes
+        return Rows(codes, first, lambda j: (self.value(int(mine[first[j]])), other.value(int(theirs[first[j]]))),
+                    errors)
+
+
+def _hashable(value: Any) -> Any:
+    """A cell as a dict key: missing values are one value (JSON null), lists and dicts their JSON."""
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, Mapping | list | np.ndarray):
+        return json.dumps(json_value(value), sort_keys=True, default=str)
+    return value
+
+
+def _distinct(columns: Sequence[Any], failed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, first): one code per distinct tuple of cells, numbered by first appearance; -1 if failed.
+
+    Rows are hashed one at a time into an int64 array (8 bytes a row) and grouped with numpy, instead
+    of keeping a dict of a million values, or letting `pd.factorize` turn an Arrow column into Python
+    strings (~300 bytes a row). Rows that share a hash are compared cell by cell, so a hash collision
+    gives two codes, never one wrong answer.
+    """
+    n = len(failed)
+    cells = [getattr(c, "array", c) for c in columns]
+    key = (lambda r: _hashable(cells[0][r])) if len(cells) == 1 else (
+        lambda r: tuple(_hashable(c[r]) for c in cells))
+    rows = cells[0] if len(cells) == 1 else zip(*cells, strict=True)
+    if len(cells) == 1:
+        hashes = np.fromiter((hash(_hashable(v)) for v in rows), dtype=np.int64, count=n)
+    else:
+        hashes = np.fromiter((hash(tuple(map(_hashable, row))) for row in rows), dtype=np.int64, count=n)
+    kept = np.flatnonzero(~failed)
+    _, first_pos, inverse = np.unique(hashes[kept], return_index=True, return_inverse=True)
+    group_first = kept[first_pos]
+    first_of_row = group_first[inverse.reshape(-1)]
+    extra: dict[tuple[int, Any], int] = {}  # (hash group, key) -> its own first row, for collisions
+    for position in np.flatnonzero(first_of_row != kept):
+        row, head = int(kept[position]), int(first_of_row[position])
+        if key(row) != key(head):  # a 64-bit collision: two values, one hash
+            first_of_row[position] = extra.setdefault((head, key(row)), row)
+    return _number(first_of_row, kept, n)
+
+
+def _number(first_of_row: np.ndarray, kept: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Codes numbered by first appearance, from each kept row's first row."""
+    first_rows, inverse = np.unique(first_of_row, return_inverse=True)  # sorted = first-appearance order
+    codes = np.full(n, -1, dtype=np.intp)
+    codes[kept] = inverse.reshape(-1)
+    return codes, first_rows.astype(np.intp)
+
+
+def _distinct_codes(parts: Sequence[np.ndarray], failed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_distinct` for tuples of small non-negative integer codes: exact, no hashing."""
+    n = len(failed)
+    kept = np.flatnonzero(~failed)
+    stacked = np.stack([np.asarray(p, dtype=np.int64)[kept] for p in parts], axis=1)
+    _, first_pos, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+    return _number(kept[first_pos][inverse.reshape(-1)], kept, n)
+
+
+def _blank(series: pd.Series) -> np.ndarray:
+    """Rows holding only whitespace (found again at render time, for whitespace regex misses)."""
+    cells = series.array
+    if hasattr(cells, "__arrow_array__") and pd.api.types.is_string_dtype(series.dtype):
+        import pyarrow.compute as pc  # Arrow strings: a boolean per row, no string copy
+
+        blank = pc.fill_null(pc.match_substring_regex(cells.__arrow_array__(), r"^\s*$"), False)
+        return np.asarray(blank.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.fromiter((isinstance(v, str) and not v.strip() for v in cells), dtype=bool, count=len(cells))
+
+
+def _column(frame: pd.DataFrame, column: str) -> pd.Series:
+    series = frame[column] if column in frame.columns else frame[_by_text(frame, column)]
+    if isinstance(series, pd.DataFrame):
+        raise InvalidRequest(column, "this column name is used more than once in the frame")
+    return series
 
 
 def _compile(spec: str, known: set[str], field: str, names: list[str]) -> tuple[str, list[str]]:
@@ -135,14 +271,6 @@ def _compile(spec: str, known: set[str], field: str, names: list[str]) -> tuple[
             out.append(ch)
             i += 1
     return "".join(out), used
-
-
-def _python_values(frame: pd.DataFrame, column: str) -> list[Any]:
-    """The column as plain Python values (JSON-ready), missing values as None."""
-    series = frame[column] if column in frame.columns else frame[_by_text(frame, column)]
-    if isinstance(series, pd.DataFrame):
-        raise InvalidRequest(column, "this column name is used more than once in the frame")
-    return [json_value(v) for v in series.tolist()]
 
 
 def _by_text(frame: pd.DataFrame, column: str) -> Any:

@@ -1,0 +1,182 @@
+"""Rows per second of `df.gw.decide` against a stub gateway with a fixed latency, and tokens per row.
+
+    python bench/frames_throughput.py                       # 10,000 rows x 3 questions, C=32, L=50 ms
+    python bench/frames_throughput.py --rows 2000 --skip-local
+
+Part 1 (loopback stub, bench/frames_stub.py, a subprocess): rows/s of
+  - gwlab: `df.gw.decide(...)` (no checkpoint, then with a SQLite checkpoint),
+  - a hand-written httpx.AsyncClient + asyncio.Semaphore(C) loop building the same tidy columns,
+  - a naive sequential loop (httpx.Client), on a subset, since it needs rows x L seconds,
+as a fraction of the ideal C / L and as ratios to one another.
+Part 2 (the real embedded gateway): input tokens per row with the three questions packed in one
+request, against one request per question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+
+import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
+from gwlab.client.gateway import Gateway
+
+HERE = Path(__file__).parent
+MODEL = "local/decide-e5-small"
+QUESTIONS = {k: v for k, v in json.loads((HERE / "data" / "decisions_questions.json").read_text()).items()
+             if k in ("urgent", "team", "severity")}
+
+
+def start_stub(latency: float) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen([sys.executable, str(HERE / "frames_stub.py"), "--latency", str(latency)],
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    for _ in range(100):  # the socket is bound before the URL is printed; wait until it answers
+        try:
+            httpx.get(url.removesuffix("/v1") + "/", timeout=1)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    return process, url
+
+
+def texts(rows: int) -> list[str]:
+    labelled = [json.loads(line)["text"] for line in (HERE / "data" / "decisions_labelled.jsonl").open()]
+    return [f"#{i} {labelled[i % len(labelled)]}" for i in range(rows)]  # distinct: no dedupe helps
+
+
+def flatten(data: dict[str, Any]) -> dict[str, Any]:
+    """The tidy columns, written by hand as a user would."""
+    record: dict[str, Any] = {}
+    for q, answer in data["answers"].items():
+        for key in ("noul", "choice", "score", "confidence"):
+            if key in answer:
+                record[f"{q}__{key}"] = answer[key]
+        for option, p in (answer.get("probabilities") or {}).items():
+            record[f"{q}__p__{option}"] = p
+    record["__input_tokens"] = data["usage"]["input_tokens"]
+    return record
+
+
+async def hand_written(url: str, rows: list[str], concurrency: int) -> pd.DataFrame:
+    semaphore = asyncio.Semaphore(concurrency)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits, headers={"authorization": "Bearer bench"},
+                                 timeout=60) as client:
+        async def one(text: str) -> dict[str, Any]:
+            async with semaphore:
+                response = await client.post("/decisions", json={"model": MODEL, "state": text,
+                                                                 "questions": QUESTIONS})
+                response.raise_for_status()
+                return flatten(response.json())
+
+        records = await asyncio.gather(*(one(t) for t in rows))
+    return pd.DataFrame.from_records(records)
+
+
+def sequential(url: str, rows: list[str]) -> pd.DataFrame:
+    with httpx.Client(base_url=url, headers={"authorization": "Bearer bench"}, timeout=60) as client:
+        records = []
+        for text in rows:
+            response = client.post("/decisions", json={"model": MODEL, "state": text, "questions": QUESTIONS})
+            response.raise_for_status()
+            records.append(flatten(response.json()))
+    return pd.DataFrame.from_records(records)
+
+
+def timed(fn: Any, *args: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = fn(*args)
+    return time.perf_counter() - started, result
+
+
+def stub_part(args: argparse.Namespace) -> None:
+    process, url = start_stub(args.latency)
+    try:
+        frame = pd.DataFrame({"text": texts(args.rows)})
+        ideal = args.concurrency / args.latency
+        results: dict[str, float] = {}
+        with Gateway(url, "bench-key") as gw:
+            frame.head(200).gw.decide("{text}", QUESTIONS, model=MODEL, gateway=gw, checkpoint=None,
+                                      progress=False, concurrency=args.concurrency)  # warm the pool
+            seconds, out = timed(lambda: frame.gw.decide(
+                "{text}", QUESTIONS, model=MODEL, gateway=gw, concurrency=args.concurrency, checkpoint=None,
+                progress=False))
+            assert out["__error"].isna().all() and out.run.sent == args.rows
+            results["gwlab df.gw.decide"] = args.rows / seconds
+            with tempfile.TemporaryDirectory() as tmp:
+                seconds, out = timed(lambda: frame.gw.decide(
+                    "{text}", QUESTIONS, model=MODEL, gateway=gw, concurrency=args.concurrency,
+                    checkpoint=Path(tmp) / "c.sqlite", progress=False))
+            results["gwlab, with checkpoint"] = args.rows / seconds
+        seconds, hand = timed(lambda: asyncio.run(hand_written(url, list(frame["text"]), args.concurrency)))
+        assert len(hand) == args.rows
+        results["httpx + semaphore (hand-written)"] = args.rows / seconds
+        subset = list(frame["text"].head(args.sequential_rows))
+        seconds, _ = timed(sequential, url, subset)
+        results[f"sequential loop ({len(subset)} rows)"] = len(subset) / seconds
+    finally:
+        process.terminate()
+        process.wait()
+    hand_rate = results["httpx + semaphore (hand-written)"]
+    seq_rate = results[f"sequential loop ({len(subset)} rows)"]
+    print(f"\n{args.rows} rows x {len(QUESTIONS)} questions, concurrency C={args.concurrency}, "
+          f"stub latency L={args.latency * 1000:.0f} ms, ideal C/L = {ideal:.0f} rows/s\n")
+    print("| client | rows/s | of C/L | vs hand-written | vs sequential |")
+    print("|---|---:|---:|---:|---:|")
+    for name, rate in results.items():
+        print(f"| {name} | {rate:.0f} | {rate / ideal:.2f} | {rate / hand_rate:.2f}x | {rate / seq_rate:.1f}x |")
+
+
+def local_part(args: argparse.Namespace) -> None:
+    from gwlab import local
+
+    server = local.start()
+    try:
+        frame = pd.DataFrame({"text": texts(args.local_rows)})
+        with Gateway(server.base_url, server.api_key) as gw:
+            common = {"model": MODEL, "gateway": gw, "checkpoint": None, "progress": False}
+            packed = frame.gw.decide("{text}", QUESTIONS, **common)
+            single = [frame.gw.decide("{text}", {q: spec}, **common) for q, spec in QUESTIONS.items()]
+    finally:
+        server.stop()
+    per_row_packed = packed["__input_tokens"].astype(float).mean()
+    per_row_single = sum(s["__input_tokens"].astype(float).mean() for s in single)
+    print(f"\nreal local gateway ({MODEL}), {args.local_rows} rows of bench/data, questions "
+          f"{', '.join(QUESTIONS)}\n")
+    print("| requests per row | input tokens per row | requests |")
+    print("|---|---:|---:|")
+    print(f"| 1 (3 questions packed) | {per_row_packed:.1f} | {args.local_rows} |")
+    print(f"| 3 (one per question) | {per_row_single:.1f} | {3 * args.local_rows} |")
+    print(f"\npacking saves {1 - per_row_packed / per_row_single:.0%} of input tokens "
+          f"(the state is billed once instead of three times)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=0.05, help="stub latency in seconds")
+    parser.add_argument("--sequential-rows", type=int, default=200)
+    parser.add_argument("--local-rows", type=int, default=60)
+    parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--skip-stub", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_stub:
+        stub_part(args)
+    if not args.skip_local:
+        local_part(args)
+
+
+if __name__ == "__main__":
+    main()

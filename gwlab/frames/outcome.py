@@ -1,0 +1,192 @@
+"""What a run produced: per distinct request and ask, arrays of answers and meta; and its rows as columns.
+
+Answers are stored by request (a run's distinct requests times its repeats), not by row, and only
+turned into one row per input row at the end, positionally, so duplicate index labels stay put.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from gwlab.frames.families import META_COLUMNS, Family
+
+if TYPE_CHECKING:
+    from gwlab.frames.runner import Batch
+
+__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunResult", "RunSummary"]
+
+NOT_RUN, SENT, CACHED, ERROR = 0, 1, 2, 3
+
+
+@dataclass
+class RunSummary:
+    """What a run did, for the result's repr and `.attrs`."""
+
+    rows: int = 0
+    requests: int = 0  # distinct requests (after dedupe), times repeats
+    sent: int = 0
+    cached: int = 0
+    duplicate_rows: int = 0
+    error_rows: int = 0
+    not_run_rows: int = 0
+    input_tokens: int = 0  # billed in this run (sent requests only)
+    output_tokens: int = 0
+    cost: float = 0.0
+    elapsed: float = 0.0
+    rate_limited: int = 0
+    waited: float = 0.0
+    stopped: str | None = None  # "budget" | "pilot" | "interrupted" | "error"
+    pilot: dict[str, Any] | None = None  # the estimate for the rows a pilot left out
+    endpoint: str = ""
+    model: str = ""
+
+    def text(self) -> str:
+        cost = "n/a" if math.isnan(self.cost) else f"${self.cost:.4f}"
+        parts = [f"{self.rows} rows", f"{self.sent} sent", f"{self.cached} cached",
+                 f"{self.duplicate_rows} duplicate", f"{self.error_rows} errors"]
+        if self.not_run_rows:
+            parts.append(f"{self.not_run_rows} not run")
+        line = (f"{self.model} {self.endpoint}: " + ", ".join(parts)
+                + f" · {self.input_tokens} in / {self.output_tokens} out tokens · est. {cost}"
+                + f" · {self.elapsed:.1f}s")
+        if self.stopped:
+            line += f" · stopped: {self.stopped}"
+        if self.pilot:
+            p = self.pilot
+            rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"
+            line += (f"\npilot: the other {p['rows']} rows need {p['requests']} requests, "
+                     f"about {p['input_tokens']:.0f} in / {p['output_tokens']:.0f} out tokens, "
+                     f"est. {rest_cost}")
+        return line
+
+
+@dataclass
+class RunResult:
+    """Per distinct request and ask: status, tokens, request ID, error and the answer columns."""
+
+    batch: Batch
+    family: Family
+    repeats: int
+    status: np.ndarray  # (repeats, jobs) int8
+    input_tokens: np.ndarray  # (repeats, jobs) float, NaN when unknown
+    output_tokens: np.ndarray
+    request_id: np.ndarray  # (repeats, jobs) object
+    error: np.ndarray  # (repeats, jobs) object
+    answers: dict[str, np.ndarray]  # column -> (repeats, jobs)
+    summary: RunSummary = field(default_factory=RunSummary)
+    failure: BaseException | None = None
+
+    def frame(self, index: pd.Index) -> pd.DataFrame:
+        """One row per input row, on `index`: the answer columns, then the meta columns."""
+        row_job = self.batch.row_job
+        ok_rows = row_job >= 0
+        take = np.where(ok_rows, row_job, 0)
+        done = (self.status == SENT) | (self.status == CACHED)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN means: no successful ask
+            per_job = self._combine(done)
+        status = per_job.pop("__status")
+        row_status = np.where(ok_rows, status[take] if len(status) else ERROR, ERROR)
+        text = _STATUS_TEXT[row_status]
+        first = np.zeros(len(row_job), dtype=bool)
+        if len(status):
+            jobs, first_rows = np.unique(row_job, return_index=True)
+            first[first_rows[jobs >= 0]] = True
+        text[(row_status == SENT) & ~first] = "duplicate"
+        columns: dict[str, Any] = {}
+        for name, values in per_job.items():
+            if len(values):
+                column = values[take]
+            else:
+                column = np.full(len(row_job), None if values.dtype == object else np.nan, dtype=values.dtype)
+            if column.dtype == object:
+                column = column.copy()
+                column[~ok_rows] = None
+            else:
+                column = np.where(ok_rows, column, np.nan)
+            if name == "__error":
+                for position, message in self.batch.row_errors.items():
+                    column[position] = message
+            dtype = self.family.columns.get(name, META_COLUMNS.get(name, "float64"))
+            columns[name] = _series(column, dtype, index)
+        columns["__status"] = _series(text, "str", index)
+        return pd.DataFrame(columns, index=index)
+
+    def _combine(self, done: np.ndarray) -> dict[str, np.ndarray]:
+        """Per job: answers of repeat 0 (or the mean over repeats), then spreads and meta."""
+        out: dict[str, np.ndarray] = {}
+        k = self.repeats
+        for name, values in self.answers.items():
+            if values.dtype == object:
+                out[name] = _first_done(values, done)
+            else:
+                out[name] = np.nanmean(values, axis=0) if k > 1 else values[0]
+        if k > 1:
+            for name in self.family.columns:
+                if name.endswith("__choice"):
+                    out[name] = _argmax_choice(name, out, self.family.columns, out[name])
+            for name in self.family.spread:
+                out[f"{name}__std"] = np.nanstd(self.answers[name], axis=0, ddof=1)
+            out["__repeats"] = done.sum(axis=0).astype(float)
+        any_done = done.any(axis=0)
+        status = np.full(len(any_done), NOT_RUN, dtype=np.int8)
+        status[(self.status == ERROR).any(axis=0) & ~any_done] = ERROR
+        status[any_done] = CACHED
+        status[(self.status == SENT).any(axis=0)] = SENT
+        tokens_in = np.where(done, np.nan_to_num(self.input_tokens), 0).sum(axis=0)
+        tokens_out = np.where(done, np.nan_to_num(self.output_tokens), 0).sum(axis=0)
+        out["__input_tokens"] = np.where(any_done, tokens_in, np.nan)
+        out["__output_tokens"] = np.where(any_done, tokens_out, np.nan)
+        out["__request_id"] = _first_done(self.request_id, done)
+        errors = self.error[0].copy()
+        errors[any_done] = None
+        out["__error"] = errors
+        out["__status"] = status
+        return out
+
+
+def _first_done(values: np.ndarray, done: np.ndarray) -> np.ndarray:
+    first = values[0].copy()
+    for r in range(1, values.shape[0]):
+        fill = ~done[:r].any(axis=0) & done[r]
+        first[fill] = values[r][fill]
+    return first
+
+
+def _argmax_choice(name: str, out: dict[str, np.ndarray], columns: Mapping[str, str],
+                   fallback: np.ndarray) -> np.ndarray:
+    """With repeats, the choice is the option with the highest mean probability."""
+    question = name.removesuffix("__choice")
+    options = [c for c in columns if c.startswith(f"{question}__p__")]
+    if not options:
+        return fallback
+    probs = np.vstack([out[c] for c in options])
+    labels = np.array([c.removeprefix(f"{question}__p__") for c in options], dtype=object)
+    best = labels[np.nan_to_num(probs, nan=-1.0).argmax(axis=0)]
+    return np.where(np.isnan(probs).all(axis=0), fallback, best)
+
+
+_STATUS_TEXT = np.array(["not_run", "sent", "cached", "error"], dtype=object)
+
+
+def _series(values: np.ndarray, dtype: str, index: pd.Index) -> pd.Series:
+    if dtype == "Int64":  # straight from the float array: no Python int per row
+        missing = np.isnan(values)
+        return pd.Series(pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing),
+                         index=index)
+    if dtype == "str":
+        try:
+            return pd.Series(pd.array(values, dtype="str"), index=index)
+        except (TypeError, ValueError):  # a gateway sent a non-string where a label belongs: keep its text
+            cleaned = [None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values]
+            return pd.Series(pd.array(cleaned, dtype="str"), index=index)
+    if dtype == "object":
+        return pd.Series(values.astype(object), index=index, dtype=object)
+    return pd.Series(values.astype(dtype), index=index)
