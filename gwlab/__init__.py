@@ -16,7 +16,10 @@ from gwlab.errors import *  # noqa: F403  (so `except gwlab.GatewayError` catche
 
 __version__ = "0.1.0"
 
-__all__ = ["AsyncGateway", "Gateway", "connect", "errors", "run", *errors.__all__]
+__all__ = ["AsyncGateway", "Gateway", "connect", "errors", "evaluate", "run", *errors.__all__]
+
+from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
+from gwlab.frames.evaluate import evaluate
 
 
 def load_ipython_extension(ipython: object) -> None:
