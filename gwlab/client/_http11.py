@@ -22,6 +22,9 @@ __all__ = ["FastTransport"]
 _MAX_HEAD = 64 * 1024
 _READ_SIZE = 64 * 1024
 _NO_BODY_STATUSES = frozenset({204, 304})
+# a reused connection closed before the answer: resent here only for idempotent methods; a POST goes up to
+# transport.py, whose retry policy knows whether its family may be resent (a video task must be looked up)
+_RESENDABLE = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 
 
 class _Connection:
@@ -73,8 +76,11 @@ class FastTransport(httpx.AsyncBaseTransport):
                 conn.writer.write(payload)
                 await _timed(conn.writer.drain(), timeouts.get("write"), httpx.WriteTimeout, request)
                 status, reason, headers, http10 = await _read_head(conn, timeouts.get("read"), request)
-            except _Stale:
+            except _Stale as exc:
                 conn.close()
+                if request.method not in _RESENDABLE:  # RFC 9110 §9.2.2: the server may have acted on it
+                    raise httpx.RemoteProtocolError("Server disconnected without sending a response.",
+                                                    request=request) from exc
                 continue
             except BaseException:
                 conn.close()

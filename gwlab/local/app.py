@@ -8,6 +8,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse
 
 from gwlab.errors import InvalidRequest
@@ -61,6 +62,12 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
         limit = request.app.state.settings.max_body_bytes
         return render(request, APIError(413, f"The request body exceeds {limit} bytes", param="body"))
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_left(request: Request, exc: ClientDisconnect) -> JSONResponse:
+        # the client went away mid-body: not a crash; 499 (nginx's "client closed request") in the log
+        return render(request, APIError(499, "The client closed the connection before sending the whole body",
+                                        code="client_closed_request"))
 
     @app.exception_handler(RequestValidationError)
     async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -66,6 +66,8 @@ class RequestContext:
         finally:
             if scope["type"] == "websocket":
                 self._log(scope, state, status or 403, started)
+            else:  # a stream the client cut, or a crash answered outside this middleware: logged all the same
+                self._log(scope, state, status or 500, started)
 
     def _log(self, scope: Scope, state: dict[str, Any], status: int, started: float) -> None:
         if state.get("logged"):
