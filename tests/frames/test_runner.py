@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
-from gwlab.errors import BadRequest, RateLimited
-from gwlab.frames._client import Connection
+from gwlab.errors import BadRequest, ConnectionFailed, RateLimited, ServerError
+from gwlab.frames._client import Connection, _transport_policy
 from gwlab.frames.checkpoint import Checkpoint, canonical
 from gwlab.frames.families import decisions_family
 from gwlab.frames.limiter import SharedTokenBucket, TokenBucket
@@ -215,3 +215,42 @@ def test_shared_bucket_is_one_limit_for_every_instance_on_the_file(tmp_path: Pat
     assert a._try(0) > 9.0 and b._try(0) > 9.0  # 6/min: ~10 s until the next one, for both
     b.pause(100)
     assert a._try(0) > 99.0
+
+
+class _Transport:
+    max_retries, retry_after_cap = 2, 60.0
+
+    @staticmethod
+    def _backoff(attempt: int) -> float:
+        return 0.5 * 2**attempt
+
+
+@pytest.mark.parametrize(("error", "expected"), [
+    (RateLimited("slow", retry_after=3.0, status=429), 3.0),
+    (RateLimited("slow", retry_after=None, status=429), 0.5),
+    (RateLimited("slow", retry_after=600.0, status=429), None),  # beyond the cap: not slept through
+    (RateLimited("quota", status=429, body={"error": {"code": "insufficient_quota"}}), None),
+    (ServerError("down", status=503), 0.5),
+    (BadRequest("bad", status=400), None),
+    (BadRequest("bad", status=400, headers={"x-should-retry": "true"}), 0.5),
+    (ServerError("down", status=500, headers={"x-should-retry": "false"}), None),
+    (ConnectionFailed("reset"), 0.5),
+])
+def test_retries_follow_the_client_transport_rules(error: Exception, expected: float | None) -> None:
+    assert _transport_policy(_Transport())(error, 0) == expected
+
+
+def test_a_server_error_is_retried_for_that_row_only(tickets: pd.DataFrame) -> None:
+    fake = FakeGateway()
+    failures = [ServerError("down", status=503)]
+
+    async def flaky(path: str, body: dict[str, Any]) -> Reply:
+        if failures:
+            raise failures.pop()
+        return await fake.send(path, body)
+
+    connection = Connection(flaky, retry_delay=lambda error, attempt: 0.0 if isinstance(error, ServerError)
+                            else None)
+    out = tickets.gw.decide("{text}", QUESTIONS, gateway=connection, checkpoint=None, progress=False,
+                            concurrency=1)
+    assert out["__error"].isna().all() and len(fake.bodies) == 3
