@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import time
@@ -362,3 +363,28 @@ def test_session_endpoint_refuses_bad_configuration_and_long_lived_auth_only(gat
 
 def test_ws_url_helper_matches_the_spec_address(gateway) -> None:
     assert ws_url(gateway).endswith(f"/v1/realtime?model={MODEL}")
+
+
+async def test_one_sessions_generation_does_not_block_another_session(gateway) -> None:
+    arrivals: list[tuple[str, str]] = []  # (connection, event type) in the order they arrived
+
+    async def record(name: str, rt: Any, until: str) -> None:
+        while (event := await rt.recv())["type"] != until:
+            arrivals.append((name, event["type"]))
+        arrivals.append((name, until))
+
+    async with connect(gateway) as busy:
+        await busy.send({"type": "conversation.item.create", "item": {
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "Write a long story about a lighthouse."}]}})
+        await busy.send({"type": "response.create", "response": {"max_output_tokens": 300}})
+        await busy.until("response.output_item.added")  # the model is generating now
+        reader = asyncio.create_task(record("busy", busy, "response.done"))
+        async with connect(gateway) as other:  # a whole handshake and an update meanwhile
+            await other.send({"type": "session.update", "session": {"instructions": "hi"}})
+            await record("other", other, "session.updated")
+        await reader
+    usage = busy.seen[-1]["response"]["usage"]
+    if arrivals.index(("busy", "response.done")) < arrivals.index(("other", "session.updated")):
+        assert usage["output_tokens"] < 20, "a long generation held up another session's events"
+        pytest.skip("the answer was too short to overlap the other session")
