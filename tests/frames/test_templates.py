@@ -76,3 +76,23 @@ def test_dict_of_columns_renames_the_keys(frame: pd.DataFrame) -> None:
     assert out.values[1] == {"customer": "Bo", "message": "refund please"}
     with pytest.raises(InvalidRequest, match="'nope'"):
         render(frame, {"x": "nope"})
+
+
+def test_identical_rows_share_one_code_numbered_by_first_appearance() -> None:
+    frame = pd.DataFrame({"t": ["b", "a", "b", None, "a"], "k": [1, 2, 1, 3, 2]})
+    rows = Template.parse("{t}", frame.columns, field="state").rows(frame)
+    assert list(rows.codes) == [0, 1, 0, -1, 1] and [rows.value(j) for j in range(len(rows))] == ["b", "a"]
+    json_rows = Template.parse(["t", "k"], frame.columns, field="state").rows(frame)
+    assert list(json_rows.codes) == [0, 1, 0, 2, 1]
+    assert json_rows.value(2) == {"t": None, "k": 3}
+
+
+def test_prompt_and_system_rows_zip_into_pairs() -> None:
+    frame = pd.DataFrame({"q": ["x", "x", "y"], "tone": ["terse", "warm", "terse"]})
+    prompts = Template.parse("{q}", frame.columns, field="prompt").rows(frame)
+    systems = Template.parse("Be {tone}.", frame.columns, field="system", literal_ok=True).rows(frame)
+    pairs = prompts.zip(systems)
+    assert list(pairs.codes) == [0, 1, 2]
+    assert [pairs.value(j) for j in range(3)] == [("x", "Be terse."), ("x", "Be warm."), ("y", "Be terse.")]
+    constant = prompts.zip(Template.parse("Be brief.", frame.columns, field="system", literal_ok=True).rows(frame))
+    assert list(constant.codes) == [0, 0, 1]
