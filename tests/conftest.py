@@ -2,64 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may download from a model hub
-
-
-@dataclass
-class RunningGateway:
-    """A `gwlab serve` subprocess: its URLs, its database and a key made for the test session."""
-
-    base_url: str  # http://127.0.0.1:PORT/v1
-    api_key: str = field(repr=False)
-    db: Path
-    process: subprocess.Popen[str] = field(repr=False)
-
-    @property
-    def api_host(self) -> str:
-        return self.base_url.removesuffix("/v1")
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(*args, "--db", str(self.db))
-
-    def create_key(self, name: str, models: str | None = None) -> str:
-        args = ["keys", "create", "--name", name] + (["--models", models] if models else [])
-        return self.cli(*args).stdout.strip()
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gwlab.cli", *args], capture_output=True, text=True,
-                          check=True, timeout=120)
-
-
-def start_gateway(db: Path, *extra: str) -> RunningGateway:
-    name = f"tests-{uuid.uuid4().hex[:8]}"  # unique, so a restarted gateway can share the database
-    key = run_cli("keys", "create", "--name", name, "--db", str(db)).stdout.strip()
-    process = subprocess.Popen([sys.executable, "-m", "gwlab.cli", "serve", "--db", str(db), *extra],
-                               stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    if not url.startswith("http://"):
-        process.kill()
-        raise RuntimeError(f"gwlab serve did not print its URL; got {url!r}")
-    return RunningGateway(url, key, db, process)
-
-
-def stop_gateway(gateway: RunningGateway) -> None:
-    gateway.process.terminate()
-    try:
-        gateway.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        gateway.process.kill()
+from gatewaykit import RunningGateway, start_gateway, stop_gateway
 
 
 @pytest.fixture(scope="session")

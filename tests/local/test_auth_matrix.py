@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import RunningGateway
+from gatewaykit import RunningGateway
 
 DECIDE, TEXT, VIDEO, REALTIME = ("local/decide-e5-small", "local/gemma-3-270m", "local/video-preview",
                                  "local/realtime-gemma-3-270m")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import run_cli
+from gatewaykit import run_cli
 
 
 def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:

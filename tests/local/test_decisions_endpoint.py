@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 import typesafe_sdk as ts
-from conftest import RunningGateway
+from gatewaykit import RunningGateway
 
 MODEL = "local/decide-e5-small"
 STATE = {"message": "I was charged twice for my order and want my money back today"}

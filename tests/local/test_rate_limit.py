@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 import typesafe_sdk as ts
-from conftest import RunningGateway, start_gateway, stop_gateway
+from gatewaykit import RunningGateway, start_gateway, stop_gateway
 
 RPM = 3
 SYSTEM_ONE = {"model": "local/decide-e5-small", "state": "x",

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import RunningGateway
+from gatewaykit import RunningGateway
 
 SECRET_STATE = "the-customer-said-zebra-umbrella-47"  # a marker: the log must never hold a request's input
 

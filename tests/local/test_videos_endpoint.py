@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from conftest import RunningGateway, start_gateway, stop_gateway
+from gatewaykit import RunningGateway, start_gateway, stop_gateway
 from PIL import Image
 
 VIDEO_KEYS = {"id", "object", "model", "status", "progress", "created_at", "completed_at", "expires_at",

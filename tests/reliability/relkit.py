@@ -22,7 +22,7 @@ import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 
 
 def _root_conftest() -> ModuleType:
-    """tests/conftest.py itself: in a whole-suite run `from conftest import` can find a sibling folder's
+    """tests/conftest.py itself: in a whole-suite run `from gatewaykit import` can find a sibling folder's
     conftest (the last one pytest imported), so it is looked up by file."""
     path = (Path(__file__).parent.parent / "conftest.py").resolve()
     for module in list(sys.modules.values()):
