@@ -7,6 +7,7 @@ import socket
 import sqlite3
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,6 +52,33 @@ QUESTIONS = {"urgent": {"type": "noul", "instructions": "Is this urgent?"},
 def tickets(rows: int, tag: str = "") -> pd.DataFrame:
     """`rows` distinct tickets (distinct bodies, so each row is its own request)."""
     return pd.DataFrame({"ticket": [f"{tag}Ticket {i}: checkout fails with error {i * 7}" for i in range(rows)]})
+
+
+def make_key(db: Path, name: str, models: str | None = None) -> str:
+    """A key created in the gateway's database from this process (the CLI's subprocess costs seconds);
+    a running gateway reads keys per request, so it works at once."""
+    from gwlab.local.store import Store
+
+    store = Store(str(db))
+    try:
+        return store.create_key(f"{name}-{uuid.uuid4().hex[:6]}", models.split(",") if models else None)
+    finally:
+        store.close()
+
+
+def set_key(db: Path, key: str, action: str) -> None:
+    """Disable or delete a key (given by its secret) in the gateway's database."""
+    from gwlab.local.store import Store
+
+    store = Store(str(db))
+    try:
+        record = store.find_key(key)
+        assert record is not None
+        done = store.set_key_status(record.name, "disabled") if action == "disable" else \
+            store.delete_key(record.name)
+        assert done
+    finally:
+        store.close()
 
 
 def free_port() -> int:
