@@ -101,6 +101,7 @@ const CSS = `
 .gwlab-rt .interrupted { color: #a0522d; } .gwlab-rt .pending { color: var(--jp-ui-font-color2, #888); }
 .gwlab-rt .error { color: #b00020; white-space: pre-wrap; }
 .gwlab-rt details { font-family: var(--jp-code-font-family, monospace); font-size: 11px; }
+.gwlab-rt summary { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .gwlab-rt details pre { margin: 2px 0 4px 16px; white-space: pre-wrap; }
 .gwlab-rt .client { color: #1565c0; } .gwlab-rt .server { color: #2e7d32; } .gwlab-rt .browser { color: #6a1b9a; }
 .gwlab-rt input[type=range] { width: 110px; vertical-align: middle; }
@@ -362,7 +363,7 @@ export default {
         h("span", { class: "who" }, t.role === "user" ? "you:" : "model:"),
         h("span", { class: t.status === "in_progress" ? "pending" : "" }, t.text || (t.status === "in_progress" ? "…" : "")),
         t.status === "interrupted" ? h("span", { class: "interrupted" },
-          ` ⏹ interrupted${t.heard_ms !== undefined && t.heard_ms !== null ? ` (heard ${t.heard_ms} ms)` : ""}`) : null,
+          ` ■ interrupted${t.heard_ms !== undefined && t.heard_ms !== null ? ` (heard ${t.heard_ms} ms)` : ""}`) : null,
         t.status === "incomplete" || t.status === "failed" ? h("span", { class: "interrupted" }, ` ⚠ ${t.status}`) : null)));
       transcript.scrollTop = transcript.scrollHeight;
       const u = model.get("usage");

@@ -45,7 +45,7 @@ function incompleteNote(status) {
 function toolList(calls) {
   if (!calls || !calls.length) return null;
   return h("div", { "data-role": "tool-calls" },
-    ...calls.map((c) => h("div", {}, "🔧 ", h("code", {}, `${c.name}(${c.arguments})`))));
+    ...calls.map((c) => h("div", {}, "tool call: ", h("code", {}, `${c.name}(${c.arguments})`))));
 }
 
 export default {

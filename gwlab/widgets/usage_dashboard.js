@@ -58,7 +58,7 @@ export default {
     const draw = () => {
       const s = model.get("summary");
       summary.textContent = s.calls === undefined ? "no calls yet"
-        : `${s.calls} calls · ${s.input_tokens} in / ${s.output_tokens} out tokens · ${s.errors} errors · ${s.incomplete} incomplete`;
+        : `${s.calls} call${s.calls === 1 ? "" : "s"} · ${s.input_tokens} in / ${s.output_tokens} out tokens · ${s.errors} errors · ${s.incomplete} incomplete`;
       pause.textContent = model.get("paused") ? "Resume" : "Pause";
       updated.textContent = model.get("updated") ? `updated ${model.get("updated")}` : "";
       body.replaceChildren(...model.get("rows").map((r) => h("tr", { class: r.error || r.complete === false ? "bad" : "" },

@@ -64,7 +64,8 @@ class Lab:
         return path
 
     def address(self, name: str) -> str:
-        return f"{self.url}/lab/tree/{name}?token={self.token}"
+        """The notebook alone in a fresh workspace (`reset`): no tab left open by an earlier test."""
+        return f"{self.url}/lab/workspaces/{Path(name).stem}/tree/{name}?reset&token={self.token}"
 
 
 def run_first_cell(page: Any, lab: Lab, name: str, screenshot: Path | None = None) -> None:

@@ -102,8 +102,8 @@ def test_spoken_frames_are_heard_answered_and_played_back_as_binary_buffers(cons
     sent = browser.of_type("audio")
     assert sent and all(c["rate"] == PCM16_SAMPLE_RATE and c["item_id"] == answer["id"] for c, _ in sent)
     assert audio.duration_ms(b"".join(b[0] for _, b in sent)) > 300
-    (appends,) = logged(console, "client", "input_audio_buffer.append")
-    assert appends["count"] > 10
+    appends = logged(console, "client", "input_audio_buffer.append")  # one line per run between other events
+    assert sum(a["count"] for a in appends) > 10 and len(appends) < sum(a["count"] for a in appends)
     assert logged(console, "server", "input_audio_buffer.speech_started")
 
 
