@@ -17,6 +17,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import secrets
 import time
 from collections import OrderedDict
@@ -72,6 +73,20 @@ _RECONNECT_CLOSE_CODES = frozenset({1006, 1011, 1012, 1013, 1014})  # abnormal, 
 _RETRYABLE_HANDSHAKE_STATUSES = frozenset({500, 502, 503, 504})
 _BACKOFF_SECONDS = 0.25
 _LEDGER_STRING_LIMIT = 80  # longer strings of a related event reach the ledger as "<N chars>"
+_CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "cookie"})
+
+
+class _CredentialsRedacted(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """websockets logs every handshake header at DEBUG ("> %s: %s"), Authorization included: the
+    credential's value is replaced before any handler sees the record."""
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        if len(args) == 2 and isinstance(args[0], str) and args[0].lower() in _CREDENTIAL_HEADERS:
+            args = (args[0], "[redacted]")
+        super().log(level, msg, *args, **kwargs)
+
+
+_WS_LOGGER = _CredentialsRedacted(logging.getLogger("websockets.client"), {})
 
 
 # --- addressing --------------------------------------------------------------------------------
@@ -864,7 +879,7 @@ class AsyncRealtimeConnection(RealtimeSession):
 
     async def _connect_once(self) -> ClientConnection:
         try:
-            return await ws_connect(self.url, additional_headers=self._headers,
+            return await ws_connect(self.url, additional_headers=self._headers, logger=_WS_LOGGER,
                                     open_timeout=self._open_timeout, max_size=_MAX_MESSAGE_BYTES)
         except InvalidStatus as exc:
             raise _handshake_error(exc) from exc
