@@ -55,9 +55,10 @@ class RequestContext:
             elif message["type"] == "websocket.accept":
                 status = 101
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body", False):
+                # logged before the last chunk leaves: once a client holds a whole answer, the log has it
                 self._log(scope, state, status, started)
+            await send(message)
 
         if scope["type"] == "http" and _declared_length(scope) > self.max_body_bytes:
             state["body_too_large"] = True
