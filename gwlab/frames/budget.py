@@ -48,10 +48,12 @@ class Spend:
         self.held_cost = 0.0
         self.in_flight = 0
         self.changed = asyncio.Condition()
+        # the model's price, looked up once (the table matches globs) and applied to every request
+        self._table = PriceTable({family.model: price}) if (price := prices.price(family.model)) else PriceTable()
 
     def _price(self, tokens_in: float, tokens_out: float) -> tuple[float, float]:
         billed = tokens_in + (tokens_out if self.family.charges_output else 0)
-        cost = self.prices.cost(self.family.model, self.family.endpoint, tokens_in, tokens_out)
+        cost = self._table.cost(self.family.model, self.family.endpoint, tokens_in, tokens_out)
         return billed, cost
 
     def fits(self, tokens_in: float, tokens_out: float) -> bool:
@@ -82,5 +84,6 @@ class Spend:
         billed, cost = self._price(tokens_in, tokens_out)
         self.tokens += billed
         self.cost += cost
-        async with self.changed:
-            self.changed.notify_all()
+        if self.budget is not None:  # only a budget makes requests wait for others to settle
+            async with self.changed:
+                self.changed.notify_all()
