@@ -94,15 +94,18 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 
 
 def overlap(said: str, heard: str) -> float:
-    """Share of the said words that were heard."""
-    return len(words(said) & words(heard)) / max(1, len(words(said)))
+    """Share of the said words that were heard; numbers are left out, as Whisper writes them either
+    as digits or as words ("36,467" or "thirty six thousand ...")."""
+    said_words = {w for w in words(said) if w.isalpha()}
+    return len(said_words & words(heard)) / max(1, len(said_words))
 
 
-def speaks(transcript: str, pcm16: bytes, rate: int, voice: str = "alloy") -> float:
+def speaks(transcript: str, pcm16: bytes, rate: int, voice: str = "alloy", fmt: str = "pcm16") -> float:
     """How well speech matches a transcript: Whisper on the speech against Whisper on espeak-ng reading
-    the transcript here. Both sides pass through the same text normalisation ("83" is spoken and heard
-    as "eighty-three"), so what is compared is the words, not how numbers or markup are written."""
+    the transcript here, through the same rate and codec. Both sides pass the same text normalisation
+    ("83" is spoken and heard as "eighty-three") and the same channel, so what is compared is words."""
     from gwlab.local.engines import get_transcriber
 
-    reference = get_transcriber().transcribe(spoken(transcript, voice, 16_000), 16_000)
-    return overlap(reference, get_transcriber().transcribe(pcm16, rate))
+    reference = audio.decode(audio.encode(spoken(transcript, voice, rate), fmt), fmt)
+    expected = get_transcriber().transcribe(reference, rate)
+    return overlap(expected, get_transcriber().transcribe(pcm16, rate))

@@ -120,7 +120,7 @@ async def test_webrtc_spoken_round_trip(gateway) -> None:
 
         await peer.send({"type": "session.update", "session": {
             "modalities": ["text", "audio"], "input_audio_transcription": {"model": "whisper-1"},
-            "turn_detection": {"type": "server_vad", "silence_duration_ms": 500}}})
+            "temperature": 0, "turn_detection": {"type": "server_vad", "silence_duration_ms": 500}}})
         await peer.until("session.updated")
         peer.mic.say(spoken("What is the capital of France?", rate=RATE) + silence(200, RATE))
         events = await peer.until("response.done")
