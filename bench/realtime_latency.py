@@ -110,16 +110,32 @@ async def run(turns: int, silence_ms: int) -> list[dict[str, float]]:
             process.wait(timeout=15)
 
 
+def machine_speed() -> float:
+    """Seconds Whisper tiny.en takes here on a 2.3 s question (about 0.45 s on an idle 2-core machine):
+    a yardstick for how busy the machine was during the run."""
+    from gwlab.local.engines import get_transcriber
+
+    pcm, rate = get_speaker().speak(QUESTIONS[0], "alloy")
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        get_transcriber().transcribe(pcm, rate)
+        timings.append(time.perf_counter() - started)
+    return min(timings[1:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--silence-ms", type=int, default=500, help="turn_detection.silence_duration_ms")
     args = parser.parse_args()
+    yardstick = machine_speed()
     results = asyncio.run(run(args.turns, args.silence_ms))
+    yardstick = min(yardstick, machine_speed())
     median = {k: statistics.median(r[k] for r in results) for k in results[0]}
     after_stop = statistics.median(r["first_audio"] - r["speech_stopped"] for r in results)
     print(f"\n{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; silence_duration_ms {args.silence_ms}; "
-          f"median of {len(results)} turns")
+          f"median of {len(results)} turns; Whisper yardstick {yardstick:.2f} s (idle: ~0.45 s)")
     for name in ("speech_stopped", "transcribed", "first_text", "first_audio", "text_done"):
         print(f"  end of speech -> {name:<15} {median[name]:6.2f} s")
     print(f"  speech_stopped -> first_audio  {after_stop:6.2f} s (processing only, without the VAD's wait)")
