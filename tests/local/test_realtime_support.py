@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import websockets
 
 from gwlab.wire import audio
@@ -67,6 +68,14 @@ async def connect(gateway: Any, *, key: str | None = None, model: str | None = M
         assert (await rt.recv())["type"] == "session.created"
         assert (await rt.recv())["type"] == "conversation.created"
         yield rt
+
+
+def session_token(gateway: Any, **body: Any) -> dict[str, Any]:
+    """POST /v1/realtime/sessions as the SDK sends it (with its odd OpenAI-Beta header)."""
+    r = httpx.post(f"{gateway.base_url}/realtime/sessions", json={"model": MODEL, **body},
+                   headers={"Authorization": f"Bearer {gateway.api_key}", "OpenAI-Beta": "assistants=v2"})
+    assert r.status_code == 200, r.text
+    return r.json()
 
 
 def spoken(text: str, voice: str = "alloy", rate: int = 24_000) -> bytes:

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
-from test_realtime_support import MODEL, TIMEOUT, silence, speaks, spoken, words
-from test_realtime_websocket import session_token
+from test_realtime_support import MODEL, TIMEOUT, session_token, silence, speaks, spoken, words
 
 from gwlab.local.webrtc import frame_pcm16
 

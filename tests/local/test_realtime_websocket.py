@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 import websockets
-from test_realtime_support import MODEL, b64, connect, types, ws_url
+from test_realtime_support import MODEL, b64, connect, session_token, types, ws_url
 
 from gwlab.local.store import hash_secret
 
@@ -19,13 +19,6 @@ TEXT_TURN = ["conversation.item.created", "response.created", "response.output_i
              "conversation.item.created", "response.content_part.added"]
 TEXT_END = ["response.text.done", "response.content_part.done", "response.output_item.done", "response.done",
             "rate_limits.updated"]
-
-
-def session_token(gateway: Any, **body: Any) -> dict[str, Any]:
-    r = httpx.post(f"{gateway.base_url}/realtime/sessions", json={"model": MODEL, **body},
-                   headers={"Authorization": f"Bearer {gateway.api_key}", "OpenAI-Beta": "assistants=v2"})
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 async def refused_status(gateway: Any, **options: Any) -> int:
