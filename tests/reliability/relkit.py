@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import socket
 import sqlite3
+import subprocess
 import sys
 import time
 import uuid
@@ -87,10 +88,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def serve(db: Path, *args: str, key: str | None = None) -> Any:
+    """`gwlab serve` on `db` (like conftest's start_gateway, with the key made in-process: the CLI's
+    subprocess costs seconds on a busy machine); `key` reuses a key already in the database."""
+    key = key or make_key(db, "reliability")
+    process = subprocess.Popen([sys.executable, "-m", "gwlab.cli", "serve", "--db", str(db), *args],
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    if not url.startswith("http://"):
+        process.kill()
+        raise RuntimeError(f"gwlab serve did not print its URL; got {url!r}")
+    return RunningGateway(url, key, db, process)
+
+
 @contextmanager
-def own_gateway(db: Path, *args: str) -> Iterator[RunningGateway]:
-    """A gateway of the test's own (its request log holds only the test's requests)."""
-    running = start_gateway(db, *args)
+def own_gateway(db: Path, *args: str) -> Iterator[Any]:
+    """A gateway of the test's own (its request log holds only the test's requests). The process may be
+    replaced meanwhile (a restart on the same port): the one running at the end is stopped."""
+    running = serve(db, *args)
     try:
         yield running
     finally:

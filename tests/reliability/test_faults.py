@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from faultproxy import CutRequest, CutResponse, Delay, Exchange, Fault, FaultProxy, Pass, Status
@@ -32,7 +33,7 @@ from relkit import (
     billing,
     free_port,
     own_gateway,
-    start_gateway,
+    serve,
     stop_gateway,
     tickets,
 )
@@ -62,7 +63,7 @@ class Storm:
         if 40 <= n < 44:
             return Status(500 if n < 42 else 502)
         if n in (30, 55):
-            return Delay(6, where="response")  # held past the client's read timeout: billed, then lost
+            return Delay(4, where="response")  # held past the client's read timeout: billed, then lost
         if n % 9 == 4:
             return CutResponse(None)  # answered and billed by the gateway; not a byte reached the client
         if n % 9 == 7:
@@ -86,7 +87,8 @@ class FaultyRun:
 
 @pytest.fixture(scope="module")
 def fault_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    with own_gateway(tmp_path_factory.mktemp("faults") / "gateway.sqlite") as running:
+    # a fixed port, so the restart test can bring the gateway back where its clients look for it
+    with own_gateway(tmp_path_factory.mktemp("faults") / "gateway.sqlite", "--port", str(free_port())) as running:
         yield running
 
 
@@ -96,7 +98,7 @@ def faulty_run(fault_gateway: RunningGateway, tmp_path_factory: pytest.TempPathF
     mark = log.mark()
     checkpoint = tmp_path_factory.mktemp("faults-checkpoint") / "answers.sqlite"
     with FaultProxy(fault_gateway.base_url, Storm()) as proxy, \
-            Gateway(proxy.base_url, fault_gateway.api_key, timeout=5) as gw:
+            Gateway(proxy.base_url, fault_gateway.api_key, timeout=3) as gw:
         out = tickets(ROWS, "storm-").gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint,
                                                  concurrency=8, errors="coerce", progress=False)
         exchanges = proxy.records(DECISIONS)
@@ -232,53 +234,49 @@ def _answered(checkpoint: Path) -> int:
 
 
 def test_a_gateway_restarted_mid_batch_on_the_same_db_and_port_is_resumed_sending_only_missing_rows(
-        tmp_path: Path) -> None:
-    db, port, checkpoint = tmp_path / "gateway.sqlite", free_port(), tmp_path / "answers.sqlite"
-    frame, log = tickets(ROWS, "restart-"), RequestLog(db)
-    first = start_gateway(db, "--port", str(port))
-    second: RunningGateway | None = None
+        fault_gateway: RunningGateway, tmp_path: Path) -> None:
+    checkpoint, frame, log = tmp_path / "answers.sqlite", tickets(ROWS, "restart-"), RequestLog(fault_gateway.db)
+    mark = log.mark()
     result: dict[str, Any] = {}
-    try:
-        with Gateway(first.base_url, first.api_key) as gw:
-            def run() -> None:
-                result["out"] = frame.gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint,
-                                                concurrency=4, requests_per_minute=600, errors="coerce",
-                                                progress=False)
+    with Gateway(fault_gateway.base_url, fault_gateway.api_key) as gw:
+        def run() -> None:
+            result["out"] = frame.gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint,
+                                            concurrency=4, requests_per_minute=900, errors="coerce",
+                                            progress=False)
 
-            batch = threading.Thread(target=run)
-            batch.start()
-            deadline = time.monotonic() + 120
-            while _answered(checkpoint) < 10 and time.monotonic() < deadline and batch.is_alive():
-                time.sleep(0.02)
-            stop_gateway(first)  # mid-batch: SIGTERM, in-flight requests finish, the rest meet a closed port
-            stopped_at = _answered(checkpoint)
-            second = start_gateway(db, "--port", str(port))  # the same database: the client's key still works
-            assert second.base_url == first.base_url
-            batch.join(timeout=240)
-            assert not batch.is_alive()
-        out = result["out"]
-        assert 10 <= stopped_at < ROWS
-        assert set(out["__status"]) <= {"sent", "error"}
-        errors_first = int((out["__status"] == "error").sum())
+        batch = threading.Thread(target=run)
+        batch.start()
+        deadline = time.monotonic() + 120
+        while _answered(checkpoint) < 10 and time.monotonic() < deadline and batch.is_alive():
+            time.sleep(0.02)
+        stop_gateway(fault_gateway)  # mid-batch: SIGTERM, in-flight requests finish, the rest meet a closed port
+        stopped_at = _answered(checkpoint)
+        # the same database and port: the client's key still works and its address has not changed
+        restarted = serve(fault_gateway.db, "--port", str(urlsplit(fault_gateway.base_url).port),
+                          key=fault_gateway.api_key)
+        fault_gateway.process = restarted.process  # the module's gateway is the new process from now on
+        assert restarted.base_url == fault_gateway.base_url
+        batch.join(timeout=240)
+        assert not batch.is_alive()
+    out = result["out"]
+    assert 10 <= stopped_at < ROWS
+    assert set(out["__status"]) <= {"sent", "error"}
+    errors_first = int((out["__status"] == "error").sum())
 
-        mark = log.mark()
-        with Gateway(second.base_url, first.api_key) as gw:
-            again = frame.gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint, progress=False)
-        resent = [r for r in log.settled(mark, DECISIONS) if r["status"] == 200]
-        assert again.run.sent == len(resent) == errors_first  # only the missing rows were sent
-        assert again.run.cached == ROWS - errors_first and again["urgent__noul"].notna().all()
-        with sqlite3.connect(checkpoint) as conn:
-            kept = {r[0] for r in conn.execute("SELECT request_id FROM answers")}
-        billed = {r["request_id"] for r in log.rows(0, DECISIONS) if r["status"] == 200}
-        assert kept <= billed and len(kept) == ROWS
-        print(f"\nrestart: stopped after {stopped_at} answers; first run {ROWS - errors_first} answered, "
-              f"{errors_first} error rows; re-run sent {len(resent)}; billed {len(billed)} for {ROWS} rows "
-              f"({len(billed - kept)} answers lost in flight at the stop)")
-        assert len(billed - kept) <= 4  # at most the requests in flight (concurrency 4)
-    finally:
-        stop_gateway(first)
-        if second is not None:
-            stop_gateway(second)
+    rerun = log.mark()
+    with Gateway(fault_gateway.base_url, fault_gateway.api_key) as gw:
+        again = frame.gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint, progress=False)
+    resent = [r for r in log.settled(rerun, DECISIONS) if r["status"] == 200]
+    assert again.run.sent == len(resent) == errors_first  # only the missing rows were sent
+    assert again.run.cached == ROWS - errors_first and again["urgent__noul"].notna().all()
+    with sqlite3.connect(checkpoint) as conn:
+        kept = {r[0] for r in conn.execute("SELECT request_id FROM answers")}
+    billed = {r["request_id"] for r in log.rows(mark, DECISIONS) if r["status"] == 200}
+    assert kept <= billed and len(kept) == ROWS
+    print(f"\nrestart: stopped after {stopped_at} answers; first run {ROWS - errors_first} answered, "
+          f"{errors_first} error rows; re-run sent {len(resent)}; billed {len(billed)} for {ROWS} rows "
+          f"({len(billed - kept)} answers lost in flight at the stop)")
+    assert len(billed - kept) <= 4  # at most the requests in flight (concurrency 4)
 
 
 # --- realtime: a dropped connection ------------------------------------------------------------------
