@@ -25,6 +25,8 @@ LAB_SETTINGS = {
 }
 
 
+QUESTION = "What is the capital of France?"
+MIC_RATE = 48_000  # Chromium's fake capture reads a 48 kHz (or 16 kHz) mono pcm16 WAV, looped
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
@@ -100,3 +102,15 @@ def assert_no_secret(page: Any, *secrets_: str) -> None:
     html, text = page.content(), page.evaluate("document.body.innerText")
     for secret in secrets_:
         assert secret not in html and secret not in text
+
+
+def microphone_wav(path: Path) -> Path:
+    """The question spoken by espeak-ng, with silence around it (the file loops)."""
+    from gwlab.local.engines import get_speaker
+    from gwlab.wire import audio
+
+    pcm, rate = get_speaker().speak(QUESTION)
+    second = b"\x00" * (MIC_RATE * 2)  # of pcm16 silence
+    speech = audio.resample_pcm16(pcm, rate, MIC_RATE)
+    audio.write_wav(path, second[:MIC_RATE] + speech + second * 20, MIC_RATE)  # 0.5 s, the question, 20 s
+    return path

@@ -9,15 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labkit import IMAGES, Lab, assert_no_secret, run_first_cell
+from labkit import IMAGES, Lab, assert_no_secret, microphone_wav, run_first_cell
 from playwright.sync_api import expect
-
-from gwlab.wire import audio
 
 pytest.importorskip("espeakng_loader")
 
-QUESTION = "What is the capital of France?"
-MIC_RATE = 48_000  # Chromium's fake capture reads a 48 kHz (or 16 kHz) mono pcm16 WAV, looped
 
 OPEN_CONSOLE = """\
 import gwlab
@@ -26,17 +22,6 @@ from gwlab.widgets import RealtimeConsole
 gw = gwlab.connect()  # GWLAB_BASE_URL and GWLAB_API_KEY come from the server's environment
 RealtimeConsole(gw, model="local/realtime-gemma-3-270m", max_output_tokens=16)
 """
-
-
-def microphone_wav(path: Path) -> Path:
-    """The question spoken by espeak-ng, with silence around it (the file loops)."""
-    from gwlab.local.engines import get_speaker
-
-    pcm, rate = get_speaker().speak(QUESTION)
-    second = b"\x00" * (MIC_RATE * 2)  # of pcm16 silence
-    speech = audio.resample_pcm16(pcm, rate, MIC_RATE)
-    audio.write_wav(path, second[:MIC_RATE] + speech + second * 20, MIC_RATE)  # 0.5 s, the question, 20 s
-    return path
 
 
 def test_spoken_question_is_transcribed_answered_and_played(lab: Lab, launch: Any, gateway: Any,

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labkit import Lab, assert_no_secret, run_first_cell
+from labkit import Lab, assert_no_secret, microphone_wav, run_first_cell
 from playwright.sync_api import expect
-from test_realtime_console_browser import microphone_wav
 
 pytest.importorskip("aiortc")
 pytest.importorskip("espeakng_loader")
