@@ -13,8 +13,8 @@ from typing import Any
 
 __all__ = ["ConversationView", "summarize"]
 
-LOG_ENTRIES = 150  # newest kept; older ones drop off the end (the whole log is one synced trait)
-_JSON_CHARS = 2000  # of one expanded event
+LOG_ENTRIES = 100  # newest kept; older ones drop off the end (the whole log is one synced trait)
+_JSON_CHARS = 1500  # of one expanded event
 _STRING_CHARS = 160  # longer strings (base64 audio, long prompts) are shortened in the log
 _AUDIO_FIELDS = frozenset({"audio", "delta"})
 

@@ -369,20 +369,23 @@ export default {
       const u = model.get("usage");
       usage.textContent = u.responses ? `${u.responses} responses · ${u.input_tokens} in / ${u.output_tokens} out tokens` : "";
     };
+    let wasConnected = connected();
     const draw = () => {
       const status = model.get("status");
       badge.textContent = status;
       badge.className = `badge ${status}`;
       connect.textContent = connected() ? "Disconnect" : "Connect";
       mic.textContent = audioPath.micOn ? "Stop mic" : "Start mic";
-      mic.disabled = model.get("transport") === "webrtc";
+      mic.disabled = !connected() || model.get("transport") === "webrtc";
       mode.value = model.get("mode");
       transport.value = model.get("transport");
       const ptt = model.get("mode") === "ptt";
       talk.style.display = ptt ? "" : "none";
       vadRow.style.display = ptt ? "none" : "";
       error.textContent = model.get("error");
-      if (!connected()) rtc.close();
+      const now = connected();
+      if (wasConnected && !now) { rtc.close(); audioPath.stopMic(); } // a session that ended stops the mic
+      wasConnected = now;
     };
     const traits = { events: drawLog, transcript: drawTranscript, usage: drawTranscript, status: draw, error: draw,
       mode: draw, transport: draw };

@@ -112,7 +112,9 @@ class RealtimeConsole(anywidget.AnyWidget):
         self._bridge = Bridge(gw)
         self._max_output_tokens = max_output_tokens
         self._view = ConversationView()
+        # the transcript at up to 1/update_interval per second; the log, a larger trait, at most 4/s
         self._throttle = Throttle(self._publish, update_interval)
+        self._log_throttle = Throttle(self._publish_log, max(update_interval, 0.25))
         self._commands: asyncio.Queue[tuple[Any, ...]] | None = None
         self._task: Any = None
         self._conn: AsyncRealtimeConnection | None = None
@@ -157,10 +159,6 @@ class RealtimeConsole(anywidget.AnyWidget):
     def disconnect(self) -> None:
         if self._task is not None:
             self._task.cancel()
-
-    @property
-    def is_connected(self) -> bool:
-        return self._task is not None and not self._task.done() and self.status not in ("connecting", "error")
 
     def say(self, text: str) -> None:
         """A typed user turn (text in, the answer spoken and transcribed); connects first if needed."""
@@ -207,8 +205,9 @@ class RealtimeConsole(anywidget.AnyWidget):
             self._command("session")
 
     def _command(self, *command: Any) -> None:
-        if self._commands is not None:
-            self._bridge.call(self._commands.put_nowait, command)
+        queue = self._commands  # None once the session ended: a live microphone does not pile up
+        if queue is not None:
+            self._bridge.call(queue.put_nowait, command)
 
     # -- the WebSocket session (everything below runs on the gateway's loop) ----------------------
     async def _run_websocket(self) -> None:
@@ -227,7 +226,7 @@ class RealtimeConsole(anywidget.AnyWidget):
         except GatewayError as exc:
             self._set(status="error", error=str(exc))
         finally:
-            self._conn = None
+            self._conn, self._commands = None, None
             with contextlib.suppress(Exception):
                 await conn.close()
             if self.status != "error":
@@ -301,6 +300,7 @@ class RealtimeConsole(anywidget.AnyWidget):
         elif kind == wire.ERROR:
             self._set(error=self._view.error)
         self._throttle.poke()
+        self._log_throttle.poke()
 
     def _forward_audio(self, raw: Mapping[str, Any]) -> None:
         """Model speech to the browser as a binary buffer (an event to play, not state to keep)."""
@@ -388,7 +388,7 @@ class RealtimeConsole(anywidget.AnyWidget):
         try:
             await self._send_forever()
         finally:
-            self._rtc_open = False
+            self._rtc_open, self._commands = False, None
             self._set(status="disconnected")
 
     def _on_rtc_event(self, event: dict[str, Any]) -> None:
@@ -406,7 +406,7 @@ class RealtimeConsole(anywidget.AnyWidget):
     # -- publishing -------------------------------------------------------------------------------
     def _note(self, direction: str, event: Mapping[str, Any]) -> None:
         self._view.note(direction, event)
-        self._throttle.poke()
+        self._log_throttle.poke()
 
     def _note_browser(self, event: Mapping[str, Any]) -> None:
         self._note("browser", event)
@@ -419,9 +419,10 @@ class RealtimeConsole(anywidget.AnyWidget):
 
     def _publish(self) -> None:
         view = self._view
-        self._bridge.post(self._apply, {"events": [dict(e) for e in view.log],
-                                        "transcript": [dict(e) for e in view.transcript],
-                                        "usage": dict(view.usage)})
+        self._bridge.post(self._apply, {"transcript": [dict(e) for e in view.transcript], "usage": dict(view.usage)})
+
+    def _publish_log(self) -> None:
+        self._bridge.post(self._apply, {"events": [dict(e) for e in self._view.log]})
 
     def _apply(self, values: Mapping[str, Any]) -> None:
         with self.hold_sync():
