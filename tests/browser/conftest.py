@@ -20,20 +20,22 @@ from typing import Any
 
 import httpx
 import pytest
-
-pytest.importorskip("playwright")
-pytest.importorskip("nbformat")
-pytest.importorskip("anywidget")
-if shutil.which("chromium") is None:
-    pytest.skip("Debian's chromium is not installed (make browser-deps)", allow_module_level=True)
-if shutil.which("jupyter-lab", path=str(Path(sys.executable).parent)) is None:
-    pytest.skip("jupyterlab is not installed (pip install -e '.[browser]')", allow_module_level=True)
-
 from labkit import CHROMIUM_FLAGS, LAB_SETTINGS, ROOT, Lab, free_port
 
 
 @pytest.fixture(scope="session")
-def lab(gateway: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def browser_stack() -> None:
+    """Skip (not fail) where the browser extra or Debian's chromium is missing, before any gateway starts."""
+    for module in ("playwright", "nbformat", "anywidget"):
+        pytest.importorskip(module, reason=f"{module} is not installed (pip install -e '.[browser,notebook]')")
+    if shutil.which("chromium") is None:
+        pytest.skip("Debian's chromium is not installed (make browser-deps)")
+    if shutil.which("jupyter-lab", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("jupyterlab is not installed (pip install -e '.[browser]')")
+
+
+@pytest.fixture(scope="session")
+def lab(browser_stack: None, gateway: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     base = tmp_path_factory.mktemp("lab")
     root, home = base / "notebooks", base / "home"
     root.mkdir()
@@ -77,7 +79,7 @@ def lab(gateway: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]
 
 
 @pytest.fixture
-def launch(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+def launch(browser_stack: None, tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """`launch(*extra_flags)`: a fresh Chromium context (its own user-data dir) and a page in it."""
     from playwright.sync_api import sync_playwright
 

@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "img"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -57,6 +55,8 @@ class Lab:
 
     def notebook(self, name: str, *sources: str) -> Path:
         """Write a notebook of code cells (a python3 kernel) into the Lab's root."""
+        import nbformat
+
         book = nbformat.v4.new_notebook()
         book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                        "language": "python"}

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from labkit import IMAGES, Lab, assert_no_secret, run_first_cell
+
+pytest.importorskip("playwright")
 from playwright.sync_api import expect
 
 OPEN_BOTH = """\

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 from labkit import Lab, assert_no_secret, microphone_wav, run_first_cell
+
+pytest.importorskip("playwright")
 from playwright.sync_api import expect
 
 pytest.importorskip("aiortc")

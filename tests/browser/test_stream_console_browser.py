@@ -6,7 +6,10 @@ import json
 import re
 from typing import Any
 
+import pytest
 from labkit import IMAGES, WIDGET_STATE, Lab, assert_no_secret, run_first_cell, wait_for
+
+pytest.importorskip("playwright")
 from playwright.sync_api import expect
 
 OPEN_CONSOLE = """\

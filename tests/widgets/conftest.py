@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("anywidget")
-
 from gwlab import Gateway
 
 

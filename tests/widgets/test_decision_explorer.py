@@ -6,6 +6,10 @@ import ast
 import json
 from typing import Any
 
+import pytest
+
+pytest.importorskip("anywidget")
+
 from widgetkit import DECIDE_MODEL
 
 from gwlab import Gateway

@@ -6,11 +6,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+pytest.importorskip("IPython")
+
 from widgetkit import PROMPT
 
 from gwlab import Gateway, magics
-
-pytest.importorskip("IPython")
 
 QUESTIONS_JSON = """{"urgent": {"type": "noul", "instructions": "Is this urgent?",
   "criteria": {"true": "needs action today", "false": "can wait"}}}"""

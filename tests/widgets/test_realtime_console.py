@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 import traitlets
+
+pytest.importorskip("anywidget")
+
 from widgetkit import REALTIME_MODEL, wait_until
 
 from gwlab import Gateway

@@ -6,6 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
+
+pytest.importorskip("anywidget")
+
 from widgetkit import PROMPT, TEXT_MODEL, CuttingTransport, wait_until
 
 from gwlab import Gateway

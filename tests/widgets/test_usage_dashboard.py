@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("anywidget")
+
 from widgetkit import PROMPT, TEXT_MODEL, wait_until
 
 from gwlab import Gateway

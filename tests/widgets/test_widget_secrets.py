@@ -7,6 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytest.importorskip("anywidget")
+
 from widgetkit import PROMPT, REALTIME_MODEL, TEXT_MODEL, wait_until
 
 import gwlab.widgets
