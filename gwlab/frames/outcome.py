@@ -100,24 +100,32 @@ class RunResult:
             jobs, first_rows = np.unique(row_job, return_index=True)
             first[first_rows[jobs >= 0]] = True
         text[(row_status == SENT) & ~first] = "duplicate"
+        # one row per request, every row answered (the common large case): the job arrays are the columns
+        identity = bool(ok_rows.all()) and len(per_job["__error"]) == len(row_job) and bool(
+            (row_job == np.arange(len(row_job))).all())
         columns: dict[str, Any] = {}
-        for name, values in per_job.items():
-            if len(values):
+        for name in list(per_job):
+            values = per_job.pop(name)  # released column by column: the peak holds one extra, not all
+            if identity:
+                column = values
+            elif len(values):
                 column = values[take]
             else:
                 column = np.full(len(row_job), None if values.dtype == object else np.nan, dtype=values.dtype)
-            if column.dtype == object:
+            if not ok_rows.all():
+                if column.dtype == object:
+                    column = column.copy()
+                    column[~ok_rows] = None
+                else:
+                    column = np.where(ok_rows, column, np.nan)
+            if name == "__error" and self.batch.row_errors:
                 column = column.copy()
-                column[~ok_rows] = None
-            else:
-                column = np.where(ok_rows, column, np.nan)
-            if name == "__error":
                 for position, message in self.batch.row_errors.items():
                     column[position] = message
             dtype = self.family.columns.get(name, META_COLUMNS.get(name, "float64"))
             columns[name] = _series(column, dtype, index)
         columns["__status"] = _series(text, "str", index)
-        return pd.DataFrame(columns, index=index)
+        return pd.DataFrame(columns, index=index, copy=False)  # no copy into one consolidated block
 
     def _combine(self, done: np.ndarray) -> dict[str, np.ndarray]:
         """Per job: answers of repeat 0 (or the mean over repeats), then spreads and meta."""
@@ -188,5 +196,5 @@ def _series(values: np.ndarray, dtype: str, index: pd.Index) -> pd.Series:
             cleaned = [None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values]
             return pd.Series(pd.array(cleaned, dtype="str"), index=index)
     if dtype == "object":
-        return pd.Series(values.astype(object), index=index, dtype=object)
-    return pd.Series(values.astype(dtype), index=index)
+        return pd.Series(values.astype(object, copy=False), index=index, dtype=object, copy=False)
+    return pd.Series(values.astype(dtype, copy=False), index=index, copy=False)
