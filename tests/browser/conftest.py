@@ -78,6 +78,14 @@ def lab(browser_stack: None, gateway: Any, tmp_path_factory: pytest.TempPathFact
     log.close()
 
 
+@pytest.fixture(autouse=True)
+def _kernels_stopped(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each browser test, its notebook's kernel is shut down (memory on a small machine)."""
+    yield
+    if "lab" in request.fixturenames:
+        request.getfixturevalue("lab").shutdown_kernels()
+
+
 @pytest.fixture
 def launch(browser_stack: None, tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """`launch(*extra_flags)`: a fresh Chromium context (its own user-data dir) and a page in it."""

@@ -65,6 +65,14 @@ class Lab:
         nbformat.write(book, path)
         return path
 
+    def shutdown_kernels(self) -> None:
+        """Stop every kernel (each test's notebook started one; a realtime one may still be connected)."""
+        import httpx
+
+        params = {"token": self.token}
+        for kernel in httpx.get(f"{self.url}/api/kernels", params=params, timeout=10).json():
+            httpx.delete(f"{self.url}/api/kernels/{kernel['id']}", params=params, timeout=30)
+
     def address(self, name: str) -> str:
         """The notebook alone in a fresh workspace (`reset`): no tab left open by an earlier test."""
         return f"{self.url}/lab/workspaces/{Path(name).stem}/tree/{name}?reset&token={self.token}"
