@@ -47,7 +47,8 @@ def test_connect_to_a_gateway_object_makes_it_the_session_gateway(shell: Any, gw
 
 
 def test_chat_cell_streams_the_answer_and_ends_with_a_usage_line(shell: Any, capsys: Any) -> None:
-    shell.run_cell_magic("gw", "chat --max-tokens 8 -o answer", PROMPT)
+    # a plain question: the gateway wraps it in its own Q/A prompt, and PROMPT's "A:" invites an empty answer
+    shell.run_cell_magic("gw", "chat --max-tokens 16 -o answer", "What is the capital of France?")
     lines = capsys.readouterr().out.strip().splitlines()
     stream = shell.user_ns["answer"]
     assert stream.complete and stream.text.strip()
