@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,48 +96,63 @@ def sequential(url: str, rows: list[str]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def timed(fn: Any, *args: Any) -> tuple[float, Any]:
-    started = time.perf_counter()
+def timed(fn: Any, *args: Any) -> tuple[float, float, Any]:
+    """(wall seconds, CPU seconds of this process, all threads, result)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     result = fn(*args)
-    return time.perf_counter() - started, result
+    return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
 def stub_part(args: argparse.Namespace) -> None:
     process, url = start_stub(args.latency)
+    rows, c = args.rows, args.concurrency
+    wall: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+
+    def note(name: str, seconds: float, cpu_seconds: float, n: int) -> None:
+        wall.setdefault(name, []).append(n / seconds)
+        cpu.setdefault(name, []).append(cpu_seconds / n * 1e6)
+
     try:
-        frame = pd.DataFrame({"text": texts(args.rows)})
-        ideal = args.concurrency / args.latency
-        results: dict[str, float] = {}
+        frame = pd.DataFrame({"text": texts(rows)})
         with Gateway(url, "bench-key") as gw:
+            def gwlab_run(checkpoint: Path | None = None) -> Any:
+                return frame.gw.decide("{text}", QUESTIONS, model=MODEL, gateway=gw, concurrency=c,
+                                       checkpoint=checkpoint, progress=False)
+
             frame.head(200).gw.decide("{text}", QUESTIONS, model=MODEL, gateway=gw, checkpoint=None,
-                                      progress=False, concurrency=args.concurrency)  # warm the pool
-            seconds, out = timed(lambda: frame.gw.decide(
-                "{text}", QUESTIONS, model=MODEL, gateway=gw, concurrency=args.concurrency, checkpoint=None,
-                progress=False))
-            assert out["__error"].isna().all() and out.run.sent == args.rows
-            results["gwlab df.gw.decide"] = args.rows / seconds
+                                      progress=False, concurrency=c)  # warm the pool
+            for _ in range(args.rounds):  # the two concurrent clients take turns, round after round
+                seconds, cpu_seconds, out = timed(gwlab_run)
+                assert out["__error"].isna().all() and out.run.sent == rows
+                note("gwlab df.gw.decide", seconds, cpu_seconds, rows)
+                seconds, cpu_seconds, hand = timed(
+                    lambda: asyncio.run(hand_written(url, list(frame["text"]), c)))
+                assert len(hand) == rows
+                note("httpx + semaphore (hand-written)", seconds, cpu_seconds, rows)
             with tempfile.TemporaryDirectory() as tmp:
-                seconds, out = timed(lambda: frame.gw.decide(
-                    "{text}", QUESTIONS, model=MODEL, gateway=gw, concurrency=args.concurrency,
-                    checkpoint=Path(tmp) / "c.sqlite", progress=False))
-            results["gwlab, with checkpoint"] = args.rows / seconds
-        seconds, hand = timed(lambda: asyncio.run(hand_written(url, list(frame["text"]), args.concurrency)))
-        assert len(hand) == args.rows
-        results["httpx + semaphore (hand-written)"] = args.rows / seconds
+                seconds, cpu_seconds, _ = timed(gwlab_run, Path(tmp) / "c.sqlite")
+            note("gwlab, with a SQLite checkpoint", seconds, cpu_seconds, rows)
         subset = list(frame["text"].head(args.sequential_rows))
-        seconds, _ = timed(sequential, url, subset)
-        results[f"sequential loop ({len(subset)} rows)"] = len(subset) / seconds
+        seconds, cpu_seconds, _ = timed(sequential, url, subset)
+        note(f"sequential httpx loop ({len(subset)} rows)", seconds, cpu_seconds, len(subset))
     finally:
         process.terminate()
         process.wait()
-    hand_rate = results["httpx + semaphore (hand-written)"]
-    seq_rate = results[f"sequential loop ({len(subset)} rows)"]
-    print(f"\n{args.rows} rows x {len(QUESTIONS)} questions, concurrency C={args.concurrency}, "
-          f"stub latency L={args.latency * 1000:.0f} ms, ideal C/L = {ideal:.0f} rows/s\n")
-    print("| client | rows/s | of C/L | vs hand-written | vs sequential |")
-    print("|---|---:|---:|---:|---:|")
-    for name, rate in results.items():
-        print(f"| {name} | {rate:.0f} | {rate / ideal:.2f} | {rate / hand_rate:.2f}x | {rate / seq_rate:.1f}x |")
+    ideal = c / args.latency
+    rate = {name: statistics.median(values) for name, values in wall.items()}
+    hand_rate = rate["httpx + semaphore (hand-written)"]
+    seq_rate = rate[f"sequential httpx loop ({len(subset)} rows)"]
+    print(f"\n{rows} rows x {len(QUESTIONS)} questions, concurrency C={c}, stub latency "
+          f"L={args.latency * 1000:.0f} ms, ideal C/L = {ideal:.0f} rows/s, median of {args.rounds} "
+          f"alternating rounds; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
+    print("| client | rows/s | of C/L | vs hand-written | vs sequential | client CPU per row |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, value in rate.items():
+        print(f"| {name} | {value:.0f} | {value / ideal:.2f} | {value / hand_rate:.2f}x | "
+              f"{value / seq_rate:.1f}x | {statistics.median(cpu[name]):.0f} µs |")
+    print("rounds (rows/s):", "; ".join(f"{name}: {', '.join(f'{v:.0f}' for v in values)}"
+                                       for name, values in wall.items()))
 
 
 def local_part(args: argparse.Namespace) -> None:
@@ -168,6 +185,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.05, help="stub latency in seconds")
     parser.add_argument("--sequential-rows", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--local-rows", type=int, default=60)
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--skip-stub", action="store_true")
