@@ -191,11 +191,12 @@ class Runner:
             if estimate and tokens_in > estimate:
                 self.factor *= tokens_in / estimate
             self.limiter.settle(estimate, tokens_in)
+            self._store(result, job, repeat, reply.data, reply.request_id, tokens_in, tokens_out, SENT)
+            counters["sent"] += 1
             if self.checkpoint is not None:
                 self.checkpoint.put(key, family.endpoint, family.model, reply.text or canonical(reply.data),
                                     reply.request_id, tokens_in, tokens_out)
-            self._store(result, job, repeat, reply.data, reply.request_id, tokens_in, tokens_out, SENT)
-            counters["sent"] += 1
+                await asyncio.sleep(0)  # let the flush (scheduled first) commit before this worker sends again
         except asyncio.CancelledError:
             raise
         except Exception as exc:
