@@ -55,3 +55,13 @@ NBVAL := env -u GWLAB_BASE_URL -u GWLAB_API_KEY $(BIN)/pytest -q -p no:cacheprov
 notebooks: setup
 	$(BIN)/ruff check notebooks
 	$(NBVAL) notebooks/
+
+# The documentation site (mkdocs-material + mkdocstrings), strict: any warning fails. Output in site/.
+.PHONY: docs binder-check
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# Binder's environment rebuilt from binder/requirements.txt in a fresh venv, then notebooks 01-03 run in
+# it (~10 min; too slow for every `make test`): see docs/binder.md
+binder-check: setup
+	GWLAB_BINDER_CHECK=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/test_binder_env.py
