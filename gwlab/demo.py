@@ -108,10 +108,11 @@ def summary(results: Mapping[str, dict[str, Any]], elapsed: float) -> str:
         for question, value in accuracy.items():
             lines.append(f"  {question:10} {value:8.3f}   {before.get(question, float('nan')):.3f} -> "
                          f"{after_t.get(question, float('nan')):.3f} / {after_i.get(question, float('nan')):.3f}")
-    threshold = evaluation.get("urgent_threshold_cost_4to1")
-    if threshold:
-        lines.append(f"  urgent at P >= {threshold['threshold']:.2f} (cost 4:1): recall {threshold['recall']:.2f}, "
-                     f"precision {threshold['precision']:.2f}, escalating {threshold['escalated']:.0%}")
+    for key, rule in (("urgent_threshold_cost_4to1", "cost 4:1"), ("urgent_threshold_best_f1", "best F1")):
+        threshold = evaluation.get(key)
+        if threshold:
+            lines.append(f"  urgent at P >= {threshold['threshold']:.2f} ({rule}): recall {threshold['recall']:.2f}, "
+                         f"precision {threshold['precision']:.2f}, escalating {threshold['escalated']:.0%}")
     if "chat_agreement_kappa" in evaluation:
         lines.append(f"  text model vs decisions on 20 rows: kappa {evaluation['chat_agreement_kappa']:.3f}")
     if scale:
