@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse
 
 from gwlab.errors import InvalidRequest
 from gwlab.local.body import BodyTooLarge
+from gwlab.local.cors import BrowserAccess
 from gwlab.local.errors import APIError, error_response
 from gwlab.local.ratelimit import RateLimiter
 from gwlab.local.request_log import RequestContext
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
             module.setup(app)
     _install_error_handlers(app)
     app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(BrowserAccess)  # outermost: a preflight is answered before anything else runs
     return app
 
 
