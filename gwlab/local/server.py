@@ -34,8 +34,15 @@ def base_url(sock: socket.socket) -> str:
 
 def _config(app: object) -> uvicorn.Config:
     # no access log: the gateway keeps its own request log, which never holds a header or a body
-    return uvicorn.Config(app, log_level="warning", access_log=False, ws="websockets", lifespan="on",
+    return uvicorn.Config(app, log_level="warning", access_log=False, ws=_websocket_protocol(), lifespan="on",
                           timeout_keep_alive=30)
+
+
+def _websocket_protocol() -> str:
+    """websockets' Sans-I/O layer where this uvicorn has it (its legacy layer warns of deprecation)."""
+    from uvicorn.config import WS_PROTOCOLS
+
+    return "websockets-sansio" if "websockets-sansio" in WS_PROTOCOLS else "websockets"
 
 
 def serve(host: str = "127.0.0.1", port: int = 0, settings: Settings | None = None) -> None:
