@@ -49,11 +49,12 @@ def start_gateway(db: str) -> tuple[subprocess.Popen[str], str, str]:
     return process, process.stdout.readline().strip(), key
 
 
-async def turn(ws: websockets.ClientConnection, question: str) -> dict[str, float]:
-    """One spoken question; seconds from the end of speech to each milestone."""
+async def turn(ws: websockets.ClientConnection, question: str) -> tuple[dict[str, float], str]:
+    """One spoken question: seconds from the end of speech to each milestone, and the answer's transcript."""
     pcm, rate = get_speaker().speak(question, "alloy")
     speech = audio.resample_pcm16(pcm, rate, RATE)
     marks: dict[str, float] = {}
+    answer: list[str] = []
     end_of_speech = 0.0
     done = asyncio.Event()
 
@@ -67,6 +68,8 @@ async def turn(ws: websockets.ClientConnection, question: str) -> dict[str, floa
                      "response.audio_transcript.done": "text_done"}
             if kind in names and names[kind] not in marks:
                 marks[names[kind]] = now
+            if kind == "response.audio_transcript.done":
+                answer.append(event["transcript"])
             if kind == "error":
                 raise RuntimeError(event["error"])
             if kind == "response.done":
@@ -84,7 +87,7 @@ async def turn(ws: websockets.ClientConnection, question: str) -> dict[str, floa
             end_of_speech = time.perf_counter()
         await asyncio.sleep(max(0.0, started + sent / 2 / RATE - time.perf_counter()))
     await listener
-    return {name: at - end_of_speech for name, at in marks.items()}
+    return {name: at - end_of_speech for name, at in marks.items()}, " ".join(answer)
 
 
 async def run(turns: int, silence_ms: int) -> list[dict[str, float]]:
@@ -100,10 +103,11 @@ async def run(turns: int, silence_ms: int) -> list[dict[str, float]]:
                     "turn_detection": {"type": "server_vad", "silence_duration_ms": silence_ms}}}))
                 results = []
                 for i in range(turns + 1):
-                    result = await turn(ws, QUESTIONS[i % len(QUESTIONS)])
+                    result, answer = await turn(ws, QUESTIONS[i % len(QUESTIONS)])
                     if i:  # the first turn loads Whisper and Gemma
                         results.append(result)
-                        print(f"turn {i}: " + "  ".join(f"{k} {v:.2f}s" for k, v in result.items()), flush=True)
+                        print(f"turn {i}: " + "  ".join(f"{k} {v:.2f}s" for k, v in result.items())
+                              + f"  {answer[:60]!r}", flush=True)
             return results
         finally:
             process.terminate()

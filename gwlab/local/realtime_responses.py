@@ -144,7 +144,7 @@ class Responses:
         else:
             mode = ToolChoice(choice if tools else "none")
         return Plan(max_tokens=INF_TOKENS if limit == "inf" else limit, temperature=options["temperature"],
-                    tools=tools, choice=mode, call_prefix="call_")
+                    tools=tools, choice=mode, call_prefix="call_", reuse_prefix=True)
 
     def _cancel(self, response: ActiveResponse, reason: str) -> None:
         if response.task is not None and not response.done:
@@ -264,8 +264,8 @@ class Responses:
         if not breaks and len(pending) > _LONG_CLAUSE:
             breaks = list(_FIRST_BREAK.finditer(pending))
         cut = breaks[-1].end() if breaks else 0
-        if not cut and not response.audio_started and len(pending.lstrip().split(" ")) > _FIRST_WORDS:
-            cut = pending.rstrip().rfind(" ") + 1
+        if not cut and not response.audio_started and len(pending.split()) > _FIRST_WORDS:
+            cut = max(pending.rstrip().rfind(" "), pending.rstrip().rfind("\n")) + 1
         if cut:
             clause, response.pending = response.pending[:cut], response.pending[cut:]
             await self._speak(response, clause)

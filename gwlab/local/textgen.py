@@ -123,6 +123,7 @@ class Plan:
     schema: dict[str, Any] | None = None  # structured text output
     call_prefix: str = "call_"
     grammars: dict[str, str] = field(default_factory=dict)  # filled by `prepare`
+    reuse_prefix: bool = False  # GenerationRequest.reuse_prefix: for conversations that grow turn by turn
 
 
 # --- events --------------------------------------------------------------------------------------------
@@ -455,7 +456,8 @@ def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, gra
 
     def attempt(seed: int | None) -> Iterator[tuple[str, str | None, str | None]]:
         request = GenerationRequest(prompt=prompt, max_tokens=plan.max_tokens, temperature=plan.temperature,
-                                    stop=() if grammar else tuple(default_stop()), seed=seed, grammar=grammar)
+                                    stop=() if grammar else tuple(default_stop()), seed=seed, grammar=grammar,
+                                    reuse_prefix=plan.reuse_prefix)
         used = GenerationUsage()
         try:
             with contextlib.closing(generator.stream(request, used)) as stream:

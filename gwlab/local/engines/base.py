@@ -49,6 +49,9 @@ class GenerationRequest:
     stop: Sequence[str] = field(default_factory=tuple)
     seed: int | None = None
     grammar: str | None = None  # GBNF, e.g. from a JSON schema, to force well-formed output
+    # evaluate only what differs from the engine's cached prompt: a much sooner first token in a growing
+    # conversation, but a seeded request is then no longer reproducible (the cached logits differ slightly)
+    reuse_prefix: bool = False
 
 
 class TextGenerator(Protocol):

@@ -147,9 +147,10 @@ class GemmaGenerator:
         stops = [s for s in request.stop if s]
         seed = request.seed if request.seed is not None else int.from_bytes(os.urandom(4), "little")
         with _generate_lock:
-            # re-evaluate the whole prompt: llama.cpp's reuse of a cached prefix shifts the logits
-            # slightly, so the same seed (even greedy decoding) gave a different text the second time
-            llm.reset()
+            # re-evaluate the whole prompt unless asked not to: llama.cpp's reuse of a cached prefix shifts
+            # the logits slightly, so the same seed (even greedy decoding) gave a different text the second time
+            if not request.reuse_prefix:
+                llm.reset()
             llm.set_seed(seed)
             tokens: list[int] = []
             text, sent, finish = "", 0, "length"
@@ -167,7 +168,8 @@ class GemmaGenerator:
                 if cut is not None:
                     text, finish = text[:cut], "stop"
                     break
-                if len(tokens) >= budget:
+                if len(tokens) >= budget:  # out of tokens: a tail that began a stop sequence ("\nQ") goes
+                    text = text[:max(sent, len(text) - _held_back(text, stops))]
                     break
                 safe = len(text) - _held_back(text, stops)
                 if safe > sent:

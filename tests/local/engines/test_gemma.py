@@ -81,6 +81,17 @@ def test_a_stop_sequence_ends_the_answer_with_stop_and_is_not_returned(generator
     assert not any(s in text for s in default_stop())
 
 
+def test_an_answer_cut_by_max_tokens_never_ends_with_the_start_of_a_stop_sequence(
+        generator: GemmaGenerator) -> None:
+    # greedy, this prompt continues " 12\nQ: ...": with 4 or 5 tokens the tail "\n" / "\nQ" began "\nQ:"
+    prompt = "Q: What is 2+2?\nA: 4\nQ: What is 3+3?\nA: 6\nQ: What is 4+4?\nA:"
+    for budget in range(3, 7):
+        pieces, _ = run(generator, GenerationRequest(prompt, max_tokens=budget, temperature=0.0,
+                                                     stop=default_stop()))
+        text = "".join(p.text for p in pieces)
+        assert not any(text.endswith(stop[:n]) for stop in default_stop() for n in range(1, len(stop))), text
+
+
 def test_the_same_seed_gives_the_same_text(generator: GemmaGenerator) -> None:
     request = GenerationRequest(STORY, max_tokens=12, temperature=0.9, seed=1234)
     first = generator.complete(request).text
