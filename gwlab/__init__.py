@@ -4,7 +4,8 @@
     gw = gwlab.connect()     # GWLAB_BASE_URL + GWLAB_API_KEY, else the embedded local gateway
     gw.models(); gw.chat("Hello", model=...); gw.usage
 
-Importing gwlab stays light (no pandas, no server): those load when first used.
+Importing gwlab registers `df.gw` (so pandas loads) but stays light otherwise: the embedded gateway,
+its models, the widgets and jsonschema load when first used.
 """
 
 from __future__ import annotations

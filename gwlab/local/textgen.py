@@ -25,7 +25,6 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
 from starlette.concurrency import run_in_threadpool
 
 from gwlab.errors import InvalidRequest
@@ -168,6 +167,8 @@ def check_schema(schema: Any, param: str) -> dict[str, Any]:
     """A JSON Schema object, or a 400 naming where it sits."""
     if not isinstance(schema, dict):
         raise APIError(400, f"'{param}' must be a JSON Schema object", param=param)
+    import jsonschema  # imported when used: see gwlab/wire/tools.py
+
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -314,6 +315,8 @@ def valid_json(text: str, schema: dict[str, Any]) -> bool:
         value = json.loads(text)
     except ValueError:
         return False
+    import jsonschema
+
     return jsonschema.validators.validator_for(schema)(schema).is_valid(value)
 
 

@@ -13,14 +13,17 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import SchemaError, ValidationError, best_match
+from typing import TYPE_CHECKING, Any
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire import decisions
 from gwlab.wire.limits import MAX_CHOICE_OPTIONS, MIN_CHOICE_OPTIONS, TOOL_NAME_PATTERN
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+
+# jsonschema is imported where a schema is checked, not here: where rfc3987-syntax is installed (Jupyter
+# brings it) importing jsonschema builds a grammar and costs ~1.3 s, which every `import gwlab` would pay
 
 __all__ = [
     "NO_TOOL",
@@ -121,8 +124,10 @@ def _check_schema(schema: Any, path: str) -> dict[str, Any]:
         raise InvalidRequest(path, "must be a JSON schema object")
     if schema.get("type", "object") != "object":
         raise InvalidRequest(f"{path}.type", "arguments are a JSON object: the type must be 'object'")
+    from jsonschema import SchemaError, validators
+
     try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
+        validators.validator_for(schema).check_schema(schema)
     except SchemaError as exc:
         raise InvalidRequest(path, f"not a valid JSON schema: {_short(exc.message)}") from None
     return dict(schema)
@@ -222,8 +227,11 @@ def validate_arguments(
         raise InvalidRequest(path, f"must be a JSON string or an object; got {type(arguments).__name__}")
     if not isinstance(value, dict):
         raise InvalidRequest(path, f"the arguments of tool {spec.name!r} must be a JSON object")
+    from jsonschema import SchemaError, validators
+    from jsonschema.exceptions import best_match
+
     try:
-        validator = jsonschema.validators.validator_for(spec.parameters)(spec.parameters)
+        validator = validators.validator_for(spec.parameters)(spec.parameters)
         error = best_match(validator.iter_errors(value))
     except SchemaError as exc:
         message = f"not a valid JSON schema: {_short(exc.message)}"
