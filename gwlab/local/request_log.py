@@ -55,6 +55,9 @@ class RequestContext:
             elif message["type"] == "websocket.accept":
                 status = 101
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
+            elif message["type"] == "websocket.http.response.start":  # a handshake refused with a body
+                status = message["status"]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 # logged before the last chunk leaves: once a client holds a whole answer, the log has it
                 self._log(scope, state, status, started)
@@ -65,7 +68,7 @@ class RequestContext:
         try:
             await self.app(scope, capped_receive, tracked_send)
         finally:
-            if scope["type"] == "websocket":
+            if scope["type"] == "websocket":  # no status: closed before accepting, which servers send as 403
                 self._log(scope, state, status or 403, started)
             else:  # a stream the client cut, or a crash answered outside this middleware: logged all the same
                 self._log(scope, state, status or 500, started)

@@ -8,7 +8,9 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
 from gatewaykit import RunningGateway
+from websockets.sync.client import connect
 
 SECRET_STATE = "the-customer-said-zebra-umbrella-47"  # a marker: the log must never hold a request's input
 
@@ -100,6 +102,16 @@ def test_refused_requests_are_logged_too(gateway: RunningGateway, method: str, p
     assert row["input_tokens"] is None and row["output_tokens"] is None
     if status == 401:
         assert row["key_id"] is None
+
+
+def test_a_refused_realtime_handshake_is_logged_with_the_status_the_client_saw(gateway: RunningGateway) -> None:
+    url = f"{gateway.base_url.replace('http', 'ws', 1)}/realtime?model=local/realtime-gemma-3-270m"
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        connect(url, additional_headers={"Authorization": "Bearer not-a-key", "OpenAI-Beta": "realtime=v1"}).close()
+    response = refused.value.response
+    row = _row(gateway, response.headers["x-request-id"])
+    assert response.status_code == row["status"] == 401
+    assert row["method"] == "WS" and row["key_id"] is None
 
 
 def test_every_request_gets_its_own_id(gateway: RunningGateway) -> None:
