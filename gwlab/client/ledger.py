@@ -18,6 +18,8 @@ from contextvars import ContextVar
 from dataclasses import astuple, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from gwlab.client._ledger_columns import Columns
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -62,6 +64,9 @@ class LedgerEntry:
 
 
 COLUMNS = tuple(f.name for f in fields(LedgerEntry))
+# how each field is kept in memory (gwlab/client/_ledger_columns.py)
+_KINDS = {"time": "float", "latency_s": "float", "status": "int", "input_tokens": "int", "output_tokens": "int",
+          "retries": "int", "streamed": "bool", "complete": "bool", "request_id": "text"}
 _INSERT = f"INSERT INTO calls VALUES ({', '.join('?' * len(COLUMNS))})"
 _SQL_TYPES = {"time": "REAL", "latency_s": "REAL", "status": "INTEGER", "input_tokens": "INTEGER",
               "output_tokens": "INTEGER", "retries": "INTEGER", "streamed": "INTEGER", "complete": "INTEGER"}
@@ -93,7 +98,7 @@ class Ledger:
     """Every call of one gateway; thread-safe, since the sync facade records on its loop thread."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self._rows: list[LedgerEntry] = []
+        self._rows = Columns(LedgerEntry, [(name, _KINDS.get(name, "label")) for name in COLUMNS])
         self._realtime_errors: list[RealtimeErrorEntry] = []
         self._lock = threading.Lock()
         self.path = os.fspath(path) if path is not None else None
@@ -108,9 +113,10 @@ class Ledger:
 
     def add(self, entry: LedgerEntry) -> None:
         with self._lock:
-            self._rows.append(entry)
+            values = astuple(entry)
+            self._rows.append(values)
             if self._db is not None:
-                self._db.execute(_INSERT, astuple(entry))
+                self._db.execute(_INSERT, values)
 
     def record(self, **values: Any) -> LedgerEntry:
         """Add a row from keyword values (unknown keys are refused, so nothing else slips in)."""
@@ -135,7 +141,7 @@ class Ledger:
     def entries(self) -> list[LedgerEntry]:
         """Rows of this session (the SQLite file may hold older ones: see `to_frame`)."""
         with self._lock:
-            return list(self._rows)
+            return self._rows.rows()
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -145,10 +151,11 @@ class Ledger:
         import pandas as pd  # pandas costs ~0.3 s to import: only when a frame is asked for
 
         with self._lock:
-            if self._db is not None:
-                rows = self._db.execute(f"SELECT {', '.join(COLUMNS)} FROM calls ORDER BY time").fetchall()
-            else:
-                rows = [astuple(entry) for entry in self._rows]
+            if self._db is None:
+                frame = pd.DataFrame(self._rows.to_dict())
+                frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
+                return frame
+            rows = self._db.execute(f"SELECT {', '.join(COLUMNS)} FROM calls ORDER BY time").fetchall()
         frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
         frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
         for name in ("streamed", "complete"):

@@ -52,3 +52,41 @@ async def test_sqlite_ledger_keeps_rows_across_sessions(make_gateway, tmp_path):
 def test_empty_ledger_gives_an_empty_frame_with_the_columns():
     frame = Ledger().to_frame()
     assert frame.empty and list(frame.columns) == list(COLUMNS)
+
+
+def _entry(i: int, **overrides: object) -> dict[str, object]:
+    return {"time": 1_800_000_000.0 + i, "method": "POST", "path": "/decisions", "family": "decisions",
+            "model": "local/decide-e5-small", "status": 200, "request_id": f"req_{i:024x}", "latency_s": 0.05,
+            "input_tokens": 400 + i % 50, "output_tokens": 0, **overrides}
+
+
+def test_rows_come_back_exactly_as_recorded_missing_values_included() -> None:
+    ledger = Ledger()
+    recorded = [ledger.record(**_entry(0)),
+                ledger.record(**_entry(1, status=None, request_id=None, model=None, input_tokens=None,
+                                       error="ConnectionFailed", complete=False, run="night batch")),
+                ledger.record(**_entry(2, request_id="req_é", streamed=True, complete=None, retries=3)),
+                ledger.record(**_entry(3))]
+    assert ledger.entries() == recorded
+    frame = ledger.to_frame()
+    assert frame["request_id"].isna().tolist() == [False, True, False, False]
+    assert frame.loc[2, "request_id"] == "req_é" and frame.loc[3, "request_id"] == f"req_{3:024x}"
+    assert frame["input_tokens"].isna().tolist() == [False, True, False, False]
+    assert frame["complete"].isna().tolist() == [True, False, True, True] and not frame.loc[1, "complete"]
+    assert frame["run"].tolist()[1] == "night batch" and frame["retries"].tolist() == [0, 0, 3, 0]
+
+
+def test_a_call_costs_the_in_memory_ledger_about_a_hundred_bytes() -> None:
+    # a million-row batch records a million calls: one object per call held ~340 bytes each
+    import tracemalloc
+
+    ledger, calls = Ledger(), 20_000
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(calls):
+            ledger.record(**_entry(i))
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held / calls < 150
