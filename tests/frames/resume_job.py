@@ -9,6 +9,7 @@ import pandas as pd
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import Gateway
+from gwlab.frames.limiter import TokenBucket
 
 QUESTIONS = {"urgent": {"type": "noul", "instructions": "Is this urgent?"},
              "team": {"type": "choice", "criteria": {"billing": "payments and invoices", "tech": "bugs"}}}
@@ -21,8 +22,11 @@ def frame(rows: int) -> pd.DataFrame:
 def main() -> None:
     checkpoint, rows, rpm = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     with Gateway(os.environ["GWLAB_BASE_URL"], os.environ["GWLAB_API_KEY"]) as gw:
+        # paced from the first row (the default burst of 10 s of quota would send all 60 rows at once, and a
+        # fast engine could finish them before the test gets to kill the run)
+        limiter = TokenBucket(rpm, burst=0.5) if rpm else None
         out = frame(rows).gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint, concurrency=4,
-                                    requests_per_minute=rpm or None, progress=False)
+                                    limiter=limiter, progress=False)
         print(out.run.text(), flush=True)
 
 
