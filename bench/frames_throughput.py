@@ -5,7 +5,9 @@
 
 Part 1 (loopback stub, bench/frames_stub.py, a subprocess): rows/s of
   - gwlab: `df.gw.decide(...)` (no checkpoint, then with a SQLite checkpoint),
-  - a hand-written httpx.AsyncClient + asyncio.Semaphore(C) loop building the same tidy columns,
+  - a hand-written AsyncOpenAI + asyncio.Semaphore(C) loop building the same tidy columns (the openai
+    SDK has no decisions resource, so the loop posts through the client's generic `post`),
+  - the same loop on a bare httpx.AsyncClient (the SDK's own overhead taken out),
   - a naive sequential loop (httpx.Client), on a subset, since it needs rows x L seconds,
 as a fraction of the ideal C / L and as ratios to one another.
 Part 2 (the real embedded gateway): input tokens per row with the three questions packed in one
@@ -34,6 +36,7 @@ from gwlab.client.gateway import Gateway
 
 HERE = Path(__file__).parent
 MODEL = "local/decide-e5-small"
+PEER = "AsyncOpenAI + semaphore (hand-written)"
 QUESTIONS = {k: v for k, v in json.loads((HERE / "data" / "decisions_questions.json").read_text()).items()
              if k in ("urgent", "team", "severity")}
 
@@ -86,6 +89,23 @@ async def hand_written(url: str, rows: list[str], concurrency: int) -> pd.DataFr
     return pd.DataFrame.from_records(records)
 
 
+async def openai_loop(url: str, rows: list[str], concurrency: int) -> pd.DataFrame:
+    from openai import AsyncOpenAI
+
+    semaphore = asyncio.Semaphore(concurrency)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with AsyncOpenAI(base_url=url, api_key="bench", max_retries=2, timeout=60,
+                           http_client=httpx.AsyncClient(limits=limits)) as client:
+        async def one(text: str) -> dict[str, Any]:
+            async with semaphore:
+                data = await client.post("/decisions", cast_to=object,
+                                         body={"model": MODEL, "state": text, "questions": QUESTIONS})
+                return flatten(data)
+
+        records = await asyncio.gather(*(one(t) for t in rows))
+    return pd.DataFrame.from_records(records)
+
+
 def sequential(url: str, rows: list[str]) -> pd.DataFrame:
     with httpx.Client(base_url=url, headers={"authorization": "Bearer bench"}, timeout=60) as client:
         records = []
@@ -130,6 +150,10 @@ def stub_part(args: argparse.Namespace) -> None:
                     lambda: asyncio.run(hand_written(url, list(frame["text"]), c)))
                 assert len(hand) == rows
                 note("httpx + semaphore (hand-written)", seconds, cpu_seconds, rows)
+                seconds, cpu_seconds, hand = timed(
+                    lambda: asyncio.run(openai_loop(url, list(frame["text"]), c)))
+                assert len(hand) == rows and hand["urgent__noul"].tolist() == out["urgent__noul"].tolist()
+                note(PEER, seconds, cpu_seconds, rows)
             with tempfile.TemporaryDirectory() as tmp:
                 seconds, cpu_seconds, _ = timed(gwlab_run, Path(tmp) / "c.sqlite")
             note("gwlab, with a SQLite checkpoint", seconds, cpu_seconds, rows)
@@ -141,12 +165,12 @@ def stub_part(args: argparse.Namespace) -> None:
         process.wait()
     ideal = c / args.latency
     rate = {name: statistics.median(values) for name, values in wall.items()}
-    hand_rate = rate["httpx + semaphore (hand-written)"]
+    hand_rate = rate[PEER]
     seq_rate = rate[f"sequential httpx loop ({len(subset)} rows)"]
     print(f"\n{rows} rows x {len(QUESTIONS)} questions, concurrency C={c}, stub latency "
           f"L={args.latency * 1000:.0f} ms, ideal C/L = {ideal:.0f} rows/s, median of {args.rounds} "
           f"alternating rounds; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
-    print("| client | rows/s | of C/L | vs hand-written | vs sequential | client CPU per row |")
+    print("| client | rows/s | of C/L | vs AsyncOpenAI loop | vs sequential | client CPU per row |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, value in rate.items():
         print(f"| {name} | {value:.0f} | {value / ideal:.2f} | {value / hand_rate:.2f}x | "
