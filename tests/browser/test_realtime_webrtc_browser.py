@@ -35,7 +35,7 @@ def test_direct_webrtc_session_hears_the_microphone_with_an_ephemeral_token(lab:
     path = lab.notebook("realtime_webrtc.ipynb", OPEN_CONSOLE)
     wav = microphone_wav(tmp_path / "question.wav")
     page = launch("--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                  f"--use-file-for-fake-audio-capture={wav}", "--disable-web-security")
+                  f"--use-file-for-fake-audio-capture={wav}")
     tokens: list[str] = []
     page.on("request", lambda r: tokens.append(r.headers.get("authorization", "")) if "/realtime?" in r.url else None)
     run_first_cell(page, lab, path.name)
