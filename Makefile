@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo test lint lab bench clean browser-deps
+.PHONY: setup demo test lint lab bench clean browser-deps screenshots
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,10 @@ test: setup browser-deps
 	$(BIN)/ruff check gwlab tests bench
 	$(BIN)/pytest -q -p no:cacheprovider
 	$(MAKE) --no-print-directory notebooks
+
+# the widget screenshots in docs/img, retaken in JupyterLab + chromium (plain test runs write them to a temp dir)
+screenshots: setup browser-deps
+	GWLAB_SCREENSHOTS=1 $(BIN)/pytest -q -p no:cacheprovider tests/browser
 
 lint: setup
 	$(BIN)/ruff check gwlab tests bench

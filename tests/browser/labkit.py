@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +17,16 @@ IMAGES = ROOT / "docs" / "img"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--autoplay-policy=no-user-gesture-required"]
+
+
+def image(name: str) -> Path:
+    """Where a screenshot goes: docs/img under GWLAB_SCREENSHOTS=1 (`make screenshots`), else a temp
+    folder, so that running the tests never rewrites the documentation's images."""
+    folder = IMAGES if os.environ.get("GWLAB_SCREENSHOTS") == "1" else Path(tempfile.gettempdir()) / "gwlab-shots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
 # JupyterLab settings for a quiet, reproducible page: no news toast, widget state saved with the notebook
 LAB_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings":

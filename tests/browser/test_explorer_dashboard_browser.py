@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from labkit import IMAGES, Lab, assert_no_secret, run_first_cell
+from labkit import Lab, assert_no_secret, image, run_first_cell
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
@@ -47,7 +47,6 @@ def test_explorer_runs_edited_questions_and_the_dashboard_shows_the_call(lab: La
     expect(dashboard.locator("tbody tr").first).to_contain_text("/decisions", timeout=60_000)
     expect(dashboard.locator("[data-role=summary]")).to_contain_text("4 calls", timeout=30_000)
     expect(dashboard.locator("[data-role=plot]")).to_be_visible(timeout=60_000)
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    explorer.screenshot(path=str(IMAGES / "decision_explorer.png"))
-    dashboard.screenshot(path=str(IMAGES / "usage_dashboard.png"))
+    explorer.screenshot(path=str(image("decision_explorer.png")))
+    dashboard.screenshot(path=str(image("usage_dashboard.png")))
     assert_no_secret(page, gateway.api_key)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labkit import IMAGES, Lab, assert_no_secret, microphone_wav, run_first_cell
+from labkit import Lab, assert_no_secret, image, microphone_wav, run_first_cell
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
@@ -56,6 +56,5 @@ def test_spoken_question_is_transcribed_answered_and_played(lab: Lab, launch: An
     assert events.locator("details[data-dir=server][data-type='response.audio.delta']").count() >= 1
     with contextlib.suppress(AssertionError):  # for the docs picture only: a turn the loop did not cut short
         expect(console.locator("[data-role=usage]")).not_to_contain_text(" 0 out ", timeout=60_000)
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    console.screenshot(path=str(IMAGES / "realtime_console.png"))
+    console.screenshot(path=str(image("realtime_console.png")))
     assert_no_secret(page, gateway.api_key)

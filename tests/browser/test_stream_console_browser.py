@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from labkit import IMAGES, WIDGET_STATE, Lab, assert_no_secret, run_first_cell, wait_for
+from labkit import WIDGET_STATE, Lab, assert_no_secret, image, run_first_cell, wait_for
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
@@ -17,7 +17,7 @@ import gwlab
 from gwlab.widgets import StreamConsole
 
 gw = gwlab.connect()  # GWLAB_BASE_URL and GWLAB_API_KEY come from the server's environment
-StreamConsole(gw, model="local/gemma-3-270m", max_tokens=24)
+StreamConsole(gw, model="local/gemma-3-270m", max_tokens=24, temperature=0)
 """
 
 
@@ -27,7 +27,8 @@ def test_typed_prompt_streams_an_answer_into_the_page(lab: Lab, launch: Any, gat
     run_first_cell(page, lab, path.name)
     console = page.locator(".gwlab-sc")
     console.wait_for(timeout=180_000)
-    console.locator("[data-role=prompt]").fill("Q: What is the capital of France?\nA:")
+    # greedy: a sampled answer of a 270M base model is sometimes empty (it stops at once)
+    console.locator("[data-role=prompt]").fill("What is the capital of France?")
     console.locator("[data-role=send]").click()
     status, answer = console.locator("[data-role=status]"), console.locator("[data-role=answer]")
     ended = re.compile(r"^(completed|stopped|interrupted|incomplete|failed|error)$")
@@ -37,8 +38,7 @@ def test_typed_prompt_streams_an_answer_into_the_page(lab: Lab, launch: Any, gat
     expect(answer).not_to_be_empty()
     assert console.locator("[data-role=usage]").text_content().startswith("usage: ")
     assert console.locator("[data-role=incomplete]").count() == 0
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    console.screenshot(path=str(IMAGES / "stream_console.png"))
+    console.screenshot(path=str(image("stream_console.png")))
     assert_no_secret(page, gateway.api_key)
 
     page.keyboard.press("Control+s")  # widget state is saved into the notebook (saveState): still no key
