@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import pandas as pd
@@ -20,6 +21,9 @@ def frame(rows: int) -> pd.DataFrame:
 
 
 def main() -> None:
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal or a kernel, even when this process was started from
+    # a background job, which inherits SIGINT ignored (a CI runner's `cmd &`: the run then ignored the test)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     checkpoint, rows, rpm = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     with Gateway(os.environ["GWLAB_BASE_URL"], os.environ["GWLAB_API_KEY"]) as gw:
         # paced from the first row (the default burst of 10 s of quota would send all 60 rows at once, and a
