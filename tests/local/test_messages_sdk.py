@@ -39,8 +39,10 @@ def test_message_is_a_text_block_with_usage_and_request_id(client) -> None:
 
 
 def test_max_tokens_ends_with_stop_reason_max_tokens(client) -> None:
+    # a prefilled list to continue: a sampled answer (2026-10-21 takes no temperature) could otherwise end at once
     m = client.messages.create(model=MODEL, max_tokens=2,
-                               messages=[{"role": "user", "content": "List twenty animals, one per line."}])
+                               messages=[{"role": "user", "content": "List twenty animals, one per line."},
+                                         {"role": "assistant", "content": "1. Dog\n2. Cat\n3."}])
     assert m.stop_reason == "max_tokens" and m.usage.output_tokens == 2
 
 

@@ -269,7 +269,9 @@ async def test_browser_subprotocols_authenticate_and_are_answered_with_realtime(
     protocols = ["realtime", f"openai-insecure-api-key.{gateway.api_key}", "openai-beta.realtime-v1"]
     async with connect(gateway, headers={}, subprotocols=protocols) as rt:
         assert rt.ws.subprotocol == "realtime"
-        assert (await rt.turn("Hi!"))[-2]["response"]["status"] == "completed"
+        done = (await rt.turn("Hi!", max_output_tokens=16))[-2]
+        # served: the answer ran to its end or to the token limit (a sampled base model may ramble)
+        assert done["type"] == "response.done" and done["response"]["status"] in ("completed", "incomplete")
 
 
 async def test_no_subprotocol_is_required(gateway) -> None:
