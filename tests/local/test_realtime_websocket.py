@@ -70,8 +70,9 @@ async def test_response_cancel_ends_the_response_as_cancelled(gateway) -> None:
         assert done["status"] == "cancelled"
         assert done["status_details"] == {"type": "cancelled", "reason": "client_cancelled"}
         assert "error" not in types(events)
-        # the session goes on: another turn works
-        assert (await rt.turn("Hello!"))[-2]["response"]["status"] == "completed"
+        # the session goes on: another turn is served (to its end, or to the token limit if it rambles)
+        assert (await rt.turn("Hello!", max_output_tokens=16))[-2]["response"]["status"] in ("completed",
+                                                                                            "incomplete")
 
 
 async def test_second_response_create_during_a_response_is_an_error(gateway) -> None:
