@@ -83,6 +83,7 @@ def _new_llama() -> Any:
 
     from gwlab.local.engines._gguf import gemma_gguf_path
 
+    _silence_native_log(llama_cpp)
     threads = int(os.environ.get("GWLAB_LLAMA_THREADS", "2"))
     kwargs = {"n_ctx": N_CTX, "n_threads": threads, "n_threads_batch": threads, "verbose": False}
     path = str(gemma_gguf_path())
@@ -103,6 +104,19 @@ def _new_llama() -> Any:
         return llama_cpp.Llama(path, **kwargs)
     finally:
         llama_module.llama_cpp.llama_model_default_params = default_params
+
+
+_quiet_log: Any = None  # the ctypes callback, kept referenced while llama.cpp holds it
+
+
+def _silence_native_log(llama_cpp: Any) -> None:
+    """llama.cpp writes notes (e.g. its SWA cache size) to stderr even with verbose=False: in a notebook
+    they print under a cell. Route its log to nothing; `GWLAB_LLAMA_LOG=1` keeps it."""
+    global _quiet_log
+    if _quiet_log is not None or os.environ.get("GWLAB_LLAMA_LOG") == "1":
+        return
+    _quiet_log = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+    llama_cpp.llama_log_set(_quiet_log, None)
 
 
 class GemmaGenerator:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -162,6 +165,17 @@ def test_build_prompt_keeps_a_user_turn_on_one_line_so_it_cannot_fake_an_answer(
 def test_build_prompt_rejects_an_unknown_role() -> None:
     with pytest.raises(ValueError, match="role"):
         build_prompt(None, [("narrator", "Once")])
+
+
+def test_generation_writes_no_native_notes_to_stderr() -> None:
+    # in a notebook, llama.cpp's stderr notes would print under the cell that first used the model
+    code = ("from gwlab.local.engines.gemma import GemmaGenerator\n"
+            "from gwlab.local.engines.base import GenerationRequest\n"
+            "GemmaGenerator().complete(GenerationRequest('Q: Hi\\nA:', max_tokens=2))")
+    env = {k: v for k, v in os.environ.items() if k != "GWLAB_LLAMA_LOG"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
 
 
 def test_get_generator_returns_one_instance_per_process() -> None:
