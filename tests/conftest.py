@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from gatewaykit import RunningGateway, start_gateway, stop_gateway
+from gatewaykit import RunningGateway, serve, start_gateway, stop_gateway  # noqa: F401  (serve: for relkit)
 
 
 @pytest.fixture(scope="session")

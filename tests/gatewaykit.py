@@ -41,6 +41,11 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def start_gateway(db: Path, *extra: str) -> RunningGateway:
     name = f"tests-{uuid.uuid4().hex[:8]}"  # unique, so a restarted gateway can share the database
     key = run_cli("keys", "create", "--name", name, "--db", str(db)).stdout.strip()
+    return serve(db, key, *extra)
+
+
+def serve(db: Path, key: str, *extra: str) -> RunningGateway:
+    """`gwlab serve` on `db`, once it has printed its URL; `key` is one already in the database."""
     process = subprocess.Popen([sys.executable, "-m", "gwlab.cli", "serve", "--db", str(db), *extra],
                                stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None

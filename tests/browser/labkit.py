@@ -134,3 +134,10 @@ def microphone_wav(path: Path) -> Path:
     speech = audio.resample_pcm16(pcm, rate, MIC_RATE)
     audio.write_wav(path, second[:MIC_RATE] + speech + second * 20, MIC_RATE)  # 0.5 s, the question, 20 s
     return path
+
+
+def fake_microphone(folder: Path) -> list[str]:
+    """Chromium flags for a microphone that speaks `microphone_wav`, granted without a prompt."""
+    wav = microphone_wav(folder / "question.wav")
+    return ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={wav}"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labkit import Lab, assert_no_secret, image, microphone_wav, run_first_cell
+from labkit import Lab, assert_no_secret, fake_microphone, image, run_first_cell
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
@@ -29,9 +29,7 @@ RealtimeConsole(gw, model="local/realtime-gemma-3-270m", max_output_tokens=16)
 def test_spoken_question_is_transcribed_answered_and_played(lab: Lab, launch: Any, gateway: Any,
                                                              tmp_path: Path) -> None:
     path = lab.notebook("realtime_console.ipynb", OPEN_CONSOLE)
-    wav = microphone_wav(tmp_path / "question.wav")
-    page = launch("--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                  f"--use-file-for-fake-audio-capture={wav}")
+    page = launch(*fake_microphone(tmp_path))
     run_first_cell(page, lab, path.name)
     console = page.locator(".gwlab-rt")
     console.wait_for(timeout=180_000)

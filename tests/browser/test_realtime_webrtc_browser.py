@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labkit import Lab, assert_no_secret, microphone_wav, run_first_cell
+from labkit import Lab, assert_no_secret, fake_microphone, run_first_cell
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
@@ -33,9 +33,7 @@ RealtimeConsole(gw, model="local/realtime-gemma-3-270m", transport="webrtc", max
 def test_direct_webrtc_session_hears_the_microphone_with_an_ephemeral_token(lab: Lab, launch: Any, gateway: Any,
                                                                              tmp_path: Path) -> None:
     path = lab.notebook("realtime_webrtc.ipynb", OPEN_CONSOLE)
-    wav = microphone_wav(tmp_path / "question.wav")
-    page = launch("--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                  f"--use-file-for-fake-audio-capture={wav}")
+    page = launch(*fake_microphone(tmp_path))
     tokens: list[str] = []
     page.on("request", lambda r: tokens.append(r.headers.get("authorization", "")) if "/realtime?" in r.url else None)
     run_first_cell(page, lab, path.name)

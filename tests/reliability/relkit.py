@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import socket
 import sqlite3
-import subprocess
 import sys
 import time
 import uuid
@@ -91,15 +90,7 @@ def free_port() -> int:
 def serve(db: Path, *args: str, key: str | None = None) -> Any:
     """`gwlab serve` on `db` (like conftest's start_gateway, with the key made in-process: the CLI's
     subprocess costs seconds on a busy machine); `key` reuses a key already in the database."""
-    key = key or make_key(db, "reliability")
-    process = subprocess.Popen([sys.executable, "-m", "gwlab.cli", "serve", "--db", str(db), *args],
-                               stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    if not url.startswith("http://"):
-        process.kill()
-        raise RuntimeError(f"gwlab serve did not print its URL; got {url!r}")
-    return RunningGateway(url, key, db, process)
+    return _root.serve(db, key or make_key(db, "reliability"), *args)
 
 
 @contextmanager
