@@ -98,25 +98,24 @@ class _Labels:
 
 
 class _Texts:
-    """Distinct strings (request ids): UTF-8 end to end in one buffer, with the end offset of each."""
+    """Distinct strings (request ids): UTF-8 end to end in one buffer, with where each row's text ends."""
 
     def __init__(self) -> None:
         self.data = bytearray()
-        self.ends = array("q")  # negative: the row is None (its end is the previous row's)
+        self.ends = array("q")
+        self.missing: set[int] = set()  # rows holding None (rare: a call that failed before any answer)
 
     def append(self, value: str | None) -> None:
         if value is None:
-            self.ends.append(-len(self.data) - 1)
-            return
-        self.data += value.encode()
+            self.missing.add(len(self.ends))
+        else:
+            self.data += value.encode()
         self.ends.append(len(self.data))
 
     def get(self, i: int) -> str | None:
-        end = self.ends[i]
-        if end < 0:
+        if i in self.missing:
             return None
-        start = abs(self.ends[i - 1]) - (self.ends[i - 1] < 0) if i else 0
-        return self.data[start:end].decode()
+        return self.data[self.ends[i - 1] if i else 0:self.ends[i]].decode()
 
     def column(self) -> np.ndarray:
         return np.array([self.get(i) for i in range(len(self.ends))], dtype=object)
