@@ -38,7 +38,7 @@ def test_send_from_the_front_end_streams_text_until_complete(gw: Gateway, protoc
 def test_stop_keeps_the_partial_text_marked_incomplete_and_recorded(gw: Gateway) -> None:
     console = StreamConsole(gw, model=TEXT_MODEL, max_tokens=400)
     console.submit("Q: Tell me a long story about a dragon.\nA:")
-    wait_until(lambda: console.text, timeout=180)  # some text has arrived
+    wait_until(lambda: console.text.strip(), timeout=180)  # some visible text has arrived (not a lone newline)
     front_end(console, type="stop")
     assert console.wait(30)
     assert console.status == "stopped" and not console.complete
