@@ -19,7 +19,9 @@ class EspeakSpeaker:
     """Formant speech: instant (~1 ms per sentence), robotic, 22,050 Hz mono int16.
 
     libespeak-ng keeps global state (one voice, one callback), so the library is initialised once
-    per process and every call holds one process-wide lock."""
+    per process and every call holds one process-wide lock. The same text is not bit-identical
+    from call to call: the pitch flutter's phase is a function-static counter inside the library
+    that carries over from the previous utterance and has no reset."""
 
     model_id = "espeak-ng"
     _lock = threading.Lock()
