@@ -40,6 +40,15 @@ class RequestLog:
             time.sleep(0.05)
         return self._rows(mark, path)
 
+    def split(self, mark: int, at: float, path: str = "/v1/decisions") -> tuple[list[dict], list[dict]]:
+        """Rows after `mark`, as (received before `at`, received from `at` on), by the gateway's clock.
+
+        A row's `ts` is when its answer went out; `ts - latency` is when its request arrived."""
+        rows = self.since(mark, path)
+        arrived = [row["ts"] - row["latency_ms"] / 1000 for row in rows]
+        return ([r for r, t in zip(rows, arrived, strict=True) if t < at],
+                [r for r, t in zip(rows, arrived, strict=True) if t >= at])
+
     def _rows(self, mark: int, path: str) -> list[dict]:
         with sqlite3.connect(self.db) as conn:
             conn.row_factory = sqlite3.Row
