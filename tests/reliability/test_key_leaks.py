@@ -218,6 +218,17 @@ def test_saved_notebooks_hold_no_gateway_key_at_all(scan: Scan) -> None:
     assert found == []
 
 
+def test_a_notebook_whose_code_reads_a_key_is_saved_without_any_output() -> None:
+    """Whatever such a notebook printed could hold the key (a typo, a repr, a traceback): it keeps none."""
+    reading = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        code = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        if any(word in "".join(c["source"]) for c in code for word in ("getpass", "GWLAB_API_KEY")):
+            reading.append(path.name)
+            assert all(c["outputs"] == [] for c in code), f"{path.name} was saved with outputs"
+    assert "08-bring-your-own-gateway.ipynb" in reading
+
+
 def test_the_scan_searched_a_real_workload(scan: Scan) -> None:
     facts = scan.facts
     searched = sum(len(data) for items in scan.places.values() for _, data in items)
