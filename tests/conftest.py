@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from gatewaykit import RunningGateway, serve, start_gateway, stop_gateway  # noqa: F401  (serve: for relkit)
+
+# RequestLog and serve are imported for relkit, which finds this module by its file
+from gatewaykit import RequestLog, RunningGateway, serve, start_gateway, stop_gateway  # noqa: F401
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may download from a model hub
 
@@ -62,3 +65,41 @@ def stop_gateway(gateway: RunningGateway) -> None:
         gateway.process.wait(timeout=15)
     except subprocess.TimeoutExpired:
         gateway.process.kill()
+
+
+@dataclass
+class RequestLog:
+    """The gateway's own record of what it answered (and billed), read from its SQLite file."""
+
+    db: Path
+
+    def mark(self) -> int:
+        with sqlite3.connect(self.db, timeout=30) as conn:
+            return conn.execute("SELECT COALESCE(MAX(id), 0) FROM request_log").fetchone()[0]
+
+    def rows(self, mark: int = 0, path: str | None = None) -> list[dict[str, Any]]:
+        with sqlite3.connect(self.db, timeout=30) as conn:
+            conn.row_factory = sqlite3.Row
+            rows = conn.execute("SELECT * FROM request_log WHERE id > ? ORDER BY id", (mark,)).fetchall()
+        return [dict(r) for r in rows if path is None or r["path"] == path]
+
+    def settled(self, mark: int = 0, path: str | None = None, quiet: float = 0.5) -> list[dict[str, Any]]:
+        """Rows after `mark` once none has arrived for `quiet` seconds: the gateway writes a row just
+        after the last byte went out, so a client can read its answer before the row exists."""
+        seen, since = -1, time.monotonic()
+        deadline = since + 60
+        while time.monotonic() - since < quiet and time.monotonic() < deadline:
+            count = len(self.rows(mark, path))
+            if count != seen:
+                seen, since = count, time.monotonic()
+            time.sleep(0.05)
+        return self.rows(mark, path)
+
+    def split(self, mark: int, at: float, path: str | None = None
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Settled rows after `mark`, as (received before `at`, received from `at` on), by the gateway's
+        clock: a row's `ts` is when its answer went out, `ts - latency` when its request arrived."""
+        rows = self.settled(mark, path)
+        arrived = [row["ts"] - row["latency_ms"] / 1000 for row in rows]
+        return ([r for r, t in zip(rows, arrived, strict=True) if t < at],
+                [r for r, t in zip(rows, arrived, strict=True) if t >= at])

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from framekit import QUESTIONS, RequestLog, tickets_frame
+from framekit import DECISIONS, QUESTIONS, RequestLog, tickets_frame
 
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import InvalidRequest
@@ -94,7 +94,7 @@ def test_a_row_without_a_usable_state_is_an_error_row_and_the_others_are_answere
     assert "empty" in out.loc[102, "__error"] and "'ticket'" in out.loc[103, "__error"]
     assert out.loc[[102, 103], ANSWER_COLUMNS].isna().all().all()  # NaN answers, never a default
     assert out.loc[[101, 104], ANSWER_COLUMNS].notna().all().all()
-    assert len(request_log.since(mark)) == 2  # the bad rows were never sent
+    assert len(request_log.settled(mark, DECISIONS)) == 2  # the bad rows were never sent
     assert out.run.error_rows == 2
 
 
@@ -105,7 +105,7 @@ def test_errors_raise_names_the_row_before_anything_is_sent(tickets: pd.DataFram
     mark = request_log.mark()
     with pytest.raises(InvalidRequest, match="row 103"):
         decide(broken, gw)
-    assert request_log.since(mark) == []
+    assert request_log.settled(mark, DECISIONS) == []
 
 
 def test_unknown_column_is_refused_naming_it(tickets: pd.DataFrame, gw: Gateway) -> None:
@@ -117,7 +117,7 @@ def test_identical_rows_are_one_request_in_the_gateway_log(gw: Gateway, request_
     same = pd.DataFrame({"ticket": ["My invoice shows the wrong amount"] * 6})
     mark = request_log.mark()
     out = decide(same, gw)
-    assert len(request_log.since(mark)) == 1
+    assert len(request_log.settled(mark, DECISIONS)) == 1
     assert list(out["__status"]) == ["sent"] + ["duplicate"] * 5
     assert out["__request_id"].nunique() == 1 and out["urgent__noul"].nunique() == 1
 
@@ -133,7 +133,7 @@ def test_rerun_on_a_checkpoint_bills_nothing(tickets: pd.DataFrame, gw: Gateway,
     first = decide(tickets, gw, checkpoint=path)
     mark = request_log.mark()
     again = decide(tickets, gw, checkpoint=path)
-    assert request_log.since(mark) == []
+    assert request_log.settled(mark, DECISIONS) == []
     assert set(again["__status"]) == {"cached"} and again.run.input_tokens == 0
     pd.testing.assert_frame_equal(pd.DataFrame(again).drop(columns="__status"),
                                   pd.DataFrame(first).drop(columns="__status"))

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 import pytest
-from framekit import QUESTIONS, RequestLog
+from framekit import DECISIONS, QUESTIONS, RequestLog
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames.runner import Budget
@@ -28,7 +28,7 @@ def test_budget_stops_the_run_before_the_gateway_bills_beyond_it(gw: Gateway, ga
     mark = log.mark()
     out = rows(30, "budget").gw.decide("{ticket}", QUESTIONS, gateway=gw, budget=budget, checkpoint=None,
                                        concurrency=4, progress=False)
-    billed = log.since(mark)
+    billed = log.settled(mark, DECISIONS)
     assert 0 < len(billed) < 30
     assert sum(r["input_tokens"] for r in billed) <= budget  # the gateway's bill, not our estimate
     assert out.run.stopped == "budget" and out.run.input_tokens == sum(r["input_tokens"] for r in billed)
@@ -43,7 +43,7 @@ def test_cost_budget_with_a_price_table(gw: Gateway, gateway) -> None:
     mark = log.mark()
     out = rows(30, "cost").gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=None, progress=False,
                                      budget=Budget(cost=0.005, prices=prices))
-    billed = sum(r["input_tokens"] for r in log.since(mark))
+    billed = sum(r["input_tokens"] for r in log.settled(mark, DECISIONS))
     assert billed * 10.0 / 1e6 <= 0.005 and out.run.stopped == "budget"
     assert out.run.cost == pytest.approx(billed * 10.0 / 1e6)  # decisions: output tokens are free
 
@@ -57,5 +57,5 @@ def test_pilot_estimates_the_rest_close_to_what_it_then_costs(gw: Gateway, gatew
     assert estimate["rows"] == 18 and estimate["requests"] == 18
     mark = log.mark()
     frame.iloc[6:].gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=None, progress=False)
-    actual = sum(r["input_tokens"] for r in log.since(mark))
+    actual = sum(r["input_tokens"] for r in log.settled(mark, DECISIONS))
     assert estimate["input_tokens"] == pytest.approx(actual, rel=0.2)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from framekit import QUESTIONS, RequestLog
+from framekit import DECISIONS, QUESTIONS, RequestLog
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames import dask as gw_dask
@@ -51,7 +51,7 @@ def test_meta_comes_from_the_questions_and_nothing_is_sent_to_build_it(gw: Gatew
     expected = gw_dask.decide_meta(ddf._meta, QUESTIONS)
     assert list(lazy.columns) == list(expected.columns)
     assert dict(lazy.dtypes) == dict(expected.dtypes)
-    assert log.since(mark) == []  # lazy: no request until compute()
+    assert log.settled(mark, DECISIONS) == []  # lazy: no request until compute()
 
 
 def test_partitions_share_one_checkpoint_so_a_second_compute_bills_nothing(
@@ -65,11 +65,11 @@ def test_partitions_share_one_checkpoint_so_a_second_compute_bills_nothing(
     assert out.index.equals(tickets(36).index)
     # 9 distinct tickets; partitions see the same texts, and the shared checkpoint keeps them from paying
     # twice unless two partitions asked at the same moment (then the answer is simply stored again)
-    first = len(log.since(mark))
+    first = len(log.settled(mark, DECISIONS))
     assert 9 <= first <= 9 * 4
     mark = log.mark()
     again = lazy.compute()
-    assert log.since(mark) == []
+    assert log.settled(mark, DECISIONS) == []
     assert set(again["__status"]) == {"cached"}
     # the same answers (two partitions asking at once each got one; the checkpoint keeps the last)
     pd.testing.assert_frame_equal(again.drop(columns=["__status", "__request_id"]),
@@ -85,7 +85,7 @@ def test_the_rate_limit_holds_across_worker_processes(process_client: object, gw
                           requests_per_minute=600, burst=0.5, concurrency=4)  # 10/s shared, holds 5
     mark = log.mark()
     lazy.compute()
-    rows = log.since(mark)
+    rows = log.settled(mark, DECISIONS)
     assert len(rows) == 16
     starts = sorted(r["ts"] - r["latency_ms"] / 1000 for r in rows)
     # 4 partitions x 4 in flight could start all 16 at once; the shared bucket lets its 5 go, then

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from framekit import RequestLog
+from framekit import DECISIONS, RequestLog
 from resume_job import QUESTIONS, frame
 
 from gwlab.client.gateway import Gateway
@@ -69,7 +69,7 @@ def test_run_killed_mid_way_resumes_without_resending_a_checkpointed_row(gateway
     resumed_at = time.time()
     out = rerun(gateway, checkpoint)
     # split by when the gateway received each request: one in flight at the kill may be logged late
-    first, second = log.split(mark, resumed_at)
+    first, second = log.split(mark, resumed_at, DECISIONS)
     # requests in flight at the kill were answered by the gateway but never reached the checkpoint
     lost_in_flight = len(first) - kept
     assert 0 <= lost_in_flight <= 4  # at most `concurrency`
@@ -90,8 +90,8 @@ def test_interrupted_run_finishes_its_requests_in_flight_so_nothing_is_billed_tw
     _, stderr = process.communicate(timeout=60)
     assert "KeyboardInterrupt" in stderr
     kept = answered(checkpoint)
-    assert len(log.since(mark)) == kept < ROWS  # every answered request reached the checkpoint
+    assert len(log.settled(mark, DECISIONS)) == kept < ROWS  # every answered request reached the checkpoint
 
     out = rerun(gateway, checkpoint)
-    assert len(log.since(mark)) == ROWS  # the gateway answered each row exactly once, over both runs
+    assert len(log.settled(mark, DECISIONS)) == ROWS  # the gateway answered each row exactly once, over both runs
     assert out.run.cached == kept and writes(checkpoint) == [1] * ROWS

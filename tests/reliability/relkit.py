@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import socket
-import sqlite3
 import sys
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -41,6 +39,7 @@ def _root_conftest() -> ModuleType:
 _root = _root_conftest()
 RunningGateway = _root.RunningGateway
 start_gateway, stop_gateway = _root.start_gateway, _root.stop_gateway
+RequestLog = _root.RequestLog
 
 DECIDE, TEXT, VIDEO, REALTIME = ("local/decide-e5-small", "local/gemma-3-270m", "local/video-preview",
                                  "local/realtime-gemma-3-270m")
@@ -102,35 +101,6 @@ def own_gateway(db: Path, *args: str) -> Iterator[Any]:
         yield running
     finally:
         stop_gateway(running)
-
-
-@dataclass
-class RequestLog:
-    """The gateway's own record of what it answered (and billed), read from its SQLite file."""
-
-    db: Path
-
-    def mark(self) -> int:
-        with sqlite3.connect(self.db, timeout=30) as conn:
-            return conn.execute("SELECT COALESCE(MAX(id), 0) FROM request_log").fetchone()[0]
-
-    def rows(self, mark: int = 0, path: str | None = None) -> list[dict[str, Any]]:
-        with sqlite3.connect(self.db, timeout=30) as conn:
-            conn.row_factory = sqlite3.Row
-            rows = conn.execute("SELECT * FROM request_log WHERE id > ? ORDER BY id", (mark,)).fetchall()
-        return [dict(r) for r in rows if path is None or r["path"] == path]
-
-    def settled(self, mark: int = 0, path: str | None = None, quiet: float = 0.5) -> list[dict[str, Any]]:
-        """Rows after `mark` once none has arrived for `quiet` seconds: the gateway writes a row just
-        after the last byte went out, so a client can read its answer before the row exists."""
-        seen, since = -1, time.monotonic()
-        deadline = since + 60
-        while time.monotonic() - since < quiet and time.monotonic() < deadline:
-            count = len(self.rows(mark, path))
-            if count != seen:
-                seen, since = count, time.monotonic()
-            time.sleep(0.05)
-        return self.rows(mark, path)
 
 
 @dataclass(frozen=True)
