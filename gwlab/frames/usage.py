@@ -2,7 +2,12 @@
 
 Prices are per million tokens, per model (exact ID or a glob such as `local/*`). Decisions charge input
 tokens only (spec, Decision response rule 2), whatever the table says about output; every other
-endpoint charges both. A model missing from the table costs NaN, not 0: an unknown price is unknown.
+endpoint charges both. A model missing from the table costs NaN, not 0: an unknown price is unknown,
+and a group holding such a call costs NaN too (a partial sum would be a silently wrong total). A call
+that used no tokens costs 0 whatever its model.
+
+Some calls have no model (`gw.models()` is `GET /models`). They are kept and grouped under
+`NO_MODEL`, never dropped from the counts: the number of requests must add up to the ledger's rows.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 
-__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "charges_output", "column", "summarize"]
+__all__ = ["DEFAULT_PRICES", "NO_MODEL", "Price", "PriceTable", "charges_output", "column", "model_ids",
+           "summarize"]
 
 INPUT_ONLY_ENDPOINTS = ("/decisions", "/systemone")
+NO_MODEL = "(no model)"  # the group of calls that name no model, such as GET /models
 
 # names the client's ledger frame may use for each fact, first match wins
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -56,7 +63,7 @@ class PriceTable:
         self._prices = {model: _price(model, p) for model, p in (prices or {}).items()}
 
     def price(self, model: str | None) -> Price | None:
-        if model is None:
+        if not isinstance(model, str):  # None, or the NaN a frame holds for a call without a model
             return None
         if model in self._prices:
             return self._prices[model]
@@ -67,11 +74,13 @@ class PriceTable:
 
     def cost(self, model: str | None, endpoint: str | None, input_tokens: float,
              output_tokens: float = 0.0) -> float:
-        """Dollars for one call (or a sum of calls); NaN when the model has no price."""
+        """Dollars for one call (or a sum of calls); NaN when the model has no price; 0 with no tokens."""
+        billed_out = output_tokens if charges_output(endpoint) else 0.0
+        if not input_tokens and not billed_out:
+            return 0.0
         price = self.price(model)
         if price is None:
             return float("nan")
-        billed_out = output_tokens if charges_output(endpoint) else 0.0
         return (input_tokens * price.input + (billed_out or 0.0) * price.output) / 1e6
 
     def __or__(self, other: PriceTable | Mapping[str, Any]) -> PriceTable:
@@ -153,6 +162,7 @@ def summarize(usage: pd.DataFrame | Any, prices: PriceTable | Mapping[str, Any] 
     work = pd.DataFrame(index=range(len(frame)))
     for fact, series in facts.items():
         work[fact] = series.to_numpy() if series is not None else None
+    work["model"] = model_ids(facts["model"], len(frame))
     work["input_tokens"] = _numbers(column(frame, "input_tokens", required=False), len(frame))
     work["output_tokens"] = _numbers(column(frame, "output_tokens", required=False), len(frame))
     status = column(frame, "status", required=False)
@@ -164,16 +174,24 @@ def summarize(usage: pd.DataFrame | Any, prices: PriceTable | Mapping[str, Any] 
     work["cost"] = [table.cost(m, e, i, o) for m, e, i, o in zip(
         work["model"], work["endpoint"], work["input_tokens"], work["output_tokens"], strict=True)]
     keys = [k for k in by if k in work.columns and work[k].notna().any()]
-    grouped = work.fillna({k: "" for k in keys}).groupby(keys, sort=True, dropna=False) if keys else None
+    labels = {k: NO_MODEL if k == "model" else "" for k in keys}
+    grouped = work.fillna(labels).groupby(keys, sort=True, dropna=False) if keys else None
     aggregations = {"requests": ("input_tokens", "size"), "errors": ("errors", "sum"),
                     "input_tokens": ("input_tokens", "sum"), "output_tokens": ("output_tokens", "sum"),
                     "billed_tokens": ("billed_tokens", "sum"),
-                    "cost": ("cost", lambda c: c.sum(min_count=1)),
+                    "cost": ("cost", lambda c: c.sum(skipna=False)),  # one unknown price: unknown
                     "latency_ms_p50": ("latency_ms", "median"),
                     "latency_ms_p95": ("latency_ms", lambda s: s.quantile(0.95))}
     if grouped is None:
         return work.assign(_all="all").groupby("_all").agg(**aggregations)
     return grouped.agg(**aggregations)
+
+
+def model_ids(series: pd.Series | None, n: int) -> list[str | None]:
+    """Each row's model ID, None where the call named none (the ledger may hold None or NaN there)."""
+    if series is None:
+        return [None] * n
+    return [m if isinstance(m, str) and m else None for m in series.to_numpy()]
 
 
 def _numbers(series: pd.Series | None, n: int, fill: float | None = 0.0) -> pd.Series:

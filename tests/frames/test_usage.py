@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames.usage import DEFAULT_PRICES, Price, PriceTable, summarize
+from gwlab.frames.usage import DEFAULT_PRICES, NO_MODEL, Price, PriceTable, summarize
 
 
 def test_decisions_charge_input_tokens_only() -> None:
@@ -47,3 +47,32 @@ def test_summarize_groups_by_run_model_and_endpoint() -> None:
     by_run = summarize(ledger, by=("run",))
     assert list(by_run.index) == ["a", "b"]
     assert math.isnan(by_run.loc["a", "cost"])  # no price for model "d": unknown, not free
+
+
+def test_rows_without_a_model_are_kept_and_shown_as_no_model() -> None:
+    # a gw.models() call is logged with no model (NaN in a string column); two models answered after it
+    ledger = pd.DataFrame({
+        "path": ["/models", "/decisions", "/chat/completions", "/models"],
+        "model": [float("nan"), "local/d", "local/t", None], "status": pd.array([200] * 4, dtype="Int64"),
+        "input_tokens": pd.array([None, 10, 5, None], dtype="Int64"),
+        "output_tokens": pd.array([None, 0, 3, None], dtype="Int64"),
+    })
+    table = summarize(ledger)
+    assert table["requests"].sum() == 4
+    assert table.loc[(NO_MODEL, "/models"), "requests"] == 2
+    assert table.loc[(NO_MODEL, "/models"), "cost"] == 0.0  # no model, no tokens: nothing billed
+    assert table.loc[("local/t", "/chat/completions"), "billed_tokens"] == 8
+    assert list(summarize(ledger, by=("model",)).index) == [NO_MODEL, "local/d", "local/t"]
+
+
+def test_summarize_reads_a_live_ledger_holding_a_models_call_and_two_models(gateway) -> None:
+    from gwlab import Gateway
+
+    with Gateway(gateway.base_url, gateway.api_key) as gw:
+        gw.models()
+        gw.decide("The site is down", {"urgent": {"type": "noul", "instructions": "Is this urgent?"}},
+                  model="local/decide-e5-small")
+        gw.chat("Q: What is 2 + 2?\nA:", model="local/gemma-3-270m", max_completion_tokens=1, temperature=0)
+        table = summarize(gw.usage, by=("model",))
+    assert list(table.index) == [NO_MODEL, "local/decide-e5-small", "local/gemma-3-270m"]
+    assert table["requests"].tolist() == [1, 1, 1]
