@@ -17,9 +17,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-
-_TRUE = frozenset({"true", "yes", "y", "1", "t"})
-_FALSE = frozenset({"false", "no", "n", "0", "f"})
+from gwlab.frames.labels import LabelMatch, class_name, match_labels, natural
 
 ProbSpec = str | Sequence[str] | Mapping[str, str]
 
@@ -38,6 +36,12 @@ class Target:
     pred: np.ndarray  # predicted class index per kept row (-1: outside `classes`)
     n_missing: int  # rows dropped: no label, or no answer (an error row)
     columns: dict[str, str] = field(default_factory=dict)  # class -> probability column
+    match: LabelMatch | None = None  # how the labels were read (mapped, shifted, unmatched)
+
+    @property
+    def n_unmatched(self) -> int:
+        """Rows left out because their label matches no class (see gwlab/frames/labels.py)."""
+        return self.match.n_unmatched if self.match is not None else 0
 
     @property
     def confidence(self) -> np.ndarray:
@@ -52,20 +56,21 @@ class Target:
 
 
 def resolve(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None,
-            pred: Any = None) -> list[Target]:
+            pred: Any = None, questions: Mapping[str, Any] | None = None) -> list[Target]:
     """Targets for `truth`: one label column (with `prob`/`pred`), or question id -> label column.
 
     With a mapping, `prob` and `pred` are mappings by question id too; a question given neither is
-    found by its id (`{q}__noul` or `{q}__p__*`).
+    found by its id (`{q}__noul` or `{q}__p__*`). `questions` (as given to `decide`) lets score labels
+    be written as level text and fixes a pred-only question's options.
     """
     if isinstance(truth, Mapping):
         probs = prob if isinstance(prob, Mapping) else {}
         preds = pred if isinstance(pred, Mapping) else {}
-        return [_target(frame, label, probs.get(q, None if q in preds else q), preds.get(q))
+        return [_target(frame, label, probs.get(q, None if q in preds else q), preds.get(q), questions)
                 for q, label in truth.items()]
     if prob is None and pred is None:
         raise InvalidRequest("prob", "give prob= (probability columns or a question id) or pred= (answers)")
-    return [_target(frame, truth, prob, pred)]
+    return [_target(frame, truth, prob, pred, questions)]
 
 
 def _column(frame: pd.DataFrame, name: str, field_name: str) -> pd.Series:
@@ -112,7 +117,8 @@ def _kind_of(frame: pd.DataFrame, question: str, cols: list[str]) -> str:
     return "score" if levels == [str(i) for i in range(len(levels))] else "choice"
 
 
-def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | None) -> Target:
+def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | None,
+            questions: Mapping[str, Any] | None = None) -> Target:
     labels = _column(frame, truth, "truth")
     proba_frame: pd.DataFrame | None = None
     columns: dict[str, str] = {}
@@ -130,18 +136,23 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
         predictions = _column(frame, pred, "pred")
         question = pred.rsplit("__", 1)[0] if "__" in pred else pred
         kind = "score" if pred.endswith("__score") else "noul" if pred.endswith("__noul") else "choice"
-        if kind == "noul":
-            classes = ["false", "true"]
-        else:
-            seen = pd.concat([labels, predictions]).dropna()
-            classes = sorted({_label(v, kind) for v in seen}, key=_natural)
+    spec = (questions or {}).get(question)
+    if proba_frame is None:
+        classes = _predicted_classes(predictions, kind, _options(spec, kind))
     keep = labels.notna().to_numpy()
     if proba_frame is not None:
         keep = keep & proba_frame.notna().all(axis=1).to_numpy()
     if pred is not None:
         keep = keep & _column(frame, pred, "pred").notna().to_numpy()
-    position = {c: i for i, c in enumerate(classes)}
-    y = np.array([position.get(_label(v, kind), -1) for v in labels[keep]], dtype=np.int64)
+    n_missing = int((~keep).sum())
+    match = match_labels(question, list(labels[keep]), kind, classes,
+                         _levels(spec) if kind == "score" else None,
+                         open_classes=proba_frame is None and spec is None and kind != "noul")
+    classes = match.classes
+    matched = np.flatnonzero(keep)[match.y >= 0]  # rows with a label that matches no class: left out
+    keep = np.zeros(len(frame), dtype=bool)
+    keep[matched] = True
+    y = match.y[match.y >= 0]
     proba = None
     if proba_frame is not None:
         proba = proba_frame[keep].to_numpy(dtype=np.float64)
@@ -149,28 +160,38 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
         sums = proba.sum(axis=1, keepdims=True)
         proba = np.divide(proba, sums, out=np.full_like(proba, 1.0 / proba.shape[1]), where=sums > 0)
     if pred is not None:
-        predicted = [position.get(_label(v, kind), -1) for v in frame[pred][keep]]
+        position = {c: i for i, c in enumerate(classes)}
+        predicted = [position.get(class_name(v, kind), -1) for v in frame[pred][keep]]
         pred_index = np.array(predicted, dtype=np.int64)
     else:
         assert proba is not None
         pred_index = proba.argmax(axis=1) if len(proba) else np.zeros(0, dtype=np.int64)
     return Target(question, kind, classes, frame.index[keep], np.flatnonzero(keep), y, proba, pred_index,
-                  int((~keep).sum()), columns)
+                  n_missing, columns, match)
 
 
-def _label(value: Any, kind: str) -> str:
-    """A label as the class name the answer columns use: "true"/"false", "2", "billing"."""
+def _predicted_classes(predictions: pd.Series, kind: str, options: list[str] | None) -> list[str]:
+    """Pred-only classes: the question's options when known, else every value predicted."""
     if kind == "noul":
-        if isinstance(value, bool | np.bool_):
-            return "true" if value else "false"
-        if isinstance(value, int | float | np.number):
-            return "true" if float(value) >= 0.5 else "false"
-        text = str(value).strip().lower()
-        return "true" if text in _TRUE else "false" if text in _FALSE else text
-    if kind == "score" and isinstance(value, int | float | np.number) and not isinstance(value, bool):
-        return str(round(float(value)))
-    return str(value)
+        return ["false", "true"]
+    if options is not None:
+        return options
+    return sorted({class_name(v, kind) for v in predictions.dropna()}, key=natural)
 
 
-def _natural(name: str) -> tuple[int, Any]:
-    return (0, int(name)) if name.lstrip("-").isdigit() else (1, name)
+def _options(spec: Any, kind: str) -> list[str] | None:
+    """A choice question's option names, or a score's level numbers, from its decide() spec."""
+    criteria = spec.get("criteria") if isinstance(spec, Mapping) else None
+    if criteria is None:
+        return None
+    if kind == "score":
+        return [str(i) for i in range(len(criteria))]
+    return [str(option) for option in criteria]
+
+
+def _levels(spec: Any) -> list[str] | None:
+    """A score question's level texts, in order, from its decide() spec (`criteria`)."""
+    criteria = spec.get("criteria") if isinstance(spec, Mapping) else None
+    if not isinstance(criteria, Sequence) or isinstance(criteria, str):
+        return None
+    return [str(level.get("label", "")) if isinstance(level, Mapping) else str(level) for level in criteria]

@@ -169,7 +169,8 @@ class Recalibration:
 
 
 def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str = "temperature",
-                fit: float | Any = 0.5, seed: int = 0, bins: int = 10) -> Recalibration:
+                fit: float | Any = 0.5, seed: int = 0, bins: int = 10,
+                questions: Mapping[str, Any] | None = None) -> Recalibration:
     """Fit a calibration map for one question on part of the labelled rows; measure it on the rest.
 
     Parameters
@@ -190,6 +191,8 @@ def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str 
         Seed of the random split.
     bins : int
         Equal-width bins for the ECE reported before and after.
+    questions : dict, optional
+        The questions as given to ``decide``, so labels are read as `gwlab.evaluate` reads them.
 
     Returns
     -------
@@ -199,7 +202,7 @@ def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str 
     """
     if method not in ("temperature", "isotonic"):
         raise InvalidRequest("method", f"must be 'temperature' or 'isotonic'; got {method!r}")
-    (target,) = resolve(frame, truth, prob)
+    (target,) = resolve(frame, truth, prob, questions=questions)
     if target.proba is None or (target.kind == "noul" and not target.columns):
         raise InvalidRequest("prob", "recalibration needs probability columns")
     is_fit = _split(frame, target, fit, seed)

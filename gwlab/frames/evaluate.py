@@ -4,7 +4,9 @@ Definitions (pinned in `frames/metrics.py`): accuracy and macro-F1 of the predic
 kappa between label and prediction; Brier (noul: (p - y)^2 on P(true); choice and score: the
 multi-class sum over options); log-loss; ECE over equal-width bins (noul: P(true) against the fraction
 true; choice and score: top-label confidence against the fraction right). Rows without a label or
-without an answer (error rows) are left out and counted in `n_missing`.
+without an answer (error rows) are left out and counted in `n_missing`; rows whose label matches no
+option are left out, named in a warning and counted in `n_unmatched` (the matching rules, case, level
+text and a 1-based score scale, are in `frames/labels.py`). Zero rows left to score is an error.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from gwlab.errors import InvalidRequest
 from gwlab.frames import metrics
 from gwlab.frames._targets import Target, resolve
 from gwlab.frames.calibration import Recalibration, recalibrate
+from gwlab.frames.labels import EvaluationWarning, LabelMatch
 
-__all__ = ["Agreement", "Evaluation", "agreement", "evaluate", "recalibrate"]
+__all__ = ["Agreement", "Evaluation", "EvaluationWarning", "agreement", "evaluate", "recalibrate"]
 
 _SUMMED = ("accuracy", "macro_f1", "kappa", "brier", "log_loss", "ece")
 
@@ -40,7 +43,9 @@ class Evaluation:
     coverage: dict[str, pd.DataFrame]  # accuracy when answering only the most confident rows
     bins: int = 10
     targets: dict[str, Target] = field(default_factory=dict, repr=False)
-    _source: tuple[pd.DataFrame, dict[str, str], dict[str, Any]] | None = field(default=None, repr=False)
+    labels: dict[str, LabelMatch] = field(default_factory=dict, repr=False)  # how each label column was read
+    _source: tuple[pd.DataFrame, dict[str, str], dict[str, Any], Mapping[str, Any] | None] | None = field(
+        default=None, repr=False)
 
     def __getitem__(self, question: str) -> pd.Series:
         return self.metrics.loc[question]
@@ -50,18 +55,35 @@ class Evaluation:
         """Fit a calibration map per question with probabilities (see `recalibrate`)."""
         if self._source is None:
             raise InvalidRequest("evaluation", "this evaluation kept no reference to its frame")
-        frame, truths, probs = self._source
-        return {q: recalibrate(frame, truths[q], probs[q], method=method, fit=fit, seed=seed, bins=self.bins)
+        frame, truths, probs, questions = self._source
+        return {q: recalibrate(frame, truths[q], probs[q], method=method, fit=fit, seed=seed, bins=self.bins,
+                               questions=questions)
                 for q in truths if q in probs and self.targets[q].proba is not None}
 
+    def notes(self) -> list[str]:
+        """One line per question whose labels were not read as written: mapped, shifted or unmatched."""
+        lines = []
+        for question, match in self.labels.items():
+            if match.mapped:
+                shown = ", ".join(f"{k!r}->{v!r}" for k, v in list(match.mapped.items())[:6])
+                lines.append(f"{question}: labels read as options: {shown}")
+            if match.shift:
+                lines.append(f"{question}: labels on a 1-based scale, shifted by {match.shift}")
+            if match.unmatched:
+                shown = ", ".join(f"{k!r} ({n})" for k, n in list(match.unmatched.items())[:6])
+                lines.append(f"{question}: {match.n_unmatched} rows left out, labels match no option: {shown}")
+        return lines
+
     def __repr__(self) -> str:
-        shown = self.metrics.drop(columns=["n_missing"], errors="ignore")
+        drop = ["n_missing"] + [c for c in ("n_unmatched", "label_shift") if not self.metrics[c].any()]
+        shown = self.metrics.drop(columns=drop, errors="ignore")
         table = shown.to_string(float_format="{:.3f}".format)
-        return f"Evaluation of {len(self.metrics)} question(s)\n{table}"
+        notes = "".join(f"\nnote: {line}" for line in self.notes())
+        return f"Evaluation of {len(self.metrics)} question(s)\n{table}{notes}"
 
     def _repr_html_(self) -> str:
         head = f"<b>Evaluation</b> of {len(self.metrics)} question(s), ECE over {self.bins} equal-width bins"
-        parts = [head,
+        parts = [head, *(f"<p>note: {html.escape(line)}</p>" for line in self.notes()),
                  self.metrics.to_html(float_format="{:.3f}".format, na_rep="–")]
         for question, table in list(self.confusion.items())[:4]:
             parts.append(f"<details><summary>confusion: {html.escape(question)}</summary>{table.to_html()}"
@@ -70,7 +92,7 @@ class Evaluation:
 
 
 def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
-             bins: int = 10, steps: int = 20) -> Evaluation:
+             questions: Mapping[str, Any] | None = None, bins: int = 10, steps: int = 20) -> Evaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
 
     Parameters
@@ -86,6 +108,9 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     pred : str, dict or None
         Predicted answers (``{q}__choice``) when there are no probabilities: only accuracy,
         macro-F1, kappa and the confusion matrix are computed.
+    questions : dict, optional
+        The questions as given to ``decide``: score labels may then be written as the level text
+        ("very negative"), and a ``pred``-only question knows all its options.
     bins : int
         Number of equal-width bins over [0, 1] for ECE and the reliability tables.
     steps : int
@@ -95,7 +120,20 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     -------
     Evaluation
         ``metrics`` (one row per question), ``by_type``, ``by_option_count``, and per question
-        ``confusion``, ``reliability``, ``thresholds`` (noul) and ``coverage`` tables.
+        ``confusion``, ``reliability``, ``thresholds`` (noul) and ``coverage`` tables; ``labels``
+        says per question how the labels were read.
+
+    Raises
+    ------
+    InvalidRequest
+        (field ``truth``) when no row of a question has a label that matches one of its options and
+        an answer, or when a label matches two options up to case.
+
+    Warns
+    -----
+    EvaluationWarning
+        When labels were left out because they match no option (named, with counts), or a score's
+        labels were read as a 1-based scale and shifted.
 
     Examples
     --------
@@ -103,12 +141,15 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     >>> ev.metrics[["accuracy", "ece"]]                                   # doctest: +SKIP
     >>> cal = ev.recalibrate("temperature")["urgent"]                     # doctest: +SKIP
     """
-    targets = resolve(frame, truth, prob, pred)
+    targets = resolve(frame, truth, prob, pred, questions)
     rows, confusion, reliability, thresholds, coverage = [], {}, {}, {}, {}
     for t in targets:
+        _require_rows(t)
         k = len(t.classes)
         row: dict[str, Any] = {"question": t.question, "type": t.kind, "options": k, "n": len(t.y),
-                               "n_missing": t.n_missing, "accuracy": metrics.accuracy(t.y, t.pred),
+                               "n_missing": t.n_missing, "n_unmatched": t.n_unmatched,
+                               "label_shift": t.match.shift if t.match is not None else 0,
+                               "accuracy": metrics.accuracy(t.y, t.pred),
                                "macro_f1": metrics.macro_f1(t.y, t.pred, k),
                                "kappa": metrics.cohen_kappa(t.y, t.pred)}
         confusion[t.question] = metrics.confusion(t.y, t.pred, t.classes)
@@ -130,15 +171,26 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     for name in (*_SUMMED, "mae"):
         if name not in table.columns:
             table[name] = np.nan
-    table = table[["type", "options", "n", "n_missing", *_SUMMED, "mae"]]
+    table = table[["type", "options", "n", "n_missing", "n_unmatched", "label_shift", *_SUMMED, "mae"]]
     source = None
     if isinstance(truth, Mapping):
         probs = dict(prob) if isinstance(prob, Mapping) else {}
-        source = (frame, dict(truth), {t.question: probs.get(t.question, t.question) for t in targets})
+        source = (frame, dict(truth), {t.question: probs.get(t.question, t.question) for t in targets},
+                  questions)
     elif prob is not None:
-        source = (frame, {targets[0].question: truth}, {targets[0].question: prob})
+        source = (frame, {targets[0].question: truth}, {targets[0].question: prob}, questions)
     return Evaluation(table, _grouped(table, "type"), _grouped(table, "options"), confusion, reliability,
-                      thresholds, coverage, bins, {t.question: t for t in targets}, source)
+                      thresholds, coverage, bins, {t.question: t for t in targets},
+                      {t.question: t.match for t in targets if t.match is not None}, source)
+
+
+def _require_rows(target: Target) -> None:
+    """Zero rows to score is an error, not a row of NaN: say which rows were left out and why."""
+    if len(target.y):
+        return
+    raise InvalidRequest("truth", f"question {target.question!r} has no row to evaluate: {target.n_missing} "
+                                  f"rows lack a label or an answer, {target.n_unmatched} have a label that "
+                                  "matches no option")
 
 
 def _grouped(table: pd.DataFrame, by: str) -> pd.DataFrame:

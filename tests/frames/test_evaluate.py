@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -160,3 +161,91 @@ def test_agreement_gives_kappa_and_disagreements() -> None:
 def test_agreement_reads_noul_columns_at_the_threshold() -> None:
     frame = pd.DataFrame({"a__noul": [0.9, 0.1, 0.6], "b__noul": [0.7, 0.4, 0.4]})
     assert ev.agreement(frame, "a__noul", "b__noul").observed == pytest.approx(2 / 3)
+
+
+# --- labels compared like with like (issue 18, item 1) ---------------------------------------------
+
+
+@pytest.fixture
+def topics() -> pd.DataFrame:
+    """Labels written with a capital, the options in lower case: the model is right on 3 of 4."""
+    return pd.DataFrame({
+        "label": ["Price", "Quality", "Price", "Quality"],
+        "topic__choice": ["price", "quality", "price", "price"],
+        "topic__p__price": [0.8, 0.3, 0.7, 0.6],
+        "topic__p__quality": [0.2, 0.7, 0.3, 0.4],
+    })
+
+
+def _stars(stars: list[int]) -> pd.DataFrame:
+    """A 0-4 score whose most likely level is the label's level (stars - 1) on every row."""
+    proba = np.full((len(stars), 5), 0.05)
+    proba[np.arange(len(stars)), np.array(stars) - 1] = 0.8
+    frame = pd.DataFrame(proba, columns=[f"mood__p__{i}" for i in range(5)])
+    frame["mood__score"] = proba @ np.arange(5)
+    frame["stars"] = stars
+    return frame
+
+
+def test_labels_equal_to_options_up_to_case_are_matched(topics: pd.DataFrame) -> None:
+    result = ev.evaluate(topics, truth={"topic": "label"})
+    assert result.metrics.loc["topic", "accuracy"] == pytest.approx(0.75)
+    assert result.metrics.loc["topic", "n_unmatched"] == 0
+    assert result.labels["topic"].mapped == {"Price": "price", "Quality": "quality"}
+    assert "'Price'->'price'" in repr(result)
+
+
+def test_a_label_equal_to_two_options_up_to_case_raises_naming_truth(topics: pd.DataFrame) -> None:
+    frame = topics.assign(**{"topic__p__PRICE": 0.0})
+    with pytest.raises(InvalidRequest, match="ambiguous") as raised:
+        ev.evaluate(frame, truth={"topic": "label"})
+    assert raised.value.field == "truth"
+
+
+def test_score_labels_written_as_level_text_are_read_as_their_level() -> None:
+    levels = ["very negative", "negative", "neutral", "positive", "very positive"]
+    frame = _stars([1, 2, 5, 3])
+    frame["label"] = [levels[s - 1].upper() if i == 0 else levels[s - 1] for i, s in enumerate(frame["stars"])]
+    questions = {"mood": {"type": "score", "instructions": "How does it feel?", "criteria": levels}}
+    m = ev.evaluate(frame, truth={"mood": "label"}, questions=questions).metrics.loc["mood"]
+    assert (m["accuracy"], m["n"], m["n_unmatched"]) == (1.0, 4, 0)
+
+
+def test_a_one_based_score_scale_is_shifted_with_a_warning_and_a_field() -> None:
+    frame = _stars([1, 5, 3, 4, 2])
+    with pytest.warns(ev.EvaluationWarning, match="1-based scale"):
+        result = ev.evaluate(frame, truth={"mood": "stars"})
+    m = result.metrics.loc["mood"]
+    assert (m["accuracy"], m["label_shift"]) == (1.0, -1)
+    # expected level 0.05 * (0+1+2+3+4) + 0.75 * level against the level: |0.5 - 0.25 * level|
+    assert m["mae"] == pytest.approx((0.5 + 0.5 + 0.0 + 0.25 + 0.25) / 5)
+    assert "shifted" in repr(result)
+
+
+def test_labels_within_the_levels_are_not_shifted() -> None:
+    frame = _stars([1, 2, 3, 4, 4])  # every label is a valid 0-4 level: nothing proves a 1-based scale
+    m = ev.evaluate(frame, truth={"mood": "stars"}).metrics.loc["mood"]
+    assert m["label_shift"] == 0 and m["accuracy"] == 0.0
+
+
+def test_labels_matching_no_option_are_named_counted_and_left_out(topics: pd.DataFrame) -> None:
+    frame = pd.concat([topics, topics.iloc[:3].assign(label=["Shipping", "Shipping", "misc"])],
+                      ignore_index=True)
+    with pytest.warns(ev.EvaluationWarning, match=r"3 of 7 labels.*'Shipping' \(2\), 'misc' \(1\)"):
+        result = ev.evaluate(frame, truth={"topic": "label"})
+    m = result.metrics.loc["topic"]
+    assert (m["n"], m["n_unmatched"], m["accuracy"]) == (4, 3, 0.75)
+    assert result.labels["topic"].unmatched == {"Shipping": 2, "misc": 1}
+
+
+def test_an_evaluation_with_no_matched_label_raises_naming_truth(topics: pd.DataFrame) -> None:
+    with pytest.raises(InvalidRequest, match=r"no label .*'Shipping' \(4\)") as raised:
+        ev.evaluate(topics.assign(label="Shipping"), truth={"topic": "label"})
+    assert raised.value.field == "truth"
+
+
+def test_an_evaluation_with_no_answered_row_raises_instead_of_nan(binary: pd.DataFrame) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from a mean of nothing on the way
+        with pytest.raises(InvalidRequest, match="no row to evaluate: 4 rows lack"):
+            ev.evaluate(binary.assign(urgent__noul=np.nan), truth="label", prob="urgent")
