@@ -739,12 +739,14 @@ class DecisionResult:
         rows = "".join(
             f"<tr><td>{html.escape(qid)}</td><td>{html.escape(str(answer.type))}</td>"
             f"<td>{html.escape(_value_text(answer.value))}</td>"
+            f"<td>{html.escape(_value_text(_chosen_probability(answer)))}</td>"
             f"<td>{html.escape(_value_text(getattr(answer, 'confidence', None)))}</td></tr>"
             for qid, answer in self.answers.items())
         caption = html.escape(f"model {self.model or '?'} · input tokens {self.input_tokens}"
                               + (f" · request {self.request_id}" if self.request_id else ""))
         return (f"<table><caption>{caption}</caption><thead><tr><th>question</th><th>type</th>"
-                f"<th>answer</th><th>confidence</th></tr></thead><tbody>{rows}</tbody></table>")
+                f"<th>answer</th><th>P(answer)</th><th>confidence</th></tr></thead><tbody>{rows}</tbody>"
+                "</table>")
 
 
 def _value_text(value: Any) -> str:
@@ -753,10 +755,21 @@ def _value_text(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
+def _chosen_probability(answer: Answer) -> float | None:
+    """P(the chosen option) of a choice answer: the number a reader takes a bare figure beside it for."""
+    if isinstance(answer, ChoiceAnswer) and answer.choice is not None:
+        return answer.probabilities.get(answer.choice)
+    return None
+
+
 def _brief(answer: Answer) -> str:
-    confidence = getattr(answer, "confidence", None)
+    """`choice 'quality' (P=0.47, confidence 0.17)`: the confidence (how peaked the distribution is)
+    is labelled, so it is not read as the probability of the answer shown."""
     value = repr(answer.value) if isinstance(answer.value, str) else _value_text(answer.value)
-    return f"{answer.type} {value}" + (f" ({confidence:.2f})" if confidence is not None else "")
+    probability, confidence = _chosen_probability(answer), getattr(answer, "confidence", None)
+    shown = ([f"P={probability:.2f}"] if probability is not None else []) + (
+        [f"confidence {confidence:.2f}"] if confidence is not None else [])
+    return f"{answer.type} {value}" + (f" ({', '.join(shown)})" if shown else "")
 
 
 def parse_response(data: Any, request_id: str | None = None) -> DecisionResult:

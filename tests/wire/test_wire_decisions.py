@@ -455,6 +455,16 @@ def test_to_record_gives_tidy_columns() -> None:
 def test_repr_is_short_and_html_is_a_table() -> None:
     result = parse_response(RESPONSE, request_id="req_1")
     assert repr(result) == ("DecisionResult(model='jev-1.14-20261001', answers={is_billing: noul 0.97, "
-                            "team: choice 'billing' (0.91), urgency: score 1.62 (0.74)}, input_tokens=131)")
+                            "team: choice 'billing' (P=0.93, confidence 0.91), urgency: score 1.62 "
+                            "(confidence 0.74)}, input_tokens=131)")
     table = result._repr_html_()
     assert table.startswith("<table>") and table.count("<tr>") == 4 and "req_1" in table
+
+
+def test_repr_shows_the_chosen_options_probability_and_labels_the_confidence() -> None:
+    answer = {"type": "choice", "choice": "quality", "confidence": 0.17,
+              "probabilities": {"quality": 0.47, "price": 0.38, "shipping": 0.15}}
+    result = parse_response({"answers": {"topic": answer}})
+    assert "topic: choice 'quality' (P=0.47, confidence 0.17)" in repr(result)
+    assert "<th>P(answer)</th><th>confidence</th>" in result._repr_html_()
+    assert "<td>0.47</td><td>0.17</td>" in result._repr_html_()
