@@ -25,10 +25,12 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from gwlab.client.gateway import ENV_API_KEY, Gateway
 from gwlab.errors import GatewayError, InvalidRequest
+from gwlab.wire import models as _models
 
 __all__ = ["DEFAULT_MODELS", "GwMagics", "load_ipython_extension", "session_gateway", "use_gateway"]
 
-DEFAULT_MODELS = {"chat": "local/gemma-3-270m", "decide": "local/decide-e5-small"}
+# the defaults of gw.decide and df.gw (gwlab.wire.models), not a second copy of them
+DEFAULT_MODELS = {"chat": _models.DEFAULT_MODELS["text"], "decide": _models.DEFAULT_MODELS["decisions"]}
 _LIMIT_FIELD = {"chat": "max_completion_tokens", "responses": "max_output_tokens", "messages": "max_tokens"}
 
 

@@ -30,6 +30,7 @@ from gwlab.client.transport import AsyncTransport
 from gwlab.errors import InvalidRequest
 from gwlab.wire import limits
 from gwlab.wire.decisions import DecisionResult
+from gwlab.wire.models import DEFAULT_MODELS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,9 +95,14 @@ class AsyncGateway:
         """Every call so far, one row each (keys and inputs never included)."""
         return self.ledger.to_frame()
 
-    async def decide(self, state: State, questions: Questions, *, model: str, **extra: Any) -> DecisionResult:
-        """`decisions.create`: typed answers to every question about `state`, validated before sending."""
-        return await self.decisions.create(state, questions, model=model, **extra)
+    async def decide(self, state: State, questions: Questions, *, model: str | None = None,
+                     **extra: Any) -> DecisionResult:
+        """`decisions.create`: typed answers to every question about `state`, validated before sending.
+
+        Without `model`, the decision model `df.gw.decide` and `%%gw decide` also default to
+        (`gwlab.wire.models.DEFAULT_MODELS`): one rule for the three ways to ask.
+        """
+        return await self.decisions.create(state, questions, model=model or DEFAULT_MODELS["decisions"], **extra)
 
     async def responses_from_chat(self, **chat_kwargs: Any) -> Migrated:
         """A chat-shaped request sent through the responses protocol; both views of the answer."""
@@ -171,8 +177,13 @@ class Gateway:
         """Every call so far, one row each (keys and inputs never included)."""
         return self._twin.usage
 
-    def decide(self, state: State, questions: Questions, *, model: str, **extra: Any) -> DecisionResult:
-        """`decisions.create`: typed answers to every question about `state`, validated before sending."""
+    def decide(self, state: State, questions: Questions, *, model: str | None = None,
+               **extra: Any) -> DecisionResult:
+        """`decisions.create`: typed answers to every question about `state`, validated before sending.
+
+        Without `model`, the decision model `df.gw.decide` and `%%gw decide` also default to
+        (`gwlab.wire.models.DEFAULT_MODELS`): one rule for the three ways to ask.
+        """
         return self._loop.run(self._twin.decide(state, questions, model=model, **extra))
 
     def responses_from_chat(self, **chat_kwargs: Any) -> Migrated:

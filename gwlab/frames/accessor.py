@@ -21,10 +21,11 @@ from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.runner import Batch, Budget, Runner
 from gwlab.frames.templates import Rows, Template, json_value
+from gwlab.wire import models as _models
 
 __all__ = ["DEFAULT_MODELS", "GatewayAccessor", "RunOptions"]
 
-DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "text": "local/gemma-3-270m"}
+DEFAULT_MODELS = _models.DEFAULT_MODELS  # written once, in wire: gw.decide and the magics share it
 
 TemplateSpec = str | Sequence[str] | Mapping[str, str]
 

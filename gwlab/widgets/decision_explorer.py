@@ -18,10 +18,11 @@ from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.widgets._bridge import Bridge
 from gwlab.wire import decisions
 from gwlab.wire.decisions import ChoiceAnswer, DecisionResult, NoulAnswer, ScoreAnswer
+from gwlab.wire.models import DEFAULT_MODELS
 
 __all__ = ["DecisionExplorer"]
 
-DEFAULT_MODEL = "local/decide-e5-small"
+DEFAULT_MODEL = DEFAULT_MODELS["decisions"]  # the one default of gw.decide and df.gw.decide
 EXAMPLE_QUESTIONS: dict[str, Any] = {
     "urgent": {"type": "noul", "instructions": "Does this need action today?",
                "criteria": {"true": "something is broken or blocked now", "false": "it can wait"}},

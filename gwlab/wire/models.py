@@ -15,7 +15,13 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 
-__all__ = ["ModelInfo", "ModelList", "check_model_id", "parse_models"]
+__all__ = ["DEFAULT_MODELS", "ModelInfo", "ModelList", "check_model_id", "parse_models"]
+
+# The model a call uses when it names none, one per ability, written once: `gw.decide`, `df.gw.decide`,
+# `%%gw decide` and the DecisionExplorer default to "decisions"; `df.gw.chat`/`respond`/`messages` and
+# `%%gw chat` to "text". They are the embedded gateway's models (a hosted gateway answers 404 for them
+# with the model named: pass `model=` there).
+DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "text": "local/gemma-3-270m"}
 
 
 def check_model_id(model: Any, field_name: str = "model") -> str:
