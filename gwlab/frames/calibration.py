@@ -11,6 +11,7 @@ renormalises each row.
 from __future__ import annotations
 
 import html
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames import metrics
 from gwlab.frames._targets import ProbSpec, Target, resolve
+from gwlab.frames.labels import EvaluationWarning
 
 _LOG_T_BOUNDS = (np.log(1e-2), np.log(1e2))
 
@@ -158,11 +160,29 @@ class Recalibration:
                 out[answer] = pd.Series(values, index=out.index).infer_objects()
         return out
 
+    @property
+    def helped(self) -> bool:
+        """Whether the map improved the held-out rows: ECE lower and NLL no higher than before."""
+        return bool(self.ece_after < self.ece_before and self.nll_after <= self.nll_before)
+
+    def verdict(self) -> str:
+        """'' when the map helped; else what got worse on the held-out rows, and what to do instead."""
+        if self.helped:
+            return ""
+        worse = []
+        if self.ece_after >= self.ece_before:
+            worse.append(f"ECE {self.ece_before:.3f} -> {self.ece_after:.3f}")
+        if self.nll_after > self.nll_before:
+            worse.append(f"NLL {self.nll_before:.3f} -> {self.nll_after:.3f}")
+        return (f"did not help on the {self.n_test} held-out rows ({', '.join(worse)}): keep the raw "
+                "probabilities, or fit on more rows")
+
     def __repr__(self) -> str:
         t = f", T={self.temperature:.3g}" if self.temperature is not None else ""
+        verdict = f"; {self.verdict().upper()}" if not self.helped else ""
         return (f"Recalibration({self.question!r}, {self.method}{t}: held-out NLL {self.nll_before:.4f} -> "
                 f"{self.nll_after:.4f}, ECE {self.ece_before:.4f} -> {self.ece_after:.4f}, "
-                f"fit on {self.n_fit}, tested on {self.n_test})")
+                f"fit on {self.n_fit}, tested on {self.n_test}{verdict})")
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(repr(self))}</pre>"
@@ -227,6 +247,9 @@ def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str 
         pd.DataFrame(index=frame.index), fitted, dict(target.columns))
     calibrated = result.transform(frame)[list(target.columns.values())]
     object.__setattr__(result, "columns", calibrated)
+    if not result.helped:
+        warnings.warn(f"{method} recalibration of {target.question!r} {result.verdict()}", EvaluationWarning,
+                      stacklevel=2)
     return result
 
 

@@ -249,3 +249,28 @@ def test_an_evaluation_with_no_answered_row_raises_instead_of_nan(binary: pd.Dat
         warnings.simplefilter("error")  # no RuntimeWarning from a mean of nothing on the way
         with pytest.raises(InvalidRequest, match="no row to evaluate: 4 rows lack"):
             ev.evaluate(binary.assign(urgent__noul=np.nan), truth="label", prob="urgent")
+
+
+def _drifted() -> tuple[pd.DataFrame, np.ndarray]:
+    """Fit rows where P(true) says nothing (a temperature flattens it); held-out rows it gets right."""
+    fit_p = np.tile([0.9, 0.1], 10)
+    fit_y = np.tile([False, True], 10)  # 0.9 when false, 0.1 when true: confidently wrong
+    test_p = np.full(20, 0.9)
+    frame = pd.DataFrame({"label": np.r_[fit_y, np.ones(20, bool)], "urgent__noul": np.r_[fit_p, test_p]})
+    return frame, np.r_[np.ones(20, bool), np.zeros(20, bool)]
+
+
+def test_a_recalibration_that_does_not_help_held_out_rows_warns_and_says_so_in_its_repr() -> None:
+    frame, fit = _drifted()
+    with pytest.warns(ev.EvaluationWarning, match=r"temperature recalibration of 'urgent' did not help on "
+                                                  r"the 20 held-out rows \(ECE 0\.100 -> "):
+        cal = recalibrate(frame, "label", "urgent", method="temperature", fit=fit)
+    assert cal.ece_after > cal.ece_before and not cal.helped
+    assert "DID NOT HELP ON THE 20 HELD-OUT ROWS" in repr(cal)
+
+
+def test_a_recalibration_that_helps_says_nothing() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ev.EvaluationWarning)
+        cal = recalibrate(_overconfident(4000), "label", "urgent", method="temperature", fit=0.5, seed=0)
+    assert cal.helped and "NOT HELP" not in repr(cal)
