@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo test lint lab bench clean browser-deps screenshots
+.PHONY: setup demo test lint lab bench clean browser-deps screenshots byo
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,6 +19,18 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 setup: $(STAMP)
 
+# tests/byo start third-party servers: llama-cpp-python's and laya-serve come with the test extra (same
+# llama-cpp-python install as the engine's, so nothing recompiles); LiteLLM's proxy lives in its own venv
+# (tests/byo/requirements-litellm.txt says why). Built once, ~1 min with pip's cache (docs/guide/byo-gateway.md).
+BYO := .venv-byo
+BYO_STAMP := $(BYO)/.installed
+$(BYO_STAMP): tests/byo/requirements-litellm.txt
+	$(PY) -m venv $(BYO)
+	$(BYO)/bin/pip install -q -r tests/byo/requirements-litellm.txt
+	touch $(BYO_STAMP)
+
+byo: $(BYO_STAMP)
+
 demo: setup
 	$(BIN)/python -m gwlab.demo
 
@@ -28,7 +40,7 @@ browser-deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; } || \
 		echo "browser-deps: no chromium (as root: apt-get install chromium chromium-driver); tests/browser skip"
 
-test: setup browser-deps
+test: setup byo browser-deps
 	$(BIN)/ruff check gwlab tests bench
 	$(BIN)/pytest -q -p no:cacheprovider
 	$(MAKE) --no-print-directory notebooks
@@ -48,7 +60,7 @@ bench: setup
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) $(BYO) out .pytest_cache
 
 # Notebooks run by nbval on the embedded gateway (hosted variables unset); outputs marked
 # NBVAL_CHECK_OUTPUT are compared after notebooks/nbval_sanitize.cfg. `make notebooks` runs them alone.
