@@ -3,6 +3,14 @@
 Rows are kept in memory and, when a path is given, in SQLite (standard library) so a notebook can
 read yesterday's usage after a restart. `run("name")` labels every call made inside it, across
 threads of the sync facade and tasks of the async one, through a context variable.
+
+`ending` says how each call's answer ended, in one vocabulary for chat, responses and messages,
+streamed or not (gwlab/wire/endings.py; docs/guide/endings.md): `complete` (the model ended its
+answer), `capped` (the caller's token cap), `filtered`, `refused`, `other` (a reason gwlab does not
+know), `interrupted` (cut before the protocol's end), `stopped` (closed by the caller), `failed` (an
+error). A call with no answer to cut (a listing, a decision) that succeeded is `complete`.
+`complete` is kept for older code and follows from it: true only for the ending `complete`, so a
+capped answer is `complete=False`, streamed or not. Rows saved before `ending` existed read NULL there.
 """
 
 from __future__ import annotations
@@ -19,11 +27,12 @@ from dataclasses import astuple, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from gwlab.client._ledger_columns import Columns
+from gwlab.wire import endings
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Ledger", "LedgerEntry", "RealtimeErrorEntry", "current_run", "run"]
+__all__ = ["Ledger", "LedgerEntry", "RealtimeErrorEntry", "current_run", "run", "settle_ending"]
 
 _RUN: ContextVar[str | None] = ContextVar("gwlab_run", default=None)
 
@@ -61,6 +70,19 @@ class LedgerEntry:
     complete: bool | None = None
     error: str | None = None
     run: str | None = None
+    ending: str | None = None  # last, so a SQLite file of an older version takes it as an added column
+
+
+def settle_ending(ending: str | None, complete: bool | None,
+                  error: BaseException | str | None) -> tuple[str | None, bool | None]:
+    """The row's (ending, complete): `complete` follows from a given ending; a caller that only says
+    `complete` (the realtime client) or only raised gets the ending those imply."""
+    if ending is None:
+        if error is not None:
+            ending = endings.FAILED
+        elif complete is not None:
+            ending = endings.COMPLETE if complete else endings.INTERRUPTED
+    return ending, endings.is_complete(ending) if ending is not None else complete
 
 
 COLUMNS = tuple(f.name for f in fields(LedgerEntry))
@@ -109,7 +131,16 @@ class Ledger:
             self._db.execute("PRAGMA synchronous=NORMAL")  # a ledger row is worth no fsync per call
             columns = ", ".join(f"{name} {_SQL_TYPES.get(name, 'TEXT')}" for name in COLUMNS)
             self._db.execute(f"CREATE TABLE IF NOT EXISTS calls ({columns})")
+            self._add_missing_columns()
             self._db.execute(f"CREATE TABLE IF NOT EXISTS realtime_errors ({', '.join(_REALTIME_COLUMNS)})")
+
+    def _add_missing_columns(self) -> None:
+        """A file written by an older gwlab lacks newer columns (appended to LedgerEntry at its end)."""
+        assert self._db is not None
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(calls)")}
+        for name in COLUMNS:
+            if name not in present:
+                self._db.execute(f"ALTER TABLE calls ADD COLUMN {name} {_SQL_TYPES.get(name, 'TEXT')}")
 
     def add(self, entry: LedgerEntry) -> None:
         with self._lock:

@@ -1,11 +1,17 @@
 """Event streams: typed events over one SSE answer, async, and its sync twin on the loop thread.
 
-A stream is complete only when its family's end marker arrived (`[DONE]`, `response.completed`,
-`message_stop`). Otherwise it ends in one of three ways, decided once, at its end: the gateway
-reported an error inside the stream (StreamError), the connection was cut or the body ended early
-(StreamInterrupted, unless the caller opted out with `allow_partial=True`), or, for responses, an
-`incomplete` outcome the caller reads from `status`. Events that arrived before are yielded first;
-`text`, `result` and `events` keep the partial answer in every case.
+A stream has ended only when its family's end marker arrived with the reason the protocol requires:
+`[DONE]` after every choice carried a finish_reason, a terminal `response.*` event, `message_stop`
+after a stop_reason. Otherwise it ends in one of two ways, decided once, at its end: the gateway
+reported an error inside the stream (StreamError), or the answer was cut -- the connection dropped,
+the body ended early, or the end marker came without its reason, as llama-cpp-python's server does
+when a second request arrives (StreamInterrupted, unless the caller opted out with
+`allow_partial=True`). Events that arrived before are yielded first; `text`, `result` and `events`
+keep the partial answer in every case.
+
+`ending` says how the answer ended in the vocabulary of gwlab/wire/endings.py (complete, capped,
+filtered, refused, other, interrupted, stopped, failed), the same word the ledger records; `complete`
+is true only for `complete`: a capped answer is not.
 
 The sync twin pulls a batch of events per network chunk through the loop thread, not one event
 per hop, and has no logic of its own.
@@ -21,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import httpx
 
 from gwlab import errors
+from gwlab.wire.endings import COMPLETE, INTERRUPTED, STOPPED
 from gwlab.wire.sse import Event, SSEDecoder
 
 if TYPE_CHECKING:
@@ -40,7 +47,10 @@ class Accumulator(Protocol[E, R]):
     error: Any
 
     @property
-    def status(self) -> str: ...  # in_progress | completed | failed | incomplete | error
+    def status(self) -> str: ...  # in_progress | completed | failed | incomplete | interrupted | error
+
+    @property
+    def ending(self) -> str: ...  # gwlab/wire/endings.py
 
     @property
     def complete(self) -> bool: ...
@@ -74,6 +84,7 @@ class AsyncEventStream(Generic[E, R]):
         self._chunks: AsyncIterator[bytes] = response.aiter_bytes()
         self._decoder = SSEDecoder()
         self._finished = False
+        self._stopped = False  # closed by the caller before its end
         self._raise: BaseException | None = None
         self._override: R | None = None
         self.request_id: str | None = call.request_id
@@ -98,11 +109,22 @@ class AsyncEventStream(Generic[E, R]):
 
     @property
     def complete(self) -> bool:
-        return self._override is not None or self._acc.complete
+        """The model ended its answer (ending `complete`); false for capped, cut or failed ones."""
+        return self.ending == COMPLETE
+
+    @property
+    def ending(self) -> str:
+        """How the answer ended (gwlab/wire/endings.py); `interrupted` while it is still arriving."""
+        if self._override is not None:
+            return getattr(self._override, "ending", COMPLETE)
+        if self._stopped:
+            return STOPPED
+        return self._acc.ending
 
     @property
     def status(self) -> str:
-        """in_progress | completed | failed | incomplete | error | interrupted."""
+        """in_progress | completed | failed | incomplete | error | interrupted (the protocol's word;
+        `ending` is gwlab's, the same for every family)."""
         if self._override is not None:
             return "completed"
         if self._finished and self._acc.status == "in_progress":
@@ -145,8 +167,8 @@ class AsyncEventStream(Generic[E, R]):
     async def aclose(self) -> None:
         """Stop reading; a stream closed before its end is recorded as not complete."""
         if not self._finished:
-            self._finished = True
-            self._call.record(self._transport.ledger, usage=self._acc.usage, complete=self._acc.complete)
+            self._finished = self._stopped = True
+            self._call.record(self._transport.ledger, usage=self._acc.usage, ending=STOPPED)
         await self._response.aclose()
 
     async def __aenter__(self) -> AsyncEventStream[E, R]:
@@ -200,7 +222,9 @@ class AsyncEventStream(Generic[E, R]):
             failure = self._raise = errors.StreamError(
                 message, error=acc.error, event=status, partial=self.result, method=call.method,
                 path=call.path, request_id=call.request_id)
-        elif status == "in_progress":
+        elif status in ("in_progress", INTERRUPTED):
+            if cut is None:
+                cut = "the end marker arrived before the answer's end reason (a finish_reason or stop_reason)"
             reason = cut if isinstance(cut, str) else f"{type(cut).__name__}: {cut}"
             failure = errors.StreamInterrupted(
                 f"stream interrupted ({reason}); the partial answer is in .partial",
@@ -209,14 +233,15 @@ class AsyncEventStream(Generic[E, R]):
                 failure.__cause__ = cut
             if not self._allow_partial:
                 self._raise = failure
-        call.record(self._transport.ledger, usage=acc.usage, complete=acc.complete, error=failure)
+        call.record(self._transport.ledger, usage=acc.usage, ending=acc.ending, error=failure)
         await self._response.aclose()
 
     async def _finish_with(self, result: R) -> None:
         """The gateway answered a stream request with a whole JSON body: nothing left to read."""
         self._override = result
         self._finished = True
-        self._call.record(self._transport.ledger, usage=getattr(result, "usage", None), complete=True)
+        self._call.record(self._transport.ledger, usage=getattr(result, "usage", None),
+                          ending=getattr(result, "ending", COMPLETE))
 
 
 def _error_message(error: Any) -> str | None:
@@ -269,6 +294,10 @@ class EventStream(Generic[E, R]):
     @property
     def complete(self) -> bool:
         return self._twin.complete
+
+    @property
+    def ending(self) -> str:
+        return self._twin.ending
 
     @property
     def status(self) -> str:

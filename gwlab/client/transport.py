@@ -36,8 +36,8 @@ import httpx
 
 from gwlab import errors
 from gwlab.client._http11 import FastTransport
-from gwlab.client.ledger import Ledger, current_run
-from gwlab.wire import limits
+from gwlab.client.ledger import Ledger, current_run, settle_ending
+from gwlab.wire import endings, limits
 
 if TYPE_CHECKING:
     from gwlab.client.streams import AsyncEventStream
@@ -176,17 +176,19 @@ class Call:
     recorded: bool = False
 
     def record(self, ledger: Ledger, *, usage: Any = None, complete: bool | None = None,
-               error: BaseException | str | None = None) -> None:
+               error: BaseException | str | None = None, ending: str | None = None) -> None:
+        """One ledger row; `complete` follows from `ending` (gwlab/wire/endings.py) when one is given."""
         if self.recorded:
             return
         self.recorded = True
+        ending, complete = settle_ending(ending, complete, error)
         tokens_in, tokens_out = _tokens(usage)
         ledger.record(time=self.time, method=self.method, path=self.path, family=self.family,
                       model=self.model, status=self.status, request_id=self.request_id,
                       latency_s=time.perf_counter() - self.started, input_tokens=tokens_in,
                       output_tokens=tokens_out, retries=self.retries, streamed=self.streamed,
                       complete=complete, run=self.run,
-                      error=error if isinstance(error, str | None) else type(error).__name__)
+                      error=error if isinstance(error, str | None) else type(error).__name__, ending=ending)
 
 
 def _tokens(usage: Any) -> tuple[int | None, int | None]:
@@ -200,6 +202,15 @@ def _tokens(usage: Any) -> tuple[int | None, int | None]:
         tokens_in, tokens_out = getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
     return (tokens_in if isinstance(tokens_in, int) else None,
             tokens_out if isinstance(tokens_out, int) else None)
+
+
+def _ending_of(family: str, result: Any) -> str:
+    """How a whole answer ended: a typed result says it, a raw body is read by its family's rule, and
+    any other successful call (a listing, a decision) is simply complete."""
+    ending = getattr(result, "ending", None)
+    if isinstance(ending, str):
+        return ending
+    return endings.body_ending(family, result.body if isinstance(result, Reply) else result) or endings.COMPLETE
 
 
 def _usage_of(result: Any) -> Any:
@@ -303,7 +314,7 @@ class AsyncTransport:
         except BaseException as exc:
             call.record(self.ledger, error=exc)
             raise
-        call.record(self.ledger, usage=_usage_of(result), complete=True)
+        call.record(self.ledger, usage=_usage_of(result), ending=_ending_of(call.family, result))
         return result
 
     async def stream(self, method: str, path: str, *, family: str, json: Any, accumulator: Any,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, chat_ending
 from gwlab.wire.models import check_model_id
 from gwlab.wire.sse import Event, UnknownEvent
 
@@ -198,6 +199,13 @@ class ChatCompletion:
     def finish_reason(self) -> str | None:
         return self.choices[0].finish_reason if self.choices else None
 
+    @property
+    def ending(self) -> str:
+        """How the answer ended (gwlab/wire/endings.py): a choice without a finish_reason never ended."""
+        return chat_ending((c.finish_reason for c in self.choices),
+                           refused=any(c.message.refusal for c in self.choices))
+
+
     @classmethod
     def from_wire(cls, data: Any, request_id: str | None = None) -> ChatCompletion:
         data = data if isinstance(data, Mapping) else {}
@@ -264,11 +272,16 @@ class _ChoiceState:
 
 class ChatAccumulator:
     """Assembles a chat stream: content per choice, tool-call fragments by their `index`, the usage
-    chunk (empty `choices`), and completion only at `[DONE]`. An `error` payload sets `error`."""
+    chunk (empty `choices`). An `error` payload sets `error`.
+
+    The stream has ended at `[DONE]`, but it is `completed` only if by then at least one choice
+    arrived and every choice carried a finish_reason. llama-cpp-python's server ends a running stream
+    with a bare `[DONE]` when another request arrives: that answer was cut, so its status is
+    `interrupted`, exactly as if the connection had dropped."""
 
     def __init__(self) -> None:
         self.events: list[ChatChunk | UnknownEvent] = []
-        self.complete = False
+        self.done = False  # `[DONE]` arrived
         self.usage: Usage | None = None
         self.error: Mapping[str, Any] | None = None
         self._choices: dict[int, _ChoiceState] = {}
@@ -276,13 +289,32 @@ class ChatAccumulator:
 
     @property
     def status(self) -> str:
-        return "error" if self.error is not None else "completed" if self.complete else "in_progress"
+        """in_progress | completed | interrupted (`[DONE]` before every finish_reason) | error."""
+        if self.error is not None:
+            return "error"
+        if not self.done:
+            return "in_progress"
+        finished = self._choices and all(state.finish_reason for state in self._choices.values())
+        return "completed" if finished else "interrupted"
+
+    @property
+    def ending(self) -> str:
+        """How the answer ended (gwlab/wire/endings.py), as far as the stream tells."""
+        status = self.status
+        if status == "error":
+            return FAILED
+        return self.result().ending if status == "completed" else INTERRUPTED
+
+    @property
+    def complete(self) -> bool:
+        """The model ended its answer: `[DONE]`, every choice finished, none capped or filtered."""
+        return self.ending == COMPLETE
 
     def add(self, event: Event) -> list[ChatChunk | UnknownEvent]:
         """Take one SSE event; return the typed events it produced (none for `[DONE]`)."""
         data = event.data
         if data.startswith(DONE):
-            self.complete = True
+            self.done = True
             return []
         try:
             chunk = json.loads(data)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, messages_ending
 from gwlab.wire.models import check_model_id
 from gwlab.wire.sse import Event, UnknownEvent
 
@@ -193,6 +194,11 @@ class Message:
     def tool_calls(self) -> list[ToolUseBlock]:
         return [block for block in self.content if isinstance(block, ToolUseBlock)]
 
+    @property
+    def ending(self) -> str:
+        """How the answer ended (gwlab/wire/endings.py): no stop_reason means it never ended."""
+        return messages_ending(self.stop_reason)
+
     @classmethod
     def from_wire(cls, data: Any, request_id: str | None = None) -> Message:
         data = data if isinstance(data, Mapping) else {}
@@ -254,7 +260,7 @@ class MessagesAccumulator:
 
     def __init__(self) -> None:
         self.events: list[MessageEvent | UnknownEvent] = []
-        self.complete = False
+        self.stopped = False  # `message_stop` arrived
         self.error: Mapping[str, Any] | None = None
         self._message: dict[str, Any] = {}
         self._usage: dict[str, Any] = {}
@@ -263,7 +269,25 @@ class MessagesAccumulator:
 
     @property
     def status(self) -> str:
-        return "error" if self.error is not None else "completed" if self.complete else "in_progress"
+        """in_progress | completed | interrupted (`message_stop` with no stop_reason) | error."""
+        if self.error is not None:
+            return "error"
+        if not self.stopped:
+            return "in_progress"
+        return "completed" if self._message.get("stop_reason") else "interrupted"
+
+    @property
+    def ending(self) -> str:
+        """How the answer ended (gwlab/wire/endings.py), as far as the stream tells."""
+        status = self.status
+        if status == "error":
+            return FAILED
+        return messages_ending(self._message.get("stop_reason")) if status == "completed" else INTERRUPTED
+
+    @property
+    def complete(self) -> bool:
+        """The model ended its turn: `message_stop` after a stop_reason that is not a cap or refusal."""
+        return self.ending == COMPLETE
 
     def add(self, event: Event) -> list[MessageEvent | UnknownEvent]:
         try:
@@ -320,7 +344,7 @@ class MessagesAccumulator:
             self._usage.update(data["usage"])  # output_tokens is cumulative: the latest wins
 
     def _on_message_stop(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
-        self.complete = True
+        self.stopped = True
 
     def _on_error(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         error = data.get("error")

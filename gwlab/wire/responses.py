@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, responses_ending
 from gwlab.wire.models import check_model_id
 from gwlab.wire.sse import Event, UnknownEvent
 
@@ -238,6 +239,12 @@ class Response:
     def tool_calls(self) -> list[FunctionCall]:
         return [item for item in self.output if isinstance(item, FunctionCall)]
 
+    @property
+    def ending(self) -> str:
+        """How the answer ended (gwlab/wire/endings.py): `incomplete` says whether a cap or a filter."""
+        refused = any(item.refusal is not None for item in self.output if isinstance(item, MessageItem))
+        return responses_ending(self.status, self.incomplete_details, refused=refused)
+
     @classmethod
     def from_wire(cls, data: Any, request_id: str | None = None) -> Response:
         data = data if isinstance(data, Mapping) else {}
@@ -350,8 +357,16 @@ class ResponsesAccumulator:
         self._index_of: dict[str, int] = {}  # item_id -> output_index, for events that carry only the id
 
     @property
+    def ending(self) -> str:
+        """How the answer ended (gwlab/wire/endings.py), as far as the stream tells."""
+        if self.status == "error":
+            return FAILED
+        return self.result().ending if self.status != "in_progress" else INTERRUPTED
+
+    @property
     def complete(self) -> bool:
-        return self.status == "completed"
+        """`response.completed` arrived (and the answer is no refusal)."""
+        return self.ending == COMPLETE
 
     def add(self, event: Event) -> list[ResponseEvent | UnknownEvent]:
         try:

@@ -24,7 +24,7 @@ def answers(request: httpx.Request) -> httpx.Response:
     if request.url.path.endswith("/models"):
         return echoing_401(request)
     if b'"stream":true' in request.content:
-        chunk = {"id": "c", "choices": [{"index": 0, "delta": {"content": "x"}}]}
+        chunk = {"id": "c", "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]}
         return sse_response([sse_bytes(chunk, "[DONE]")])
     return httpx.Response(200, json=chat_body(), headers={"x-request-id": "req_ok"})
 
