@@ -31,10 +31,16 @@ class Rendered:
     errors: dict[int, str]  # row position -> message
 
 
-def _unknown(field: str, name: str, columns: Sequence[Any]) -> InvalidRequest:
+def _has(columns: Sequence[Any]) -> str:
+    """"the frame has 'a', 'b'" for an error message; a frame without columns says so, not nothing."""
+    if not len(columns):
+        return "the frame has no columns"
     shown = ", ".join(repr(str(c)) for c in list(columns)[:20])
-    more = ", …" if len(columns) > 20 else ""
-    return InvalidRequest(field, f"unknown column {name!r}; the frame has {shown}{more}")
+    return f"the frame has {shown}" + (", …" if len(columns) > 20 else "")
+
+
+def _unknown(field: str, name: str, columns: Sequence[Any]) -> InvalidRequest:
+    return InvalidRequest(field, f"unknown column {name!r}; {_has(columns)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +52,8 @@ class Template:
     columns: tuple[str, ...]  # the frame columns read, in the order `format` uses them
     keys: tuple[str, ...] = ()  # JSON object keys (one per column) when format is None
     literal: bool = False  # a constant text (only where allowed, e.g. system=)
+    specs: tuple[str, ...] = ()  # per column read: its format spec (":.2f") or ""
+    source: str = ""  # the template as written, for error messages
 
     @classmethod
     def parse(cls, spec: str | Sequence[str] | Mapping[str, str], columns: Sequence[Any], *,
@@ -70,9 +78,9 @@ class Template:
             if literal_ok:
                 return cls(field, spec, (), literal=True)
             raise InvalidRequest(field, f"{spec[:40]!r} is neither a column nor a template with {{column}} "
-                                        f"fields; the frame has {', '.join(map(repr, names[:20]))}")
-        fmt, used = _compile(spec, known, field, names)
-        return cls(field, fmt, tuple(used), literal=not used)
+                                        f"fields; {_has(names)}")
+        fmt, used, specs = _compile(spec, known, field, names)
+        return cls(field, fmt, tuple(used), literal=not used, specs=tuple(specs), source=spec)
 
     def rows(self, frame: pd.DataFrame) -> Rows:
         """The distinct values of `frame`'s rows, rendered only when asked for (see `Rows`)."""
@@ -95,6 +103,8 @@ class Template:
                 failed |= blank
         codes, first = _distinct(columns, failed)
         cells = [series.array for series in columns]
+        if any(self.specs) and len(first):
+            self._format([c[first[0]] for c in cells])  # a spec that fits no cell fails before any send
         if self.format is None:
             keys = self.keys
 
@@ -106,13 +116,28 @@ class Template:
 
             def value(job: int) -> Any:
                 row = first[job]
-                args = [json_value(c[row]) for c in cells]
-                text = args[0] if fmt == "{0}" and isinstance(args[0], str) else fmt.format(*args)
+                args = [c[row] for c in cells]
+                first_arg = args[0] if fmt == "{0}" else None
+                text = first_arg if isinstance(first_arg, str) else self._format(args)
                 if not text.strip():
                     raise InvalidRequest(field, "empty in this row")
                 return text
 
         return Rows(codes, first, value, errors)
+
+    def _format(self, cells: Sequence[Any]) -> str:
+        """The text of one row; a format spec its cell cannot take ("{review:.2f}" on text) raises
+        InvalidRequest naming the template and the column, not str.format's bare ValueError."""
+        assert self.format is not None
+        args = [json_value(c) for c in cells]
+        try:
+            return self.format.format(*args)
+        except (ValueError, TypeError) as exc:
+            column, spec, value = next(((c, s, a) for c, s, a in zip(self.columns, self.specs, args, strict=False)
+                                        if s and not _formats(s, a)), (self.columns[0], "", args[0]))
+            raise InvalidRequest(self.field, f"template {self.source!r}: the format spec {spec!r} does not "
+                                             f"apply to column {column!r}, which holds {type(value).__name__} "
+                                             f"values ({exc}); drop the spec or convert the column") from None
 
     def render(self, frame: pd.DataFrame) -> Rendered:
         """Every row's value as a list (small frames, tests); `rows` is the lazy form runs use."""
@@ -238,10 +263,20 @@ def _column(frame: pd.DataFrame, column: str) -> pd.Series:
     return series
 
 
-def _compile(spec: str, known: set[str], field: str, names: list[str]) -> tuple[str, list[str]]:
-    """The template as a positional format string, and the columns it reads."""
+def _formats(spec: str, value: Any) -> bool:
+    """Whether a format spec (":.2f") applies to a value."""
+    try:
+        format(value, spec[1:])
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _compile(spec: str, known: set[str], field: str, names: list[str]) -> tuple[str, list[str], list[str]]:
+    """The template as a positional format string, the columns it reads and each one's format spec."""
     out: list[str] = []
     used: list[str] = []
+    specs: list[str] = []
     i, n = 0, len(spec)
     while i < n:
         ch = spec[i]
@@ -266,11 +301,12 @@ def _compile(spec: str, known: set[str], field: str, names: list[str]) -> tuple[
                 raise _unknown(field, name, names)
             out.append(f"{{{len(used)}{spec_part}}}")
             used.append(name)
+            specs.append(spec_part)
             i = end + 1
         else:
             out.append(ch)
             i += 1
-    return "".join(out), used
+    return "".join(out), used, specs
 
 
 def _by_text(frame: pd.DataFrame, column: str) -> Any:

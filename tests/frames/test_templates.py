@@ -96,3 +96,24 @@ def test_prompt_and_system_rows_zip_into_pairs() -> None:
     assert [pairs.value(j) for j in range(3)] == [("x", "Be terse."), ("x", "Be warm."), ("y", "Be terse.")]
     constant = prompts.zip(Template.parse("Be brief.", frame.columns, field="system", literal_ok=True).rows(frame))
     assert list(constant.codes) == [0, 0, 1]
+
+
+def test_format_spec_that_does_not_fit_the_column_names_the_template_and_column(frame: pd.DataFrame) -> None:
+    template = Template.parse("{ticket:.2f}", frame.columns, field="state")
+    with pytest.raises(InvalidRequest, match=r"template '\{ticket:\.2f\}'.*':\.2f'.*column 'ticket'.*str") as caught:
+        template.rows(frame)  # before any row is sent, not as a raw ValueError mid-run
+    assert caught.value.field == "state"
+
+
+def test_format_spec_that_fails_on_one_row_makes_that_row_an_error() -> None:
+    mixed = pd.DataFrame({"x": [1.5, "n/a"]}, dtype=object)
+    out = render(mixed, "value {x:.1f}")
+    assert out.values == ["value 1.5", None]
+    assert "does not apply to column 'x'" in out.errors[1]
+
+
+def test_frame_without_columns_says_so_in_the_error() -> None:
+    with pytest.raises(InvalidRequest, match=r"the frame has no columns$"):
+        render(pd.DataFrame(), "{review}")
+    with pytest.raises(InvalidRequest, match=r"the frame has no columns$"):
+        render(pd.DataFrame(), "review")
