@@ -11,13 +11,14 @@ its models, the widgets and jsonschema load when first used.
 from __future__ import annotations
 
 from gwlab import errors
+from gwlab.client.dialect import Dialect
 from gwlab.client.gateway import AsyncGateway, Gateway, connect
 from gwlab.client.ledger import run
 from gwlab.errors import *  # noqa: F403  (so `except gwlab.GatewayError` catches everything of ours)
 
 __version__ = "0.1.0"
 
-__all__ = ["AsyncGateway", "Gateway", "connect", "errors", "evaluate", "run", *errors.__all__]
+__all__ = ["AsyncGateway", "Dialect", "Gateway", "connect", "errors", "evaluate", "run", *errors.__all__]
 
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
 from gwlab.frames.evaluate import evaluate

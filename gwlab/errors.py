@@ -40,6 +40,7 @@ __all__ = [
     "StreamInterrupted",
     "Timeout",
     "error_for_status",
+    "field_of",
 ]
 
 
@@ -125,6 +126,8 @@ class StatusError(GatewayError):
         self.headers = dict(headers or {})
         self.error = _error_object(body)
         self.code = self.error.get("code") if isinstance(self.error, Mapping) else None
+        self.field = field_of(body)
+        self.param = self.field  # OpenAI's name for the same thing
         where = f"{method} {path} " if method else ""
         rid = f" [request {request_id}]" if request_id else ""
         super().__init__(f"{where}→ {status}: {message}{rid}")
@@ -169,6 +172,26 @@ def error_for_status(status: int) -> type[StatusError]:
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     return ServerError if status >= 500 else StatusError
+
+
+def field_of(body: Any) -> str | None:
+    """The request field an error body names, as a dotted path: OpenAI's `error.param`, System One's
+    `error.field` (laya-serve), or FastAPI's first `detail[].loc` (without its leading `body`)."""
+    if not isinstance(body, Mapping):
+        return None
+    error = body.get("error", body.get("detail"))
+    if isinstance(error, list) and error and isinstance(error[0], Mapping):
+        loc = error[0].get("loc")
+        parts = [str(p) for p in loc if p != "body"] if isinstance(loc, list | tuple) else []
+        return ".".join(parts) or None
+    if isinstance(error, Mapping):
+        for key in ("field", "param", "loc"):
+            value = error.get(key)
+            if isinstance(value, str) and value:
+                return value
+            if isinstance(value, list | tuple) and value:
+                return ".".join(str(p) for p in value)
+    return None
 
 
 def _error_object(body: Any) -> Any:

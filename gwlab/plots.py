@@ -45,18 +45,23 @@ def _one(tables: Mapping[str, Any], question: str | None, what: str) -> tuple[st
 
 
 def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = None, *,
-                ax: Axes | None = None) -> Axes:
+                ax: Axes | None = None, rows: str | None = None) -> Axes:
     """Reliability diagram: observed rate against mean predicted probability per bin, counts behind.
 
     The bars (right axis) show how many rows fell in each bin, so a point far from the diagonal can
-    be read against how much evidence it stands on.
+    be read against how much evidence it stands on. The title gives the ECE with the rows and bins it
+    was computed over (and `rows`, e.g. "held-out half, before"): the same question's ECE differs
+    between all rows and a held-out half, and a figure must say which one it shows. The legend sits
+    below the axes, never over the curve.
     """
     ax = _axes(ax)
     if isinstance(evaluation, pd.DataFrame):
         table, title = evaluation, "reliability"
     else:
         question, table = _one(evaluation.reliability, question, "reliability")
-        title = f"{question}: ECE {evaluation.metrics.loc[question, 'ece']:.3f}"
+        ece = evaluation.metrics.loc[question, "ece"]
+        which = f"{rows}, " if rows else ""
+        title = f"{question}: ECE {ece:.3f}\n({which}{int(table['count'].sum())} rows, {len(table)} bins)"
     counts = ax.twinx()
     width = (table["upper"] - table["lower"]).to_numpy()
     counts.bar(table["lower"], table["count"], width=width, align="edge", color="0.85", label="rows")
@@ -67,7 +72,9 @@ def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = No
     used = table[table["count"] > 0]
     ax.plot(used["mean_prob"], used["observed"], marker="o", label="observed")
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean predicted probability", ylabel="observed rate", title=title)
-    ax.legend(loc="upper left")
+    handles = [*ax.get_legend_handles_labels()[0], *counts.get_legend_handles_labels()[0]]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False,
+              fontsize="small")
     return ax
 
 
@@ -120,18 +127,38 @@ def confusion(evaluation: Evaluation, question: str | None = None, *, ax: Axes |
 
 
 def usage_over_time(usage: pd.DataFrame, *, ax: Axes | None = None, tokens: str = "input_tokens") -> Axes:
-    """Cumulative tokens over time, one line per model."""
+    """Cumulative tokens over time, one line per model, on a date axis in UTC.
+
+    Calls that name no model (``GET /models``) are the `NO_MODEL` group of `summarize`; they are drawn
+    only if they used tokens, since a flat line at zero says nothing.
+    """
+    import matplotlib.dates as mdates
+
     ax = _axes(ax)
     time = _times(_usage.column(usage, "time"))
     amount = pd.to_numeric(_usage.column(usage, tokens), errors="coerce").fillna(0).to_numpy()
     model = _usage.column(usage, "model", required=False)
-    models = model.fillna("?").to_numpy() if model is not None else np.full(len(usage), "all")
+    models = _model_names(model, len(usage))
     work = pd.DataFrame({"time": time.to_numpy(), "tokens": amount, "model": models}).sort_values("time")
     for name, group in work.groupby("model", sort=True):
+        if name == _usage.NO_MODEL and not group["tokens"].any():
+            continue
         ax.step(group["time"], group["tokens"].cumsum(), where="post", label=str(name))
-    ax.set(xlabel="time", ylabel=f"cumulative {tokens.replace('_', ' ')}", title="usage over time")
-    ax.legend()
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set(xlabel="time (UTC)", ylabel=f"cumulative {tokens.replace('_', ' ')}", title="usage over time")
+    if ax.lines:
+        ax.legend(loc="upper left", fontsize="small")
     return ax
+
+
+def _model_names(model: pd.Series | None, n: int) -> np.ndarray:
+    """Each row's model as text; rows that name none (NaN, None, "") are `NO_MODEL`, as in summarize."""
+    if model is None:
+        return np.full(n, "all", dtype=object)
+    names = model.astype(object).where(model.notna() & (model.astype(str).str.strip() != ""), _usage.NO_MODEL)
+    return names.astype(str).to_numpy()
 
 
 def latency(usage: pd.DataFrame, *, ax: Axes | None = None, bins: int = 30) -> Axes:
@@ -160,9 +187,16 @@ def cost_per_run(usage: pd.DataFrame, prices: Any = None, *, ax: Axes | None = N
 def _times(series: pd.Series) -> pd.Series:
     """Unix seconds or milliseconds, strings or datetimes, as datetimes (spec: time fields vary)."""
     if pd.api.types.is_datetime64_any_dtype(series):
-        return series
+        return _naive_utc(series)
     numbers = pd.to_numeric(series, errors="coerce")
     if numbers.notna().all():
         unit = "ms" if numbers.median() > 1e11 else "s"
         return pd.to_datetime(numbers, unit=unit)
-    return pd.to_datetime(series, errors="coerce")
+    return _naive_utc(pd.to_datetime(series, errors="coerce", utc=True))
+
+
+def _naive_utc(series: pd.Series) -> pd.Series:
+    """Datetimes in UTC without a zone: what matplotlib's date axis plots as given (labelled UTC)."""
+    if getattr(series.dt, "tz", None) is not None:
+        return series.dt.tz_convert("UTC").dt.tz_localize(None)
+    return series

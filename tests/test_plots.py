@@ -99,3 +99,76 @@ def test_cost_per_run_draws_a_bar_per_run(usage: pd.DataFrame) -> None:
     heights = [p.get_height() for p in ax.patches]
     # run a: 82 decision input tokens (the 429 bills nothing); run b: 41 decision tokens + chat 42 in, 16 out
     assert heights == pytest.approx([82 * 1000 / 1e6, 41 * 1000 / 1e6 + (42 * 1.0 + 16 * 2.0) / 1e6])
+
+
+# --- issue 18, item 9: figures that say what they show, and tolerate calls without a model -----------
+
+
+@pytest.fixture
+def ledger_with_a_models_call(usage: pd.DataFrame) -> pd.DataFrame:
+    """The fixture's ledger after a gw.models() call first: no model, no tokens, no run."""
+    models_call = {"time": 1_699_999_999.0, "method": "GET", "path": "/v1/models", "model": np.nan,
+                   "status": 200, "latency_ms": 2.0, "input_tokens": np.nan, "output_tokens": np.nan,
+                   "run": np.nan}
+    return pd.concat([pd.DataFrame([models_call]), usage], ignore_index=True)
+
+
+def _drawn(ax) -> None:
+    ax.figure.canvas.draw()
+
+
+def test_reliability_legend_sits_outside_the_axes_not_over_the_curve(answers: pd.DataFrame) -> None:
+    ax = plots.reliability(evaluate(answers, truth="is_urgent", prob="urgent"))
+    _drawn(ax)
+    legend = ax.get_legend()
+    assert not legend.get_window_extent().overlaps(ax.get_window_extent())
+    assert [t.get_text() for t in legend.get_texts()] == ["perfectly calibrated", "observed", "rows"]
+
+
+def test_reliability_title_names_the_rows_and_bins_its_ece_is_over(answers: pd.DataFrame) -> None:
+    ev = evaluate(answers, truth="is_urgent", prob="urgent", bins=5)
+    ece = ev.metrics.loc["urgent", "ece"]
+    assert plots.reliability(ev).get_title() == f"urgent: ECE {ece:.3f}\n(60 rows, 5 bins)"
+    held_out = evaluate(answers.iloc[:25], truth="is_urgent", prob="urgent", bins=5)
+    title = plots.reliability(held_out, rows="held-out half, before").get_title()
+    assert title.endswith("(held-out half, before, 25 rows, 5 bins)")
+
+
+def test_usage_over_time_shows_no_question_mark_for_a_call_without_a_model(
+        ledger_with_a_models_call: pd.DataFrame) -> None:
+    ax = plots.usage_over_time(ledger_with_a_models_call)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["local/decide-e5-small", "local/gemma-3-270m"]
+
+
+def test_usage_over_time_labels_ticks_as_times_not_fractional_seconds(usage: pd.DataFrame) -> None:
+    fast = usage.assign(time=pd.to_datetime(1_700_000_000 + np.linspace(0, 2, len(usage)), unit="s", utc=True))
+    ax = plots.usage_over_time(fast)  # six calls in two seconds: the default formatter wrote 13:20.000000
+    _drawn(ax)
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert ticks and not any("0000" in t for t in ticks)
+    assert ax.xaxis.get_major_formatter().get_offset().startswith("2023-Nov-14 22:13")
+    assert ax.get_xlabel() == "time (UTC)"
+
+
+def test_every_usage_plot_draws_a_ledger_holding_a_models_call(ledger_with_a_models_call: pd.DataFrame) -> None:
+    prices = {"local/decide-e5-small": (1000.0, 0.0), "local/gemma-3-270m": (1.0, 2.0)}
+    assert len(plots.cost_per_run(ledger_with_a_models_call, prices).patches) == 3  # the models call: no run
+    assert len(plots.latency(ledger_with_a_models_call, bins=5).patches) == 5
+    assert len(plots.usage_over_time(ledger_with_a_models_call).lines) == 2
+
+
+def test_every_usage_plot_draws_a_live_ledger_of_a_models_call_and_two_models(gateway) -> None:
+    from gwlab import Gateway
+
+    with Gateway(gateway.base_url, gateway.api_key) as gw:
+        gw.models()
+        gw.decide("The site is down", {"urgent": {"type": "noul", "instructions": "Is this urgent?"}},
+                  model="local/decide-e5-small")
+        gw.chat("Q: What is 2 + 2?\nA:", model="local/gemma-3-270m", max_completion_tokens=1, temperature=0)
+        ledger = gw.usage
+    ax = plots.usage_over_time(ledger)
+    _drawn(ax)
+    assert sorted(line.get_label() for line in ax.lines) == ["local/decide-e5-small", "local/gemma-3-270m"]
+    assert len(plots.cost_per_run(ledger).patches) >= 1
+    assert len(plots.latency(ledger, bins=3).patches) == 3

@@ -18,6 +18,7 @@ import httpx
 from gwlab.client._loop import LoopThread
 from gwlab.client.chat import AsyncChat, Chat
 from gwlab.client.decisions import AsyncDecisions, Decisions, Questions, State
+from gwlab.client.dialect import Dialect
 from gwlab.client.ledger import Ledger
 from gwlab.client.messages import AsyncMessages, Messages
 from gwlab.client.migration import Migrate, Migrated, responses_from_chat
@@ -55,6 +56,9 @@ class AsyncGateway:
     ledger_path : a SQLite file that keeps the request ledger across sessions.
     messages_auth, anthropic_version : the messages family's auth header and version.
     headers : extra headers for every request; http_transport : an httpx transport (tests).
+    dialect : how this gateway differs from the spec, e.g. `{"decisions_path": "/systemone"}` (a mapping
+        or a `gwlab.Dialect`; keys decisions_path, decisions_shape, token_cap). Settings given here win;
+        the others are detected and shown by `repr(gw)` and `gw.dialect` (docs/guide/byo-gateway.md).
     """
 
     def __init__(self, base_url: str, api_key: str, *, timeout: float | None = limits.READ_TIMEOUT_SECONDS,
@@ -64,13 +68,14 @@ class AsyncGateway:
                  retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
                  ledger_path: str | os.PathLike[str] | None = None, messages_auth: str = "x-api-key",
                  anthropic_version: str = limits.ANTHROPIC_VERSION, headers: Mapping[str, str] | None = None,
-                 http_transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 http_transport: httpx.AsyncBaseTransport | None = None,
+                 dialect: Dialect | Mapping[str, Any] | None = None) -> None:
         self.ledger = Ledger(ledger_path)
         self.transport = AsyncTransport(
             base_url, api_key, ledger=self.ledger, timeout=timeout, connect_timeout=connect_timeout,
             deadline=deadline, max_retries=max_retries, retry_after_cap=retry_after_cap,
             messages_auth=messages_auth, anthropic_version=anthropic_version, headers=headers,
-            http_transport=http_transport)
+            http_transport=http_transport, dialect=dialect)
         # the families: adding one is one line here and one in Gateway.__init__
         self.models = AsyncModels(self.transport)
         self.chat = AsyncChat(self.transport)
@@ -89,6 +94,11 @@ class AsyncGateway:
     @property
     def ws_base_url(self) -> str:
         return self.transport.ws_base_url
+
+    @property
+    def dialect(self) -> Dialect:
+        """How this gateway differs from the spec: each setting with explicit/default/detected provenance."""
+        return self.transport.dialect
 
     @property
     def usage(self) -> pd.DataFrame:
@@ -119,7 +129,7 @@ class AsyncGateway:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"AsyncGateway(base_url={self.base_url!r})"
+        return f"AsyncGateway(base_url={self.base_url!r}{_dialect_repr(self.dialect)})"
 
 
 class Gateway:
@@ -137,14 +147,15 @@ class Gateway:
                  retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
                  ledger_path: str | os.PathLike[str] | None = None, messages_auth: str = "x-api-key",
                  anthropic_version: str = limits.ANTHROPIC_VERSION, headers: Mapping[str, str] | None = None,
-                 http_transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 http_transport: httpx.AsyncBaseTransport | None = None,
+                 dialect: Dialect | Mapping[str, Any] | None = None) -> None:
         self._loop = LoopThread()
         try:
             self._twin = self._loop.run(_build(
                 base_url, api_key, timeout=timeout, connect_timeout=connect_timeout, deadline=deadline,
                 max_retries=max_retries, retry_after_cap=retry_after_cap, ledger_path=ledger_path,
                 messages_auth=messages_auth, anthropic_version=anthropic_version, headers=headers,
-                http_transport=http_transport))
+                http_transport=http_transport, dialect=dialect))
         except BaseException:
             self._loop.close()
             raise
@@ -167,6 +178,11 @@ class Gateway:
     @property
     def ws_base_url(self) -> str:
         return self._twin.ws_base_url
+
+    @property
+    def dialect(self) -> Dialect:
+        """How this gateway differs from the spec: each setting with explicit/default/detected provenance."""
+        return self._twin.dialect
 
     @property
     def ledger(self) -> Ledger:
@@ -211,7 +227,16 @@ class Gateway:
 
     def __repr__(self) -> str:
         local = ", local" if self._owned else ""
-        return f"Gateway(base_url={self.base_url!r}{local})"
+        return f"Gateway(base_url={self.base_url!r}{local}{_dialect_repr(self.dialect)})"
+
+
+def _dialect_repr(dialect: Dialect) -> str:
+    """The settings that differ from the spec, each with where it came from (never silent magic)."""
+    changes = dialect.changes()
+    if not changes:
+        return ""
+    shown = ", ".join(f"{name}={value!r} ({source})" for name, (value, source) in changes.items())
+    return f", dialect: {shown}"
 
 
 async def _build(base_url: str, api_key: str, **options: Any) -> AsyncGateway:
@@ -236,7 +261,9 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     env : where to read the variables; default `os.environ` (tests pass a dict). Not a default
         argument value: a signature holding os.environ would show every variable, key included,
         in `help(connect)` and Jupyter's `connect?`.
-    **options : `Gateway` options (timeout, deadline, max_retries, ledger_path, ...).
+    **options : `Gateway` options (timeout, deadline, max_retries, ledger_path, dialect, ...);
+        `dialect={"decisions_path": "/systemone"}` is the one place to say how a gateway differs from
+        the spec (docs/guide/byo-gateway.md).
 
     Returns
     -------

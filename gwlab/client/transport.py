@@ -27,7 +27,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
@@ -35,6 +35,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from gwlab import errors
+from gwlab.client import dialect as _dialect  # `dialect` is AsyncTransport's parameter and property
 from gwlab.client._http11 import FastTransport
 from gwlab.client.ledger import Ledger, current_run, settle_ending
 from gwlab.wire import endings, limits
@@ -67,7 +68,25 @@ def normalize_base_url(url: str) -> str:
         raise errors.InvalidRequest("base_url", "must not carry a query or fragment")
     while url.endswith(limits.API_PREFIX + limits.API_PREFIX):  # spec: /v1/v1 fails
         url = url[: -len(limits.API_PREFIX)]
+    _refuse_path_after_prefix(url)
     return url if url.endswith(limits.API_PREFIX) else url + limits.API_PREFIX
+
+
+def _refuse_path_after_prefix(url: str) -> None:
+    """A path after /v1 would be silently glued before every route (`.../v1/systemone/v1/models`)."""
+    path = urlsplit(url).path
+    head, sep, rest = (path + "/").partition(limits.API_PREFIX + "/")
+    rest = rest.strip("/")
+    if not sep or not rest:
+        return
+    base = url[: len(url) - len(path)] + head + limits.API_PREFIX
+    if rest.strip("/") == _dialect.SYSTEM_ONE_PATH.strip("/"):
+        todo = (f"use base_url={base!r} and dialect={{'decisions_path': '{_dialect.SYSTEM_ONE_PATH}'}} to send "
+                f"decisions to {_dialect.SYSTEM_ONE_PATH} (gwlab also detects it: docs/guide/byo-gateway.md)")
+    else:
+        todo = f"use base_url={base!r}; gwlab adds each family's route (/chat/completions, /decisions, ...)"
+    raise errors.InvalidRequest("base_url", f"must end at {limits.API_PREFIX}, with no path after it "
+                                            f"(got '{limits.API_PREFIX}/{rest}'): {todo}")
 
 
 def ws_url(base_url: str) -> str:
@@ -104,7 +123,16 @@ def translate(exc: httpx.HTTPError, method: str, path: str) -> errors.GatewayErr
 
 _HINTS = {401: "check the API key (GWLAB_API_KEY) and that it is enabled",
           403: "the key may not use this model or resource",
-          404: "check the model ID (gw.models()) and the resource ID"}
+          404: "no such model or resource: check the model ID (gw.models()) and the resource ID"}
+GUIDE = "docs/guide/byo-gateway.md"
+
+
+def _hint(status: int, body: Any, family: str, method: str, path: str) -> str | None:
+    """What to do about an error status; a 404 says whether the route or the model/resource is missing."""
+    if status == 404 and _dialect.route_missing(body):
+        return (f"no such route on this gateway: it does not serve {method} {limits.API_PREFIX}{path}, so it "
+                f"may not offer the {family} family there; see {GUIDE} (dialect= sets another route)")
+    return _HINTS.get(status)
 
 
 def retry_after_seconds(headers: httpx.Headers | Mapping[str, str]) -> float | None:
@@ -246,12 +274,14 @@ class AsyncTransport:
                  retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
                  messages_auth: str = "x-api-key", anthropic_version: str = limits.ANTHROPIC_VERSION,
                  headers: Mapping[str, str] | None = None,
-                 http_transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 http_transport: httpx.AsyncBaseTransport | None = None,
+                 dialect: _dialect.Dialect | Mapping[str, Any] | None = None) -> None:
         if not isinstance(api_key, str) or not api_key.strip():
             raise errors.InvalidRequest("api_key", "required: a key issued by this gateway (GWLAB_API_KEY)")
         if messages_auth not in ("x-api-key", "bearer"):
             raise errors.InvalidRequest("messages_auth", f"'x-api-key' or 'bearer'; got {messages_auth!r}")
         self.base_url = normalize_base_url(base_url)
+        self.dialects = _dialect.DialectBook(self.base_url, dialect)
         self.api_host = self.base_url[: -len(limits.API_PREFIX)]
         self.ws_base_url = ws_url(self.base_url)
         self.ledger = ledger if ledger is not None else Ledger()
@@ -300,11 +330,12 @@ class AsyncTransport:
         call = Call(method, _path(path, path_params), family, _model(json), streamed=False)
         try:
             async with asyncio.timeout(self.deadline):
-                response = await self._exchange(call, json=json, params=params, path_params=path_params,
-                                                content=content, files=files, data=data, headers=headers,
-                                                idempotent=self.is_idempotent(method, family, idempotent),
-                                                path=path)
-                body = await self._read_body(response, call, expect_json)
+                response, out = await self._exchange_in_dialect(
+                    call, json=json, params=params, path_params=path_params, content=content, files=files,
+                    data=data, headers=headers, idempotent=self.is_idempotent(method, family, idempotent),
+                    path=path)
+                body = _dialect.adapt_response(out, await self._read_body(response, call, expect_json))
+                self._learn_from_answer(call, path, body)
             result: Any = parse(body, call.request_id) if parse is not None else Reply(
                 response.status_code, response.headers, body, call.request_id, call.retries)
         except TimeoutError as exc:
@@ -330,10 +361,9 @@ class AsyncTransport:
         deadline_at = loop.time() + self.deadline if self.deadline is not None else None
         try:
             async with asyncio.timeout_at(deadline_at):
-                response = await self._exchange(call, json=json, headers={"accept": "text/event-stream",
-                                                                           **(headers or {})},
-                                                idempotent=self.is_idempotent(method, family, idempotent),
-                                                path=path)
+                response, _ = await self._exchange_in_dialect(
+                    call, json=json, headers={"accept": "text/event-stream", **(headers or {})},
+                    idempotent=self.is_idempotent(method, family, idempotent), path=path)
                 media_type = _media_type(response)
                 body = None
                 if media_type != "text/event-stream":
@@ -361,6 +391,48 @@ class AsyncTransport:
     def _deadline_passed(self, call: Call) -> errors.Timeout:
         return errors.Timeout(f"the overall deadline of {self.deadline}s passed", method=call.method,
                               path=call.path)
+
+    # -- the dialect: one hook for every caller (client families and the frames layer alike) ---------
+
+    @property
+    def dialect(self) -> _dialect.Dialect:
+        """How this gateway differs from the spec, each setting with its provenance (client.dialect)."""
+        return self.dialects.dialect
+
+    async def _exchange_in_dialect(self, call: Call, *, path: str, json: Any = None,
+                                   **kwargs: Any) -> tuple[httpx.Response, _dialect.Outgoing]:
+        """`_exchange` of the route and body the dialect says; an error that is evidence for another
+        setting (client.dialect.fallback) is answered by one resend under it, remembered if it works."""
+        out = _dialect.adapt_request(self.dialect, call.family, call.method, path, json)
+        tried: set[str] = set()
+        first: errors.StatusError | None = None
+        step: _dialect.Fallback | None = None
+        while True:
+            call.path = _path(out.path, kwargs.get("path_params"))
+            try:
+                response = await self._exchange(call, path=out.path, json=out.body, **kwargs)
+            except errors.StatusError as exc:
+                if first is not None and not (exc.status == 404 and _dialect.route_missing(exc.body)):
+                    raise  # the resend reached a route: its error says more than the first one
+                if first is not None:
+                    raise first from exc
+                step = _dialect.fallback(out, call.family, exc, tried)
+                if step is None or not self.dialects.may_learn(step.name):
+                    raise
+                first = exc
+                tried.add(step.name)
+                out = _dialect.adapt_request(replace(out.dialect, **{step.name: step.value}), call.family,
+                                            call.method, path, json)
+                continue
+            if step is not None:
+                self.dialects.learn(step.name, step.value, f"{step.evidence} {response.status_code}")
+            return response, out
+
+    def _learn_from_answer(self, call: Call, path: str, body: Any) -> None:
+        if call.family == "models" and call.method == "GET" and path == "/models":
+            step = _dialect.from_models(body)
+            if step is not None:
+                self.dialects.learn(step.name, step.value, step.evidence)
 
     # -- the exchange with retries ------------------------------------------------------------------
 
@@ -440,7 +512,7 @@ class AsyncTransport:
             call.request_id = body["request_id"]
         cls = errors.error_for_status(response.status_code)
         message = _message(body) or response.reason_phrase or "HTTP error"
-        hint = _HINTS.get(response.status_code)
+        hint = _hint(response.status_code, body, call.family, call.method, call.path)
         kwargs: dict[str, Any] = {"status": response.status_code, "body": body, "request_id": call.request_id,
                                   "method": call.method, "path": call.path, "headers": response.headers}
         if cls is errors.RateLimited:
@@ -507,7 +579,9 @@ def _message(body: Any) -> str | None:
     if isinstance(error, str):
         return error[:500]
     if isinstance(error, Mapping) and isinstance(error.get("message"), str):
-        return error["message"][:500]
+        where = errors.field_of(body)  # System One's `field`, OpenAI's `param`: keep the field named
+        text = error["message"][:500]
+        return f"{where}: {text}" if where and where not in text else text
     if isinstance(error, list) and error and isinstance(error[0], Mapping):  # FastAPI validation errors
         first = error[0]
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")

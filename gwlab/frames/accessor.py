@@ -185,7 +185,7 @@ class GatewayAccessor:
                     **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `chat`: await it in a running loop (with an AsyncGateway)."""
         model = model or DEFAULT_MODELS["text"]
-        family = families.chat_family(model, max_tokens=max_tokens, **dict(params or {}))
+        family = families.chat_family(model, max_tokens=max_tokens, **families.free_params("chat", params))
         return await self._run(family, self._prompts(prompt, system), options)
 
     @_documented
@@ -218,7 +218,7 @@ class GatewayAccessor:
                        **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `respond`: await it in a running loop (with an AsyncGateway)."""
         model = model or DEFAULT_MODELS["text"]
-        family = families.responses_family(model, max_tokens=max_tokens, **dict(params or {}))
+        family = families.responses_family(model, max_tokens=max_tokens, **families.free_params("responses", params))
         return await self._run(family, self._prompts(prompt, instructions, "instructions"), options)
 
     @_documented
@@ -250,7 +250,7 @@ class GatewayAccessor:
                         **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
         model = model or DEFAULT_MODELS["text"]
-        family = families.messages_family(model, max_tokens=max_tokens, **dict(params or {}))
+        family = families.messages_family(model, max_tokens=max_tokens, **families.free_params("messages", params))
         return await self._run(family, self._prompts(prompt, system), options)
 
     # --- the shared steps -----------------------------------------------------------------------

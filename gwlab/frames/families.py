@@ -16,7 +16,7 @@ from typing import Any
 from gwlab.errors import InvalidRequest
 from gwlab.wire import chat, decisions, messages, responses
 
-__all__ = ["META_COLUMNS", "Family", "chat_family", "decisions_family", "messages_family",
+__all__ = ["META_COLUMNS", "Family", "chat_family", "decisions_family", "free_params", "messages_family",
            "responses_family"]
 
 # per row, whatever the family; `__status` says which of sent/cached/duplicate/error/not_run it is
@@ -103,6 +103,29 @@ def _calls(calls: list[Any]) -> list[dict[str, Any]]:
 
 def _split(value: Any) -> tuple[str, str | None]:
     return value if isinstance(value, tuple) else (value, None)
+
+
+# per family: request fields that a named argument of df.gw.<method> sets -> that argument
+_NAMED: dict[str, dict[str, str]] = {
+    "chat": {"model": "model", "messages": "prompt", "system": "system", "max_tokens": "max_tokens",
+             "max_completion_tokens": "max_tokens", "stream": "(no option: rows are never streamed)"},
+    "responses": {"model": "model", "input": "prompt", "instructions": "instructions", "max_tokens": "max_tokens",
+                  "max_output_tokens": "max_tokens", "stream": "(no option: rows are never streamed)"},
+    "messages": {"model": "model", "messages": "prompt", "system": "system", "max_tokens": "max_tokens",
+                 "stream": "(no option: rows are never streamed)"},
+}
+
+
+def free_params(family: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`params=` checked: a field a named argument sets is refused, naming it, rather than overriding or
+    being overridden silently (or Python's `got multiple values` TypeError): one place per setting."""
+    params = dict(params or {})
+    for key in params:
+        argument = _NAMED[family].get(key)
+        if argument is not None:
+            how = argument if argument.startswith("(") else f"pass {argument}= instead, not params={{{key!r}: ...}}"
+            raise InvalidRequest(f"params.{key}", f"set by a named argument of df.gw: {how}")
+    return params
 
 
 def chat_family(model: str, *, max_tokens: int | None = None, **params: Any) -> Family:

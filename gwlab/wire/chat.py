@@ -32,6 +32,9 @@ __all__ = [
 ]
 
 DONE = "[DONE]"
+# how a request caps its output: the spec's name first, then the older one that llama.cpp, LiteLLM and
+# most OpenAI-compatible servers read; gwlab may send both with one value (client.dialect)
+TOKEN_CAP_FIELDS = ("max_completion_tokens", "max_tokens")
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
@@ -46,6 +49,9 @@ def build_request(messages: str | Sequence[Mapping[str, Any]], *, model: str, st
     `stream_options`, so the ledger can count tokens of streamed calls too.
     """
     body: dict[str, Any] = {"model": check_model_id(model), "messages": _messages(messages)}
+    conflict = cap_conflict(params)
+    if conflict:
+        raise InvalidRequest("max_tokens", conflict)
     if params.get("tools") is not None:
         _tools(params["tools"])
     body.update((key, value) for key, value in params.items() if value is not None)
@@ -55,6 +61,16 @@ def build_request(messages: str | Sequence[Mapping[str, Any]], *, model: str, st
     else:
         body.pop("stream_options", None)
     return body
+
+
+def cap_conflict(body: Mapping[str, Any]) -> str | None:
+    """Why the two cap fields disagree, or None. Both with one value is fine (gwlab itself sends
+    that); two values would leave the cap to whichever field the server happens to read."""
+    first, second = (body.get(name) for name in TOKEN_CAP_FIELDS)
+    if first is None or second is None or first == second:
+        return None
+    return (f"differs from max_completion_tokens ({second} vs {first}): they are two names for one "
+            f"output cap; pass one (gwlab sends it under both names)")
 
 
 def _messages(messages: Any) -> list[Mapping[str, Any]]:
@@ -204,7 +220,6 @@ class ChatCompletion:
         """How the answer ended (gwlab/wire/endings.py): a choice without a finish_reason never ended."""
         return chat_ending((c.finish_reason for c in self.choices),
                            refused=any(c.message.refusal for c in self.choices))
-
 
     @classmethod
     def from_wire(cls, data: Any, request_id: str | None = None) -> ChatCompletion:

@@ -41,6 +41,7 @@ __all__ = [
     "ScoreAnswer",
     "UnknownAnswer",
     "build_request",
+    "check_instructions",
     "is_openai_shape",
     "openai_to_system_one",
     "parse_answer",
@@ -137,6 +138,20 @@ def to_question(value: Any, qid: str = "question") -> Question:
         needs = "a noul question needs instructions or a described outcome"
         raise InvalidRequest(f"{path}.instructions", needs)
     return Question(qtype, instructions, criteria)
+
+
+def check_instructions(questions: Mapping[str, Any]) -> None:
+    """Refuse a question without instructions, naming it: System One servers (`/systemone`) require them.
+
+    The spec and protocols.md §7.2 leave `instructions` optional (a noul question may be described by
+    its outcomes alone), so `build_request` accepts that; only the System One route refuses it, and
+    refusing here tells the user before the server does (a 422 after a paid round trip).
+    """
+    for qid, question in questions.items():
+        instructions = question.get("instructions") if isinstance(question, Mapping) else None
+        if not _blank_free(instructions):
+            raise InvalidRequest(f"questions.{qid}.instructions", "required by System One servers "
+                                 "(/systemone): the question to answer, e.g. 'Is this about billing?'")
 
 
 def question_to_wire(question: Question) -> dict[str, Any]:

@@ -73,8 +73,9 @@ async def test_unset_optional_body_fields_are_omitted(make_gateway):
     recorder = Recorder()
     gw = make_gateway(recorder)
     await gw.chat("hi", model="m", temperature=None, tools=None, max_completion_tokens=4)
+    # the cap travels under both names (client.dialect: token_cap "both")
     assert recorder.requests[0].read() == (b'{"model":"m","messages":[{"role":"user","content":"hi"}],'
-                                           b'"max_completion_tokens":4}')
+                                           b'"max_completion_tokens":4,"max_tokens":4}')
 
 
 async def test_bearer_for_most_families_and_x_api_key_with_version_for_messages(make_gateway):

@@ -17,6 +17,7 @@ from gwlab.local.errors import APIError, error_body
 from gwlab.local.store import KeyRecord
 from gwlab.local.streaming import sse, sse_response
 from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text, ToolChoice
+from gwlab.wire.chat import cap_conflict
 from gwlab.wire.tools import ToolSpec
 
 log = logging.getLogger("gwlab.local")
@@ -73,7 +74,11 @@ def parse(body: dict[str, Any], model: str) -> ChatRequest:
     params.update({t.name: f"tools[{i}].function.parameters" for i, t in enumerate(tools)})
     plan.schema, params[""] = _response_format(field(body, "response_format", dict))
     limit = textgen.check_count(body.get("max_completion_tokens"), "max_completion_tokens")
-    plan.max_tokens = limit or textgen.check_count(body.get("max_tokens"), "max_tokens") or plan.max_tokens
+    legacy = textgen.check_count(body.get("max_tokens"), "max_tokens")
+    conflict = cap_conflict(body)  # both names with one value is how gwlab and others send a cap
+    if conflict:
+        raise APIError(400, f"'max_tokens' {conflict}", param="max_tokens")
+    plan.max_tokens = limit or legacy or plan.max_tokens
     temperature = textgen.check_number(body.get("temperature"), "temperature", 0, 2)
     plan.temperature = plan.temperature if temperature is None else temperature
     textgen.check_number(body.get("top_p"), "top_p", 0, 1)  # accepted; the engine samples with its own
