@@ -205,10 +205,15 @@ class Call:
 
     def record(self, ledger: Ledger, *, usage: Any = None, complete: bool | None = None,
                error: BaseException | str | None = None, ending: str | None = None) -> None:
-        """One ledger row; `complete` follows from `ending` (gwlab/wire/endings.py) when one is given."""
+        """One ledger row; `complete` follows from `ending` (gwlab/wire/endings.py) when one is given.
+
+        An error after a success status line arrived lost an answer that had begun (the body was cut):
+        `interrupted`, as a cut stream is; any other error is `failed`."""
         if self.recorded:
             return
         self.recorded = True
+        if ending is None and error is not None and self.status is not None and self.status < 400:
+            ending = endings.INTERRUPTED
         ending, complete = settle_ending(ending, complete, error)
         tokens_in, tokens_out = _tokens(usage)
         ledger.record(time=self.time, method=self.method, path=self.path, family=self.family,
