@@ -112,16 +112,26 @@ def parse_questions(text: str) -> Mapping[str, Any]:
     return data
 
 
-def _usage_line(family: str, model: str, stream: Any, status: str, seconds: float) -> str:
-    """`[gw] chat · model · 25 in / 8 out tokens · complete · 1.2 s`; an unfinished answer says why."""
+def _usage_line(family: str, model: str, stream: Any, ending: str, seconds: float) -> str:
+    """`[gw] chat · model · 25 in / 8 out tokens · complete · 1.2 s`; any other ending (gwlab/wire/endings.py)
+    in capitals with the protocol's own reason: `CAPPED (length)`, `INTERRUPTED`, `STOPPED`."""
     usage, tokens = stream.usage, "usage n/a"
     if usage is not None:
         tokens = f"{getattr(usage, 'input_tokens', None)} in / {getattr(usage, 'output_tokens', None)} out tokens"
-    mark = "complete"
-    if status != "completed":
-        details = getattr(stream.result, "incomplete_details", None) if status == "incomplete" else None
-        mark = f"INCOMPLETE ({details.get('reason') if isinstance(details, Mapping) else status})"
+    mark = ending
+    if ending != "complete":
+        reason = _protocol_reason(stream.result) if ending not in ("interrupted", "stopped", "failed") else None
+        mark = f"{ending.upper()} ({reason})" if reason else ending.upper()
     return f"[gw] {family} · {model} · {tokens} · {mark} · {seconds:.1f} s"
+
+
+def _protocol_reason(result: Any) -> str | None:
+    """The protocol's word for why the answer stopped: finish_reason, incomplete reason or stop_reason."""
+    details = getattr(result, "incomplete_details", None)
+    if isinstance(details, Mapping) and details.get("reason"):
+        return str(details["reason"])
+    reason = getattr(result, "finish_reason", None) or getattr(result, "stop_reason", None)
+    return str(reason) if reason else None
 
 
 @magics_class
@@ -155,13 +165,13 @@ class GwMagics(Magics):
                 print(text[shown:], end="", flush=True)
                 shown = len(text)
         except KeyboardInterrupt:
-            stream.close()  # recorded incomplete in the ledger
+            stream.close()  # recorded `stopped` in the ledger
             status = "stopped"
         except GatewayError as exc:
             print(f"\n[gw] error: {exc}")
             status = "failed"
         print(stream.text[shown:])
-        print(_usage_line(args.protocol, model, stream, status or stream.status,
+        print(_usage_line(args.protocol, model, stream, status or stream.ending,
                           time.monotonic() - started))
         if args.output:
             self.shell.user_ns[args.output] = stream

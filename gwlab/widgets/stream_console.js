@@ -18,7 +18,9 @@ const CSS = `
 .gwlab-sc code { font-family: var(--jp-code-font-family, monospace); }
 `;
 
-const ENDED_BADLY = new Set(["stopped", "interrupted", "incomplete", "failed", "error"]);
+// every ending but "completed" (gwlab/wire/endings.py); "incomplete" is kept for turns saved before "capped"
+const ENDED_BADLY = new Set(["capped", "filtered", "refused", "other", "stopped", "interrupted", "incomplete",
+  "failed", "error"]);
 
 function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -37,8 +39,9 @@ function usageText(usage) {
 }
 
 function incompleteNote(status) {
-  const why = { stopped: "stopped", interrupted: "connection cut", incomplete: "token limit or filter",
-    failed: "the gateway reported an error", error: "no answer" }[status];
+  const why = { capped: "cut at the token limit", filtered: "content filter", refused: "the model refused",
+    other: "ended for another reason", stopped: "stopped", interrupted: "connection cut",
+    incomplete: "token limit or filter", failed: "the gateway reported an error", error: "no answer" }[status];
   return h("div", { class: "incomplete", "data-role": "incomplete" }, `⚠ incomplete answer (${why})`);
 }
 

@@ -38,15 +38,20 @@ class StreamConsole(anywidget.AnyWidget):
     max_tokens : int
         Cap on the answer's tokens (sent as the protocol's own field).
     history : bool
-        Send earlier completed turns as conversation context.
+        Send earlier turns as conversation context: those that reached their end, capped ones
+        included (their text is what the model said); stopped, cut or failed ones are left out.
     **params
         Further request fields (``tools``, ``temperature``, ...), passed through.
 
     Notes
     -----
     The cell returns at once; the stream runs as a task on the gateway's loop thread and the text
-    trait is updated at most `1 / update_interval` times per second. A stream that did not reach its
-    end marker (Stop, a cut connection) ends with ``complete=False`` and a visible marker.
+    trait is updated at most `1 / update_interval` times per second. `status` ends as ``completed``
+    when the model ended its answer, else as the ending's word (gwlab/wire/endings.py, the ledger's
+    `ending`): ``capped`` (the token cap cut it), ``filtered``, ``refused``, ``other``, ``stopped``
+    (Stop), ``interrupted`` (a cut connection, or an end marker without its reason), ``failed``; or
+    ``error`` when no stream opened. Every one but ``completed`` has ``complete=False`` and a visible
+    marker.
 
     Examples
     --------
@@ -60,7 +65,7 @@ class StreamConsole(anywidget.AnyWidget):
     max_tokens = traitlets.Int(64, min=1).tag(sync=True)
     prompt = traitlets.Unicode("").tag(sync=True)
     text = traitlets.Unicode("").tag(sync=True)
-    # idle | streaming | completed | stopped | interrupted | incomplete | failed | error
+    # idle | streaming | completed | capped | filtered | refused | other | stopped | interrupted | failed | error
     status = traitlets.Unicode("idle").tag(sync=True)
     complete = traitlets.Bool(False).tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
@@ -133,7 +138,7 @@ class StreamConsole(anywidget.AnyWidget):
         messages: list[dict[str, str]] = []
         if self._history:
             for turn in self.turns:
-                if turn.get("complete"):
+                if turn.get("status") in _ENDED:
                     messages += [{"role": "user", "content": turn["prompt"]},
                                  {"role": "assistant", "content": turn["text"]}]
         return [*messages, {"role": "user", "content": self.prompt}]
@@ -156,11 +161,11 @@ class StreamConsole(anywidget.AnyWidget):
             stream = await family.stream(conversation, model=self.model, allow_partial=True, **params)
             async for _event in stream:
                 throttle.poke()
-            final = stream.status
+            final = _final_status(stream.ending)
         except asyncio.CancelledError:
             final = "stopped" if self._stop_requested else "interrupted"
             if stream is not None:
-                await stream.aclose()  # the ledger records it incomplete
+                await stream.aclose()  # the ledger records it `stopped`
             if not self._stop_requested:
                 raise
         except GatewayError as exc:
@@ -189,6 +194,15 @@ class StreamConsole(anywidget.AnyWidget):
         with self.hold_sync():
             for name, value in state.items():
                 setattr(self, name, value)
+
+
+# statuses of turns whose answer reached the protocol's end (a capped one too): sent as history
+_ENDED = frozenset({"completed", "capped", "filtered", "refused", "other"})
+
+
+def _final_status(ending: str) -> str:
+    """The console's last status for a stream that ran to its end: `completed`, or how it fell short."""
+    return "completed" if ending == "complete" else ending
 
 
 def _tool_view(call: Any) -> dict[str, str]:

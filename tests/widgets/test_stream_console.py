@@ -27,10 +27,9 @@ def test_send_from_the_front_end_streams_text_until_complete(gw: Gateway, protoc
     front_end(console, type="send", prompt=PROMPT)
     assert console.status == "streaming" and console.prompt == PROMPT
     assert console.wait(180)
-    if protocol == "responses" and console.status == "incomplete":  # the token cap is a status there
-        assert not console.complete
-    else:
-        assert console.status == "completed" and console.complete, console.error
+    # a sampled answer may stop by itself or at the 8-token cap: either is a proper end
+    assert console.status in ("completed", "capped"), console.error
+    assert console.complete == (console.status == "completed")
     assert console.usage["input_tokens"] > 0 and console.usage["output_tokens"] > 0
     assert console.request_id
 
@@ -78,8 +77,8 @@ def test_a_second_send_keeps_the_first_turn_in_the_history(gw: Gateway) -> None:
     first = console.text
     console.submit("Q: And of Italy?\nA:")
     assert console.wait(180)
-    assert [t["text"] for t in console.turns] == [first] and console.turns[0]["complete"]
-    assert console.status == "completed"
+    assert [t["text"] for t in console.turns] == [first] and console.turns[0]["status"] in ("completed", "capped")
+    assert console.status in ("completed", "capped")
 
 
 def test_tool_calls_are_shown(gw: Gateway) -> None:
