@@ -157,7 +157,7 @@ class GatewayAccessor:
     def chat(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
              max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
              **options: Unpack[RunOptions]) -> BatchFrame:
-        """One chat completion per row; columns ``text``, ``finish``, ``tool_calls``.
+        """One chat completion per row; columns ``text``, ``finish``, ``ending``, ``tool_calls``.
 
         Parameters
         ----------
@@ -192,7 +192,7 @@ class GatewayAccessor:
     def respond(self, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
                 max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
                 **options: Unpack[RunOptions]) -> BatchFrame:
-        """One responses-protocol call per row; columns ``text``, ``status``, ``tool_calls``.
+        """One responses-protocol call per row; columns ``text``, ``status``, ``ending``, ``tool_calls``.
 
         Parameters
         ----------
@@ -225,7 +225,7 @@ class GatewayAccessor:
     def messages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
                  max_tokens: int = 256, params: Mapping[str, Any] | None = None,
                  **options: Unpack[RunOptions]) -> BatchFrame:
-        """One messages-protocol call per row; columns ``text``, ``finish``, ``tool_calls``.
+        """One messages-protocol call per row; columns ``text``, ``finish``, ``ending``, ``tool_calls``.
 
         Parameters
         ----------

@@ -72,7 +72,9 @@ def decisions_family(questions: Mapping[str, Any], model: str, **extra: Any) -> 
                   spread=tuple(spread))
 
 
-_PROMPT_COLUMNS = {"text": "str", "finish": "str", "tool_calls": "object"}
+# `finish` is the protocol's own reason; `ending` gwlab's word for it, the same in every family and in the
+# ledger (gwlab/wire/endings.py): complete, capped (the max_tokens cap), filtered, refused, other, interrupted
+_PROMPT_COLUMNS = {"text": "str", "finish": "str", "ending": "str", "tool_calls": "object"}
 
 
 def _usage_io(data: Any) -> tuple[int | None, int | None]:
@@ -140,7 +142,8 @@ def chat_family(model: str, *, max_tokens: int | None = None, **params: Any) -> 
 
     def record(data: Any) -> dict[str, Any]:
         result = chat.parse_response(data)
-        return {"text": result.text, "finish": result.finish_reason, "tool_calls": _calls(result.tool_calls)}
+        return {"text": result.text, "finish": result.finish_reason, "ending": result.ending,
+                "tool_calls": _calls(result.tool_calls)}
 
     body("check")  # validates the parameters once, before any row
     return Family("chat", "/chat/completions", model, dict(_PROMPT_COLUMNS), body, record, _usage_io,
@@ -157,10 +160,11 @@ def responses_family(model: str, *, max_tokens: int | None = None, **params: Any
 
     def record(data: Any) -> dict[str, Any]:
         result = responses.parse_response(data)
-        return {"text": result.text, "status": result.status, "tool_calls": _calls(result.tool_calls)}
+        return {"text": result.text, "status": result.status, "ending": result.ending,
+                "tool_calls": _calls(result.tool_calls)}
 
     body("check")
-    columns = {"text": "str", "status": "str", "tool_calls": "object"}
+    columns = {"text": "str", "status": "str", "ending": "str", "tool_calls": "object"}
     return Family("responses", "/responses", model, columns, body, record, _usage_io,
                   reserved_output=max_tokens or 0)
 
@@ -176,7 +180,8 @@ def messages_family(model: str, *, max_tokens: int | None = None, **params: Any)
 
     def record(data: Any) -> dict[str, Any]:
         result = messages.parse_response(data)
-        return {"text": result.text, "finish": result.stop_reason, "tool_calls": _calls(result.tool_calls)}
+        return {"text": result.text, "finish": result.stop_reason, "ending": result.ending,
+                "tool_calls": _calls(result.tool_calls)}
 
     body("check")
     return Family("messages", "/messages", model, dict(_PROMPT_COLUMNS), body, record, _usage_io,

@@ -177,10 +177,11 @@ def test_prompt_families_fill_text_status_and_tool_calls(gw: Gateway, method: st
     frame = pd.DataFrame({"fruit": ["banana"]})
     out = getattr(frame.gw, method)("Q: What colour is a {fruit}?\nA:", max_tokens=3, gateway=gw,
                                     checkpoint=None, progress=False)
-    assert list(out.columns) == ["fruit", "text", status_column, "tool_calls", *META]
+    assert list(out.columns) == ["fruit", "text", status_column, "ending", "tool_calls", *META]
     row = out.iloc[0]
     assert isinstance(row["text"], str) and row["tool_calls"] == []
     assert row[status_column] in ("length", "stop", "max_tokens", "end_turn", "completed", "incomplete")
+    assert row["ending"] == ("complete" if row[status_column] in ("stop", "end_turn", "completed") else "capped")
     assert 0 < row["__output_tokens"] <= 3
 
 
