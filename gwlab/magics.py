@@ -1,9 +1,15 @@
 """IPython magics: `%load_ext gwlab`, then `%%gw chat`, `%%gw decide`, `%gw usage`, `%gw models`.
 
-They share one session gateway per kernel: `gwlab.connect()` on first use (hosted when
-GWLAB_BASE_URL and GWLAB_API_KEY are set, else the embedded local gateway), replaced by
-`%gw connect`. A key is never typed into a cell (cells are saved in the notebook): `%gw connect`
-reads it from an environment variable, or takes a gateway object already built in Python.
+They use the gateway the user connected: what `gwlab.connect()` returned last in this kernel
+(`gwlab.client.gateway.current_gateway()`), so `%gw usage` lists the notebook's calls and no second
+embedded gateway starts. With none connected yet, the first magic calls `gwlab.connect()` (hosted when
+GWLAB_BASE_URL and GWLAB_API_KEY are set, else the process's embedded local gateway). `%gw use NAME`
+(or `%gw connect NAME`) makes the magics use another Gateway variable, `--gateway NAME` one cell.
+A key is never typed into a cell (cells are saved in the notebook): `%gw connect --url` reads it from
+an environment variable.
+
+A user's mistake (a bad option, an unknown variable, an invalid question, a refused request) prints
+one `[gw] error: ...` line, never a traceback.
 
     %%gw chat --model local/gemma-3-270m --max-tokens 32 -o answer
     Q: What is the capital of France?
@@ -23,7 +29,7 @@ from typing import Any
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from gwlab.client.gateway import ENV_API_KEY, Gateway
+from gwlab.client.gateway import ENV_API_KEY, Gateway, current_gateway
 from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.wire import models as _models
 
@@ -35,7 +41,8 @@ _LIMIT_FIELD = {"chat": "max_completion_tokens", "responses": "max_output_tokens
 
 
 class _Session:
-    """The kernel's gateway, and whether we built it (then we also close it when replaced)."""
+    """The gateway `%gw use`/`%gw connect` chose (None: follow `current_gateway()`), and whether the
+    magics built it (then they also close it when replaced)."""
 
     gateway: Gateway | None = None
     owned = False
@@ -43,18 +50,21 @@ class _Session:
 
 
 def session_gateway() -> Gateway:
-    """The session gateway, connecting (`gwlab.connect()`) on first use."""
-    if _Session.gateway is None:
-        from gwlab.client.gateway import connect
+    """The magics' gateway: the one `%gw use` chose, else the one the user connected (`gwlab.connect()`,
+    called once here when nothing is connected yet)."""
+    chosen = _Session.gateway
+    if chosen is not None and not chosen.loop.closed:
+        return chosen
+    gateway = current_gateway()
+    assert gateway is not None
+    return gateway
 
-        use_gateway(connect(), owned=True)
-    assert _Session.gateway is not None
-    return _Session.gateway
 
+def use_gateway(gw: Gateway | None, *, owned: bool = False) -> None:
+    """Make `gw` the magics' gateway, or None: follow the connected one (`current_gateway()`).
 
-def use_gateway(gw: Gateway, *, owned: bool = False) -> None:
-    """Make `gw` the session gateway (the previous one is closed if the magics had opened it)."""
-    if not isinstance(gw, Gateway):
+    The previous one is closed if the magics had opened it."""
+    if gw is not None and not isinstance(gw, Gateway):
         raise InvalidRequest("gateway", f"expected a gwlab Gateway (gwlab.connect()); got {type(gw).__name__}")
     previous, was_owned = _Session.gateway, _Session.owned
     _Session.gateway, _Session.owned = gw, owned
@@ -77,10 +87,14 @@ def _parser() -> _Parser:
     chat.add_argument("--protocol", choices=tuple(_LIMIT_FIELD), default="chat")
     chat.add_argument("--max-tokens", type=int, default=64)
     chat.add_argument("-o", "--output", metavar="NAME")
+    chat.add_argument("--gateway", metavar="NAME", help="a Gateway variable, for this cell only")
     decide = sub.add_parser("decide", add_help=False, help="answer the questions in the cell body")
     decide.add_argument("--state", required=True, metavar="EXPR")
     decide.add_argument("--model")
     decide.add_argument("-o", "--output", metavar="NAME")
+    decide.add_argument("--gateway", metavar="NAME", help="a Gateway variable, for this cell only")
+    use = sub.add_parser("use", add_help=False, help="the magics use this Gateway variable")
+    use.add_argument("gateway", nargs="?", metavar="NAME", help="none: the gateway gwlab.connect() returned")
     connect = sub.add_parser("connect", add_help=False, help="replace the session gateway")
     connect.add_argument("gateway", nargs="?", metavar="NAME", help="a Gateway variable")
     connect.add_argument("--url")
@@ -88,8 +102,8 @@ def _parser() -> _Parser:
     connect.add_argument("--local", action="store_true")
     connect.add_argument("--model", help="default model for %%gw chat")
     connect.add_argument("--decide-model", help="default model for %%gw decide")
-    sub.add_parser("usage", add_help=False, help="the request ledger")
-    sub.add_parser("models", add_help=False, help="model IDs visible to the key")
+    for name, what in (("usage", "the request ledger"), ("models", "model IDs visible to the key")):
+        sub.add_parser(name, add_help=False, help=what).add_argument("--gateway", metavar="NAME")
     return parser
 
 
@@ -141,18 +155,36 @@ class GwMagics(Magics):
     @line_cell_magic
     def gw(self, line: str, cell: str | None = None) -> Any:
         try:
-            args = _parser().parse_args(shlex.split(line))
+            args = _parser().parse_args(_split(line))
             handler = getattr(self, f"_{args.command}")
             return handler(args, cell)
         except GatewayError as exc:  # usage, validation or gateway errors: one line, no traceback
             print(f"[gw] error: {exc}")
             return None
 
+    def _evaluate(self, expression: str, option: str) -> Any:
+        """`expression` evaluated in the notebook; its failure (a NameError...) is the user's: one line."""
+        try:
+            return self.shell.ev(expression)
+        except Exception as exc:
+            raise InvalidRequest(option, f"{expression!r} could not be evaluated in the notebook: "
+                                         f"{type(exc).__name__}: {exc}") from None
+
+    def _gateway(self, args: argparse.Namespace) -> Gateway:
+        """This cell's gateway: `--gateway NAME` when given, else the magics' gateway."""
+        if getattr(args, "gateway", None) is None:
+            return session_gateway()
+        gateway = self._evaluate(args.gateway, "--gateway")
+        if not isinstance(gateway, Gateway) or gateway.loop.closed:
+            raise InvalidRequest("--gateway", f"{args.gateway!r} is not an open gwlab Gateway (gwlab.connect()); "
+                                              f"got {type(gateway).__name__}")
+        return gateway
+
     def _chat(self, args: argparse.Namespace, cell: str | None) -> None:
         prompt = (cell or "").strip()
         if not prompt:
             raise InvalidRequest("cell", "%%gw chat streams an answer to the cell body; it is empty")
-        gw = session_gateway()
+        gw = self._gateway(args)
         model = args.model or _Session.models["chat"]
         family = getattr(gw, args.protocol)
         started = time.monotonic()
@@ -178,39 +210,51 @@ class GwMagics(Magics):
 
     def _decide(self, args: argparse.Namespace, cell: str | None) -> Any:
         questions = parse_questions(cell or "")
-        state = self.shell.ev(args.state)
+        state = self._evaluate(args.state, "--state")
         model = args.model or _Session.models["decide"]
-        result = session_gateway().decide(state, questions, model=model)
+        result = self._gateway(args).decide(state, questions, model=model)
         print(f"[gw] decide · {model} · {result.input_tokens} input tokens")
         if args.output:
             self.shell.user_ns[args.output] = result
         return result
 
     def _usage(self, args: argparse.Namespace, cell: str | None) -> Any:
-        return session_gateway().usage
+        return self._gateway(args).usage
 
     def _models(self, args: argparse.Namespace, cell: str | None) -> Any:
-        return session_gateway().models.list()
+        return self._gateway(args).models.list()
+
+    def _use(self, args: argparse.Namespace, cell: str | None) -> None:
+        use_gateway(self._evaluate(args.gateway, "gateway") if args.gateway else None, owned=False)
+        print(f"[gw] the magics use {session_gateway()!r}")
 
     def _connect(self, args: argparse.Namespace, cell: str | None) -> None:
         from gwlab.client.gateway import connect
 
         if args.gateway:
-            gw = self.shell.ev(args.gateway)
-            use_gateway(gw, owned=False)
+            use_gateway(self._evaluate(args.gateway, "gateway"), owned=False)
         elif args.url:
             key = os.environ.get(args.key_env)
             if not key:
                 raise InvalidRequest("--key-env", f"the environment variable {args.key_env} is not set; "
                                                   "keys are read from the environment, never from a cell")
             use_gateway(connect(args.url, key), owned=True)
+        elif args.local:
+            use_gateway(connect(env={}), owned=True)  # a client of the process's one embedded gateway
         else:
-            use_gateway(connect(env={}) if args.local else connect(), owned=True)
+            use_gateway(None)  # the gateway the user connected, connecting now if there is none
         if args.model:
             _Session.models["chat"] = args.model
         if args.decide_model:
             _Session.models["decide"] = args.decide_model
         print(f"[gw] session gateway: {session_gateway()!r}")
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:  # an unclosed quote
+        raise InvalidRequest("%gw", f"{exc} in {line!r}") from None
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ from gwlab.wire.models import DEFAULT_MODELS
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "AsyncGateway", "Gateway", "connect"]
+__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "AsyncGateway", "Gateway", "connect", "current_gateway"]
 
 ENV_BASE_URL = "GWLAB_BASE_URL"
 ENV_API_KEY = "GWLAB_API_KEY"
@@ -256,8 +257,9 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     Parameters
     ----------
     base_url, api_key : the gateway; default to `GWLAB_BASE_URL` and `GWLAB_API_KEY` in `env`.
-        With neither set anywhere, the embedded local gateway is started on loopback (one line
-        is printed; the key it issues stays private).
+        With neither set anywhere, the process's one embedded local gateway is used, started on
+        loopback the first time (one line is printed then; the key it issues stays private). A
+        second `connect()` reuses it; it stops when the last gateway using it closes, or at exit.
     env : where to read the variables; default `os.environ` (tests pass a dict). Not a default
         argument value: a signature holding os.environ would show every variable, key included,
         in `help(connect)` and Jupyter's `connect?`.
@@ -268,6 +270,8 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     Returns
     -------
     Gateway
+        Also the process's current gateway (`current_gateway()`), which the magics, the widgets and
+        `df.gw` use when not given one.
 
     Examples
     --------
@@ -278,21 +282,51 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     base_url = base_url or env.get(ENV_BASE_URL) or None
     api_key = api_key or env.get(ENV_API_KEY) or None
     if base_url and api_key:
-        return Gateway(base_url, api_key, **options)
+        return _made_current(Gateway(base_url, api_key, **options))
     if base_url:
         raise InvalidRequest("api_key", f"an address is set but no key: pass api_key= or set {ENV_API_KEY}")
     if api_key:
         raise InvalidRequest("base_url", f"a key is set but no address: pass base_url= or set {ENV_BASE_URL}")
     from gwlab import local  # the server's dependencies load only when it is wanted
 
-    server = local.start()
-    message = f"gwlab: started the embedded local gateway at {server.base_url}"
-    log.info(message)
-    print(message)
+    lease = local.shared()  # one embedded gateway per process, however often connect() is called
+    if lease.started:
+        message = f"gwlab: started the embedded local gateway at {lease.base_url}"
+        log.info(message)
+        print(message)
+    else:
+        log.info("gwlab: using the embedded local gateway already running at %s", lease.base_url)
     try:
-        gateway = Gateway(server.base_url, server.api_key, **options)
+        gateway = Gateway(lease.base_url, lease.api_key, **options)
     except BaseException:
-        server.stop()
+        lease.stop()
         raise
-    gateway._owned.append(server)
+    gateway._owned.append(lease)  # closing the gateway lets go of its lease, never of another's
+    return _made_current(gateway)
+
+
+class _Current:
+    """The gateway `connect()` returned last in this process (held, so a cell's rebinding keeps it)."""
+
+    gateway: Gateway | None = None
+    lock = threading.Lock()
+
+
+def _made_current(gateway: Gateway) -> Gateway:
+    with _Current.lock:
+        _Current.gateway = gateway
     return gateway
+
+
+def current_gateway(*, connect_if_none: bool = True) -> Gateway | None:
+    """The gateway the user connected: what `connect()` returned last, while it is open.
+
+    The `%gw` magics, the consoles built without a gateway and `df.gw` without `gateway=` all use it,
+    so their calls reach the user's gateway and land in its `gw.usage`. With none open, `connect()`
+    is called once (or None is returned when `connect_if_none` is false).
+    """
+    with _Current.lock:
+        gateway = _Current.gateway
+        if gateway is not None and not gateway.loop.closed:
+            return gateway
+    return connect() if connect_if_none else None

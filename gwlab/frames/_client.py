@@ -101,19 +101,15 @@ def _transport_policy(transport: Any) -> Callable[[BaseException, int], float | 
     return delay
 
 
-_default: Any = None
 _default_lock = threading.Lock()
 
 
 def _default_gateway() -> Any:
-    """`gwlab.connect()`, once per process: the hosted gateway if configured, else the local one."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            from gwlab.client.gateway import connect
+    """The gateway the user connected (`gwlab.connect()`'s last), so a batch's calls land in its
+    `gw.usage`; with none, `connect()` once (the hosted gateway if configured, else the local one)."""
+    from gwlab.client.gateway import current_gateway
 
-            _default = connect()
-        return _default
+    return current_gateway()
 
 
 @contextlib.contextmanager

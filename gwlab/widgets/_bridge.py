@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from gwlab.client.gateway import AsyncGateway, Gateway
+from gwlab.client.gateway import AsyncGateway, Gateway, current_gateway
 
 __all__ = ["Bridge", "Throttle"]
 
@@ -35,7 +35,9 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 class Bridge:
     """Runs coroutines on the gateway's loop; posts widget updates to the kernel's loop."""
 
-    def __init__(self, gw: Gateway | AsyncGateway) -> None:
+    def __init__(self, gw: Gateway | AsyncGateway | None = None) -> None:
+        if gw is None:  # the gateway the user connected, as the magics and df.gw use (one per kernel)
+            gw = current_gateway()
         if isinstance(gw, Gateway):
             self.gateway: AsyncGateway = gw.twin
             self.io_loop = gw.loop.loop

@@ -37,8 +37,8 @@ class DecisionExplorer(anywidget.AnyWidget):
 
     Parameters
     ----------
-    gw : Gateway
-        From `gwlab.connect()`.
+    gw : Gateway, optional
+        From `gwlab.connect()` (default: the one it returned last).
     state : str or dict or list
         What every question is about (a JSON object or array is sent as structured state).
     questions : dict
@@ -62,7 +62,7 @@ class DecisionExplorer(anywidget.AnyWidget):
     usage = traitlets.Dict().tag(sync=True)
     python = traitlets.Unicode("").tag(sync=True)  # the questions as Python source
 
-    def __init__(self, gw: Gateway | AsyncGateway, *, state: str | Mapping[str, Any] | Sequence[Any] = "",
+    def __init__(self, gw: Gateway | AsyncGateway | None = None, *, state: str | Mapping[str, Any] | Sequence[Any] = "",
                  questions: Mapping[str, Any] | None = None, model: str = DEFAULT_MODEL) -> None:
         text = state if isinstance(state, str) else json.dumps(state, indent=2, ensure_ascii=False)
         body = json.dumps(dict(EXAMPLE_QUESTIONS if questions is None else questions), indent=2, ensure_ascii=False)

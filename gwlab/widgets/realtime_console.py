@@ -57,8 +57,8 @@ class RealtimeConsole(anywidget.AnyWidget):
 
     Parameters
     ----------
-    gw : Gateway
-        From `gwlab.connect()`; its key stays in the kernel.
+    gw : Gateway, optional
+        From `gwlab.connect()` (default: the one it returned last); its key stays in the kernel.
     model : str
         A realtime model ID.
     mode : {"vad", "ptt"}
@@ -105,7 +105,7 @@ class RealtimeConsole(anywidget.AnyWidget):
     events = traitlets.List(traitlets.Dict()).tag(sync=True)  # newest first: {n, dir, type, count, t, json}
     # no key, token or URL trait: browser state is visible to anyone who opens the notebook
 
-    def __init__(self, gw: Gateway | AsyncGateway, *, model: str = DEFAULT_MODEL, mode: str = "vad",
+    def __init__(self, gw: Gateway | AsyncGateway | None = None, *, model: str = DEFAULT_MODEL, mode: str = "vad",
                  transport: str = "websocket", max_output_tokens: int | str = 64,
                  update_interval: float = 0.1, **settings: Any) -> None:
         super().__init__(model=model, mode=mode, transport=transport, **settings)

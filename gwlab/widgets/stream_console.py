@@ -29,8 +29,8 @@ class StreamConsole(anywidget.AnyWidget):
 
     Parameters
     ----------
-    gw : Gateway
-        From `gwlab.connect()`. The key stays in the kernel: no trait holds it.
+    gw : Gateway, optional
+        From `gwlab.connect()` (default: the one it returned last). The key stays in the kernel: no trait holds it.
     model : str
         A text model ID, e.g. ``"local/gemma-3-270m"``.
     protocol : {"chat", "responses", "messages"}
@@ -75,8 +75,8 @@ class StreamConsole(anywidget.AnyWidget):
     turns = traitlets.List(traitlets.Dict()).tag(sync=True)  # earlier turns, oldest first
     # no key, token or URL trait: browser state is visible to anyone who opens the notebook
 
-    def __init__(self, gw: Gateway | AsyncGateway, *, model: str, protocol: str = "chat", max_tokens: int = 64,
-                 history: bool = False, update_interval: float = 0.05, **params: Any) -> None:
+    def __init__(self, gw: Gateway | AsyncGateway | None = None, *, model: str, protocol: str = "chat",
+                 max_tokens: int = 64, history: bool = False, update_interval: float = 0.05, **params: Any) -> None:
         super().__init__(model=model, protocol=protocol, max_tokens=max_tokens)
         self._bridge = Bridge(gw)
         self._history = history

@@ -27,8 +27,8 @@ class UsageDashboard(anywidget.AnyWidget):
 
     Parameters
     ----------
-    gw : Gateway
-        Whose ledger to show.
+    gw : Gateway, optional
+        Whose ledger to show (default: the gateway `gwlab.connect()` returned last).
     interval : float
         Seconds between refreshes (the task runs on the gateway's loop; Pause stops it).
     limit : int
@@ -46,7 +46,7 @@ class UsageDashboard(anywidget.AnyWidget):
     paused = traitlets.Bool(False).tag(sync=True)
     updated = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, gw: Gateway | AsyncGateway, *, interval: float = 2.0, limit: int = 50,
+    def __init__(self, gw: Gateway | AsyncGateway | None = None, *, interval: float = 2.0, limit: int = 50,
                  plots: bool = True, start: bool = True) -> None:
         super().__init__(interval=interval)
         self._bridge = Bridge(gw)

@@ -61,3 +61,49 @@ def test_without_configuration_the_embedded_gateway_starts_and_is_announced_once
     gw.close()
     gw.close()
     assert local.stopped == 1
+
+
+def test_connect_twice_starts_one_embedded_gateway_which_stops_with_its_last_user(monkeypatch, capsys):
+    import gwlab.local
+
+    started: list[FakeLocal] = []
+    monkeypatch.setattr(gwlab.local, "start", lambda *a, **k: started.append(FakeLocal()) or started[-1])
+    first, second = gwlab.connect(env={}), gwlab.connect(env={})
+    assert len(started) == 1 and first is not second and first.base_url == second.base_url
+    assert capsys.readouterr().out.count("started the embedded local gateway") == 1
+    first.close()
+    assert started[0].stopped == 0  # closing one gateway never stops a server another one uses
+    second.close()
+    assert started[0].stopped == 1
+    third = gwlab.connect(env={})  # after the last one closed, a new server starts
+    third.close()
+    assert len(started) == 2 and started[1].stopped == 1
+
+
+def test_the_gateway_connect_returned_last_is_the_current_one_while_open():
+    from gwlab.client.gateway import current_gateway
+
+    env = {"GWLAB_BASE_URL": "http://gw.example:8000", "GWLAB_API_KEY": CANARY_KEY}
+    first, second = gwlab.connect(env=env), gwlab.connect(env=env)
+    try:
+        assert current_gateway(connect_if_none=False) is second
+    finally:
+        first.close()
+        second.close()
+    assert current_gateway(connect_if_none=False) is None
+
+
+def test_two_connects_share_the_real_embedded_gateway_and_outlive_each_other(monkeypatch):
+    for name in ("GWLAB_BASE_URL", "GWLAB_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    first = gwlab.connect()
+    second = gwlab.connect()
+    try:
+        assert first.base_url == second.base_url
+        first.close()
+        assert "local/decide-e5-small" in second.models()  # the server outlived the first client
+    finally:
+        first.close()
+        second.close()
+    with gwlab.Gateway(second.base_url, CANARY_KEY, max_retries=0) as late, pytest.raises(errors.ConnectionFailed):
+        late.models()  # the last client closed: so did the server

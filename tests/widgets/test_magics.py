@@ -126,3 +126,42 @@ def test_connect_url_reads_the_key_from_the_environment(shell: Any, gateway: Any
     finally:
         shell.run_line_magic("gw", "connect test_gw")  # the one the magics made is closed here
     assert magics.session_gateway() is gw and made.loop.closed
+
+
+@pytest.mark.parametrize(("line", "field"), [("decide --state undefined_var", "--state"),
+                                             ("decide --state ticket --gateway no_such_gw", "--gateway"),
+                                             ("decide --state 'unclosed", "%gw")])
+def test_a_user_error_is_one_line_naming_the_option_without_a_traceback(shell: Any, capsys: Any, line: str,
+                                                                          field: str) -> None:
+    shell.user_ns["ticket"] = "The site is down"
+    assert shell.run_cell_magic("gw", line, QUESTIONS_JSON) is None
+    out = capsys.readouterr().out
+    assert out.startswith(f"[gw] error: {field}: ") and out.count("\n") == 1 and "Traceback" not in out
+
+
+def test_the_magics_use_the_gateway_the_user_connected(shell: Any, gateway: Any, gw: Gateway) -> None:
+    import pandas as pd
+
+    import gwlab
+
+    user_gw = gwlab.connect(gateway.base_url, gateway.api_key)
+    try:
+        shell.run_line_magic("gw", "use")  # follow the connected gateway (the fixture had chosen test_gw)
+        user_gw.models()
+        shell.run_cell_magic("gw", "decide --state \"'The site is down'\"", QUESTIONS_JSON)
+        pd.DataFrame({"text": ["I was charged twice"]}).gw.decide(
+            "{text}", {"billing": {"type": "noul", "instructions": "Is this about billing?"}}, checkpoint=None)
+        usage = shell.run_line_magic("gw", "usage")
+        assert magics.session_gateway() is user_gw
+        assert list(usage["path"]) == ["/models", "/decisions", "/decisions"]  # every call, one ledger
+    finally:
+        shell.run_line_magic("gw", "use test_gw")
+        user_gw.close()
+    assert magics.session_gateway() is gw
+
+
+def test_the_gateway_option_sends_one_cell_elsewhere(shell: Any, gateway: Any, gw: Gateway) -> None:
+    with Gateway(gateway.base_url, gateway.api_key) as other:
+        shell.user_ns["other_gw"] = other
+        assert "local/gemma-3-270m" in shell.run_line_magic("gw", "models --gateway other_gw").ids
+        assert list(other.usage["path"]) == ["/models"] and magics.session_gateway() is gw
