@@ -295,11 +295,12 @@ def _decisions_fallback(out: Outgoing, error: errors.StatusError, tried: set[str
             and dialect.get("decisions_shape") == "systemone" and "decisions_shape" not in tried):
         if _names_input(error):
             return Fallback("decisions_shape", "openai",
-                            f"{path} refused the System One body naming OpenAI's `input` field")
+                            f"{path} refused the System One body naming OpenAI's `input` field; "
+                            f"OpenAI's shape answered")
         if any(name.lower().startswith("x-litellm-") for name in error.headers):
             return Fallback("decisions_shape", "openai",
                             f"{path} answered {error.status} from LiteLLM (x-litellm-* headers), whose "
-                            f"/decisions takes OpenAI's shape")
+                            f"/decisions takes OpenAI's shape; OpenAI's shape answered")
     return None
 
 
@@ -317,7 +318,8 @@ def _cap_fallback(error: errors.StatusError) -> Fallback | None:
     if len(named) != 1:
         return None
     other = next(name for name in wire_chat.TOKEN_CAP_FIELDS if name != named[0])
-    return Fallback("token_cap", other, f"POST /v1{CHAT_PATH} answered {error.status} naming `{named[0]}`")
+    return Fallback("token_cap", other, f"POST /v1{CHAT_PATH} answered {error.status} naming `{named[0]}`; "
+                                        f"resent without it, answered")
 
 
 def _names(error: errors.StatusError, name: str) -> bool:

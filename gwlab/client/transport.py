@@ -332,11 +332,12 @@ class AsyncTransport:
                       parse: Parse[T] | None = None, expect_json: bool = True) -> T | Reply:
         """Send, retry as the policy allows, map errors, record the call; return `parse(body, request_id)`
         (or a `Reply` when no parser is given). `expect_json=False` accepts any Content-Type."""
+        out = _dialect.adapt_request(self.dialect, family, method, path, json)  # may refuse: nothing sent
         call = Call(method, _path(path, path_params), family, _model(json), streamed=False)
         try:
             async with asyncio.timeout(self.deadline):
                 response, out = await self._exchange_in_dialect(
-                    call, json=json, params=params, path_params=path_params, content=content, files=files,
+                    call, out, json=json, params=params, path_params=path_params, content=content, files=files,
                     data=data, headers=headers, idempotent=self.is_idempotent(method, family, idempotent),
                     path=path)
                 body = _dialect.adapt_response(out, await self._read_body(response, call, expect_json))
@@ -361,13 +362,14 @@ class AsyncTransport:
         to a stream request is accepted too: the stream is then already complete)."""
         from gwlab.client.streams import AsyncEventStream  # streams imports this module
 
+        out = _dialect.adapt_request(self.dialect, family, method, path, json)  # may refuse: nothing sent
         call = Call(method, _path(path, None), family, _model(json), streamed=True)
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + self.deadline if self.deadline is not None else None
         try:
             async with asyncio.timeout_at(deadline_at):
                 response, _ = await self._exchange_in_dialect(
-                    call, json=json, headers={"accept": "text/event-stream", **(headers or {})},
+                    call, out, json=json, headers={"accept": "text/event-stream", **(headers or {})},
                     idempotent=self.is_idempotent(method, family, idempotent), path=path)
                 media_type = _media_type(response)
                 body = None
@@ -404,11 +406,10 @@ class AsyncTransport:
         """How this gateway differs from the spec, each setting with its provenance (client.dialect)."""
         return self.dialects.dialect
 
-    async def _exchange_in_dialect(self, call: Call, *, path: str, json: Any = None,
+    async def _exchange_in_dialect(self, call: Call, out: _dialect.Outgoing, *, path: str, json: Any = None,
                                    **kwargs: Any) -> tuple[httpx.Response, _dialect.Outgoing]:
-        """`_exchange` of the route and body the dialect says; an error that is evidence for another
+        """`_exchange` of `out` (the route and body the dialect says); an error that is evidence for another
         setting (client.dialect.fallback) is answered by one resend under it, remembered if it works."""
-        out = _dialect.adapt_request(self.dialect, call.family, call.method, path, json)
         tried: set[str] = set()
         first: errors.StatusError | None = None
         step: _dialect.Fallback | None = None
