@@ -1,5 +1,8 @@
 """The decisions family: `POST /decisions`, validated here before anything is sent.
 
+Every caller asks for the spec's route and shape; the transport's dialect (client.dialect) sends it to
+`/systemone` or in OpenAI's decisions shape where a gateway needs that, and reads the answer back.
+
 Retries: a decision request has no side effect but billing its input tokens (spec, Decision response
 rule 2), so asking again is idempotent: the transport's policy treats the decisions family like chat
 (limited resends on 408/409/429/5xx and on a lost connection, never beyond `max_retries`). A resend

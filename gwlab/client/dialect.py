@@ -237,8 +237,9 @@ class Fallback:
     evidence: str
 
 
-_NOT_FOUND = re.compile(r"^\s*(404[:\s]*)?(not found|no route|no such route|route not found|unknown route)\.?\s*$",
-                        re.IGNORECASE)
+# a framework's default words for an unrouted path: Starlette/FastAPI "Not Found", Go's "404 page not found"
+_NOT_FOUND = re.compile(r"^\s*(404[:\s]*)?(page )?(not found|no route|no such route|route not found|unknown route)"
+                        r"\.?\s*$", re.IGNORECASE)
 _INPUT = re.compile(r"(?m)(^\s*input\s*$|['\"`]input['\"`]|\binput\b[^_\n]{0,20}\b(required|missing)\b)")
 
 

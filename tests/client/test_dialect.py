@@ -267,7 +267,7 @@ async def test_a_422_names_the_field_in_its_message_and_attribute(make_gateway, 
 
 @pytest.mark.parametrize(("body", "missing"), [
     ({"detail": "Not Found"}, True), ({"error": {"message": "Not Found", "field": None}}, True), (None, True),
-    ("<html><body>404</body></html>", True),
+    ("<html><body>404</body></html>", True), ("404 page not found", True),
     ({"error": {"message": "model 'x' not found", "param": "model", "code": "model_not_found"}}, False),
     ({"error": {"message": "No video with id v1", "type": "invalid_request_error", "code": None}}, False),
 ])
