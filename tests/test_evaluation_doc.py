@@ -31,3 +31,15 @@ def test_every_line_the_evaluation_script_prints_is_on_the_page(gateway) -> None
         printed = _script().report(gw)
     missing = [line for line in printed.splitlines() if line.strip() and line not in page]
     assert not missing, "docs/evaluation.md disagrees with a fresh run; paste these lines:\n" + "\n".join(missing)
+
+
+def test_notebook_03s_recalibration_figure_names_its_method_and_the_rows_of_each_ece() -> None:
+    import nbformat
+
+    notebook = nbformat.read(ROOT / "notebooks" / "03-evaluation-and-calibration.ipynb", as_version=4)
+    tags = {tag: cell.source for cell in notebook.cells for tag in cell.metadata.get("tags", [])}
+    figure = tags["plot:recalibrated_temperature"]  # gwlab.demo writes recalibrated_temperature.png
+    assert "plot:recalibrated" not in tags
+    assert 'fig.suptitle(f"Temperature scaling' in figure
+    assert 'rows="held-out, before"' in figure and 'rows="held-out, after temperature"' in figure
+    assert ".set_title(" not in figure + tags["plot:reliability"]  # plots.reliability's titles give the rows
