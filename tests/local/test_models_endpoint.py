@@ -9,3 +9,10 @@ def test_models_lists_every_model_for_an_unrestricted_key(gateway) -> None:
     ids = [m["id"] for m in r.json()["data"]]
     assert "local/gemma-3-270m" in ids and "local/decide-e5-small" in ids
     assert r.headers["x-request-id"].startswith("req_")
+
+
+def test_models_list_each_local_models_input_limit(gateway) -> None:
+    r = httpx.get(f"{gateway.base_url}/models", headers={"Authorization": f"Bearer {gateway.api_key}"})
+    limits = {m["id"]: m.get("max_input_tokens") for m in r.json()["data"]}
+    assert limits["local/decide-e5-small"] == 512  # one multilingual-e5-small window
+    assert limits["local/gemma-3-270m"] == 2047  # llama.cpp's 2048-token context, one token left to answer

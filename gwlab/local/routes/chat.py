@@ -47,7 +47,7 @@ async def create_chat_completion(request: Request, key: Key) -> Any:
     info = require_model(key, body.get("model"), "chat")
     request.state.model = info.id
     chat = parse(body, info.id)
-    await textgen.prepare(chat.plan, chat.params)
+    await textgen.prepare(chat.plan, chat.params, chat.conversation, "messages")
     if chat.stream:
         request.state.streamed = True
         return sse_response(_stream(request, chat))

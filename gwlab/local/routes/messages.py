@@ -60,7 +60,7 @@ async def create_message(request: Request, key: Key) -> Any:
     info = require_model(key, body.get("model"), "messages")
     request.state.model = info.id
     req = parse(body, info.id, request.headers.get("anthropic-version", ""))
-    await textgen.prepare(req.plan, req.params)
+    await textgen.prepare(req.plan, req.params, req.conversation, "messages")
     message_id = textgen.new_id("msg_")
     if req.stream:
         request.state.streamed = True

@@ -58,7 +58,7 @@ async def create_response(request: Request, key: Key) -> Any:
     info = require_model(key, body.get("model"), "responses")
     request.state.model = info.id
     req = parse(body, info.id, request.app.state.store, key)
-    await textgen.prepare(req.plan, req.params)
+    await textgen.prepare(req.plan, req.params, req.conversation, "input")
     if req.stream:
         request.state.streamed = True
         return sse_response(_stream(request, req, key))

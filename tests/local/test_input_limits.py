@@ -1,0 +1,35 @@
+"""Over-long input on the text routes: a 400 naming the input field and the limit, never a 500 or a
+200 stream that carries an error (the prompt is checked before any stream opens)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from gatewaykit import RunningGateway
+
+TEXT = "local/gemma-3-270m"
+LONG = "The checkout page crashes whenever I pay. " * 1000  # ~8,000 Gemma tokens, over its 2048 context
+CASES = [
+    ("/chat/completions", {"messages": [{"role": "user", "content": LONG}], "max_tokens": 5}, "messages"),
+    ("/chat/completions", {"messages": [{"role": "user", "content": LONG}], "max_tokens": 5, "stream": True},
+     "messages"),
+    ("/responses", {"input": LONG, "max_output_tokens": 16}, "input"),
+    ("/responses", {"input": LONG, "max_output_tokens": 16, "stream": True}, "input"),
+    ("/messages", {"messages": [{"role": "user", "content": LONG}], "max_tokens": 5}, "messages"),
+    ("/messages", {"messages": [{"role": "user", "content": LONG}], "max_tokens": 5, "stream": True}, "messages"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "param"), CASES)
+def test_prompt_over_the_context_is_a_400_naming_the_input_and_the_limit(
+        gateway: RunningGateway, path: str, body: dict[str, Any], param: str) -> None:
+    headers = {"Authorization": f"Bearer {gateway.api_key}", "anthropic-version": "2023-06-01"}
+    r = httpx.post(f"{gateway.base_url}{path}", json={"model": TEXT, **body}, headers=headers,
+                   timeout=httpx.Timeout(60))
+    assert r.status_code == 400, r.text[:300]
+    assert r.headers["content-type"].startswith("application/json")
+    assert f"'{param}'" in r.text and "2047" in r.text
+    if path != "/messages":
+        assert r.json()["error"]["param"] == param
