@@ -71,3 +71,12 @@ def test_the_report_covers_both_notebooks_with_a_title_and_the_headline_as_a_tab
            '<td style="text-align:right">0.323 -&gt; 0.068 / 0.058</td>' in page
     assert '<th style="text-align:left">accuracy.urgent</th><td style="text-align:right">0.728</td>' in page
     assert '<td style="text-align:right">3000 in, 150 out</td>' in page
+
+
+def test_the_readme_names_two_commands_and_what_report_html_holds() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash", 1)[1].split("```", 1)[0]
+    assert [line.split("#")[0].strip() for line in block.strip().splitlines()] == ["make demo", "make test"]
+    assert "under a minute" not in section
+    assert "`report.html` (both notebooks on one titled page that opens with the headline" in readme.replace("\n", " ")
