@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from clientkit import BASE_URL, CANARY_KEY, chat_body
+from clientkit import BASE_URL, CANARY_KEY, chat_body, sse_bytes, sse_response
 
 from gwlab import Dialect, errors
 from gwlab.client import dialect
@@ -103,6 +103,17 @@ async def test_chat_sends_its_cap_under_both_names_with_one_value(make_gateway, 
     await gw.chat("hi", model="m", **cap)
     body = sent(seen[0])
     assert body["max_tokens"] == body["max_completion_tokens"] == 6
+
+
+async def test_a_chat_stream_sends_its_cap_under_both_names_too(make_gateway):
+    chunk = {"id": "c", "object": "chat.completion.chunk", "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "length"}]}
+    seen, handler = recorder(lambda r: sse_response([sse_bytes(chunk, "[DONE]")]))
+    gw = make_gateway(handler)
+    async with await gw.chat.stream("hi", model="m", max_tokens=2) as stream:
+        async for _ in stream:
+            pass
+    assert sent(seen[0])["max_tokens"] == sent(seen[0])["max_completion_tokens"] == 2
 
 
 async def test_two_different_caps_are_refused_naming_max_tokens(make_gateway):
