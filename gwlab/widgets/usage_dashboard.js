@@ -15,7 +15,7 @@ const CSS = `
 
 const COLUMNS = [["time", "time (UTC)"], ["family", "family"], ["path", "path"], ["model", "model"],
   ["status", "status"], ["latency_ms", "ms"], ["input_tokens", "in"], ["output_tokens", "out"],
-  ["complete", "complete"], ["run", "run"], ["error", "error"]];
+  ["ending", "ending"], ["run", "run"], ["error", "error"]];
 
 function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -61,7 +61,7 @@ export default {
         : `${s.calls} call${s.calls === 1 ? "" : "s"} · ${s.input_tokens} in / ${s.output_tokens} out tokens · ${s.errors} errors · ${s.incomplete} incomplete`;
       pause.textContent = model.get("paused") ? "Resume" : "Pause";
       updated.textContent = model.get("updated") ? `updated ${model.get("updated")}` : "";
-      body.replaceChildren(...model.get("rows").map((r) => h("tr", { class: r.error || r.complete === false ? "bad" : "" },
+      body.replaceChildren(...model.get("rows").map((r) => h("tr", { class: r.error || (r.ending && r.ending !== "complete") ? "bad" : "" },
         ...COLUMNS.map(([name]) => h("td", {}, cell(name === "path" ? `${r.method} ${r.path}` : r[name]))))));
     };
     for (const name of ["rows", "summary", "paused", "updated"]) model.on(`change:${name}`, draw);

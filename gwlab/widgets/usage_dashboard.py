@@ -19,7 +19,7 @@ from gwlab.widgets._bridge import Bridge
 __all__ = ["UsageDashboard"]
 
 _SHOWN = ("time", "family", "method", "path", "model", "status", "latency_ms", "input_tokens", "output_tokens",
-          "complete", "error", "run")
+          "ending", "error", "run")
 
 
 class UsageDashboard(anywidget.AnyWidget):
@@ -100,7 +100,10 @@ class UsageDashboard(anywidget.AnyWidget):
         rows = [{name: _cell(record.get(name)) for name in _SHOWN} for record in _records(newest)]
         tokens = {name: int(frame[name].fillna(0).sum()) for name in ("input_tokens", "output_tokens")}
         errors = int(frame["error"].notna().sum()) if len(frame) else 0
-        incomplete = int((frame["complete"] == False).sum()) if len(frame) else 0  # noqa: E712 (a boolean column)
+        # answers that did not end complete (capped, cut, stopped: gwlab/wire/endings.py); a call that failed
+        # with no answer is an error only
+        cut = (frame["complete"] == False) & (frame["ending"] != "failed")  # noqa: E712 (a boolean column)
+        incomplete = int(cut.sum()) if len(frame) else 0
         snapshot: dict[str, Any] = {
             "rows": rows, "summary": {"calls": len(frame), "errors": errors, "incomplete": incomplete, **tokens},
             "updated": _now()}

@@ -1,4 +1,5 @@
-"""A reply cut by the token cap is shown as capped in the magic and the stream console (issue 18 item 8).
+"""A reply cut by the token cap is shown as capped in the magic, the stream console and the usage dashboard
+(issue 18 item 8).
 
 `%%gw chat --max-tokens 30` used to print `complete` for a reply cut mid-sentence. Here the real
 gateway answers greedily (the magic has no temperature option, so the client's transport adds
@@ -21,7 +22,7 @@ pytest.importorskip("anywidget")
 from widgetkit import TEXT_MODEL
 
 from gwlab import Gateway, magics
-from gwlab.widgets import StreamConsole
+from gwlab.widgets import StreamConsole, UsageDashboard
 
 LONG = "Q: Tell me a long story about a dragon who lived in a castle.\nA: Once upon a time"
 REASON = {"chat": "length", "responses": "max_output_tokens", "messages": "max_tokens"}
@@ -85,3 +86,13 @@ def test_the_stream_console_marks_a_capped_reply_capped(gw: Gateway, protocol: s
     assert console.text
     row = gw.ledger.entries()[-1]
     assert (row.ending, row.complete) == ("capped", False)
+
+
+def test_the_usage_dashboard_shows_each_call_s_ending(gateway: Any) -> None:
+    with Gateway(gateway.base_url, gateway.api_key) as fresh:
+        fresh.chat(LONG, model=TEXT_MODEL, max_completion_tokens=3, temperature=0)
+        fresh.models()
+        dashboard = UsageDashboard(fresh, start=False)
+        dashboard._handle_custom_msg({"type": "refresh"}, [])
+    assert [row["ending"] for row in dashboard.rows] == ["complete", "capped"]  # newest first
+    assert dashboard.summary["incomplete"] == 1 and dashboard.summary["errors"] == 0
