@@ -90,3 +90,22 @@ def test_a_call_costs_the_in_memory_ledger_about_a_hundred_bytes() -> None:
     finally:
         tracemalloc.stop()
     assert held / calls < 150
+
+
+def test_a_ledger_file_written_before_the_ending_column_gets_it_added(tmp_path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    old_columns = [name for name in COLUMNS if name != "ending"]
+    with sqlite3.connect(path) as db:  # the table as an older gwlab created it, with one row
+        db.execute(f"CREATE TABLE calls ({', '.join(old_columns)})")
+        old = _entry(0, complete=1)
+        db.execute(f"INSERT INTO calls ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})", list(old.values()))
+    db.close()
+    ledger = Ledger(path)
+    ledger.record(**_entry(1, complete=False, ending="capped"))
+    frame = ledger.to_frame()
+    ledger.close()
+    assert list(frame.columns) == list(COLUMNS)
+    assert frame["ending"].isna().tolist() == [True, False] and frame.loc[1, "ending"] == "capped"
+    assert frame["complete"].tolist() == [True, False]
