@@ -45,6 +45,7 @@ class Connection:
     retry_delay: Callable[[BaseException, int], float | None] = _default_policy
     loop: asyncio.AbstractEventLoop | None = None  # where the sender's connections live (sync gateways)
     gateway: Any = field(default=None, repr=False)
+    origin: str = ""  # the gateway's base URL: checkpointed answers are keyed by it (checkpoint.gateway_id)
 
 
 def default_checkpoint_path() -> Path:
@@ -73,7 +74,8 @@ def connection(gateway: Any) -> Connection:
                                         idempotent=False)
         return Reply(reply.body, None, reply.request_id)
 
-    return Connection(send, transport.max_retries, _transport_policy(transport), loop, gateway)
+    return Connection(send, transport.max_retries, _transport_policy(transport), loop, gateway,
+                      origin=transport.base_url)
 
 
 def _transport_policy(transport: Any) -> Callable[[BaseException, int], float | None]:

@@ -286,7 +286,7 @@ class GatewayAccessor:
                         refresh=options.get("refresh", False), repeats=options.get("repeats", 1),
                         pilot=options.get("pilot"), errors=errors, progress=options.get("progress", True),
                         max_retries=connection.max_retries, retry_delay=connection.retry_delay,
-                        description=f"{family.name} {family.model}")
+                        description=f"{family.name} {family.model}", gateway=connection.origin)
         try:
             with _client.run_tag(connection, family.name):
                 result = await _client.stoppable(runner, Batch(rows))

@@ -1,9 +1,14 @@
 """Answers already paid for, in SQLite, so a re-run or a resumed run sends only what is missing.
 
-Key: SHA-256 of the endpoint and the canonical JSON body (sorted keys, compact; the body holds the
-model), plus the repeat index for the extra asks of `repeats=k`. Each answer is written the moment it
-arrives: `put` queues it and a flush is scheduled on the event loop's next turn, so every answer that
-arrived in one loop iteration is committed in one transaction before any further request is sent.
+Key: SHA-256 of the gateway (its normalized base URL, `gateway_id`), the endpoint and the canonical JSON
+body (sorted keys, compact; the body holds the model), plus the repeat index for the extra asks of
+`repeats=k`. An answer is one gateway's: two gateways serving the same model id (staging and production,
+the local one and a hosted one) never share answers. Files written before the gateway was part of the key
+keep their rows (their `gateway` column is NULL) but no key can reach them: they are never served.
+
+Each answer is written the moment it arrives: `put` queues it and a flush is scheduled on the event
+loop's next turn, so every answer that arrived in one loop iteration is committed in one transaction
+before any further request is sent.
 WAL mode with synchronous=NORMAL keeps committed rows through a process crash or kill (only a power
 loss may drop the last commits), and lets several processes (dask workers) share the file.
 """
@@ -20,20 +25,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["Checkpoint", "Entry", "canonical", "key_of", "request_key"]
+__all__ = ["Checkpoint", "Entry", "canonical", "gateway_id", "key_of", "request_key"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, endpoint TEXT NOT NULL, model TEXT, response TEXT NOT NULL, request_id TEXT,
-    input_tokens INTEGER, output_tokens INTEGER, created REAL NOT NULL, writes INTEGER NOT NULL DEFAULT 1);
+    input_tokens INTEGER, output_tokens INTEGER, created REAL NOT NULL, writes INTEGER NOT NULL DEFAULT 1,
+    gateway TEXT);
 """
 _UPSERT = """
-INSERT INTO answers (key, endpoint, model, response, request_id, input_tokens, output_tokens, created)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO answers (key, endpoint, model, response, request_id, input_tokens, output_tokens, created, gateway)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT(key) DO UPDATE SET response = excluded.response, request_id = excluded.request_id,
     input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, created = excluded.created,
-    writes = answers.writes + 1
+    gateway = excluded.gateway, writes = answers.writes + 1
 """
 
 
@@ -42,25 +49,41 @@ def canonical(body: Mapping[str, Any]) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def request_key(endpoint: str, body: Mapping[str, Any], repeat: int = 0) -> str:
-    """Checkpoint key of one request; repeat 0 is the plain request, shared with runs without repeats."""
-    return key_of(endpoint, canonical(body), repeat)
+def gateway_id(base_url: str) -> str:
+    """A gateway's identity in the checkpoint: its base URL with scheme and host lower-cased, a default
+    port and trailing slashes dropped (`HTTP://Host:80/v1/` and `http://host/v1` are one gateway)."""
+    parts = urlsplit(base_url.strip())
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    netloc = host if port is None or (scheme, port) in (("http", 80), ("https", 443)) else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
-def key_of(endpoint: str, canonical_body: str, repeat: int = 0) -> str:
-    """`request_key` for a body already in canonical text."""
-    text = f"{endpoint}\n{canonical_body}" + (f"\n#repeat={repeat}" if repeat else "")
+def request_key(gateway: str, endpoint: str, body: Mapping[str, Any], repeat: int = 0) -> str:
+    """Checkpoint key of one request to one gateway (`gateway_id`); repeat 0 is the plain request,
+    shared with runs without repeats."""
+    return key_of(gateway, endpoint, canonical(body), repeat)
+
+
+def key_of(gateway: str, endpoint: str, canonical_body: str, repeat: int = 0) -> str:
+    """`request_key` for a body already in canonical text. The `gateway=` line also makes every key
+    differ from the keys of files written before the gateway was part of it, so those are never served."""
+    text = f"gateway={gateway}\n{endpoint}\n{canonical_body}" + (f"\n#repeat={repeat}" if repeat else "")
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A stored answer: the gateway's JSON body as received, and what it cost."""
+    """A stored answer: the gateway's JSON body as received, what it cost, which gateway gave it, when."""
 
     response: str
     request_id: str | None
     input_tokens: int | None
     output_tokens: int | None
+    created: float | None = None  # epoch seconds when the answer arrived
+    gateway: str | None = None  # `gateway_id` of the gateway that answered
 
     def data(self) -> Any:
         return json.loads(self.response)
@@ -77,14 +100,27 @@ class Checkpoint:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(_SCHEMA)
+        self._migrate()
         self._lock = threading.Lock()
         self._pending: list[tuple[Any, ...]] = []
         self.written = 0
 
+    def _migrate(self) -> None:
+        """A file from before the gateway was recorded gets the column; its old rows stay NULL there and
+        unreachable (their keys lack the gateway). Two processes may race to add it: one wins."""
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(answers)")}
+        if "gateway" in columns:
+            return
+        try:
+            self._conn.execute("ALTER TABLE answers ADD COLUMN gateway TEXT")
+        except sqlite3.OperationalError as exc:
+            if "duplicate column" not in str(exc):
+                raise
+
     def get(self, key: str) -> Entry | None:
         with self._lock:
-            row = self._conn.execute("SELECT response, request_id, input_tokens, output_tokens FROM answers "
-                                     "WHERE key = ?", (key,)).fetchone()
+            row = self._conn.execute("SELECT response, request_id, input_tokens, output_tokens, created, gateway "
+                                     "FROM answers WHERE key = ?", (key,)).fetchone()
         return Entry(*row) if row else None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Entry]:
@@ -96,8 +132,8 @@ class Checkpoint:
             marks = ",".join("?" * len(chunk))
             with self._lock:
                 rows = self._conn.execute(
-                    f"SELECT key, response, request_id, input_tokens, output_tokens FROM answers "
-                    f"WHERE key IN ({marks})", chunk).fetchall()
+                    f"SELECT key, response, request_id, input_tokens, output_tokens, created, gateway "
+                    f"FROM answers WHERE key IN ({marks})", chunk).fetchall()
             found.update((row[0], Entry(*row[1:])) for row in rows)
         return found
 
@@ -113,10 +149,11 @@ class Checkpoint:
         return found
 
     def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
-            input_tokens: int | None, output_tokens: int | None) -> None:
-        """Store an answer: committed on the loop's next turn, or now when no loop is running."""
+            input_tokens: int | None, output_tokens: int | None, gateway: str | None = None) -> None:
+        """Store an answer (and the `gateway_id` that gave it): committed on the loop's next turn, or now
+        when no loop is running."""
         self._pending.append((key, endpoint, model, response, request_id, input_tokens, output_tokens,
-                              time.time()))
+                              time.time(), gateway))
         if len(self._pending) > 1:
             return  # a flush is already scheduled
         try:

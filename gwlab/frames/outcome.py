@@ -46,6 +46,10 @@ class RunSummary:
     pilot: dict[str, Any] | None = None  # the estimate for the rows a pilot left out
     endpoint: str = ""
     model: str = ""
+    gateway: str = ""  # the normalized base URL this run sent to (part of every checkpoint key)
+    # answers served from the checkpoint: {"gateway", "answers", "first_answered", "last_answered"} (UTC)
+    cached_from: dict[str, Any] | None = None
+    checkpoint: str | None = None  # the checkpoint file's path, None when answers were not kept
 
     def text(self) -> str:
         cost = "n/a" if math.isnan(self.cost) else f"${self.cost:.4f}"
@@ -58,6 +62,11 @@ class RunSummary:
                 + f" · {self.elapsed:.1f}s")
         if self.stopped:
             line += f" · stopped: {self.stopped}"
+        if self.cached_from:
+            c = self.cached_from
+            when = c["first_answered"] if c["first_answered"] == c["last_answered"] else \
+                f"between {c['first_answered']} and {c['last_answered']}"
+            line += f"\ncached: {c['answers']} answers given by {c['gateway'] or 'this gateway'} {when}"
         if self.pilot:
             p = self.pilot
             rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"

@@ -26,7 +26,7 @@ import numpy as np
 
 from gwlab.errors import InvalidRequest, RateLimited
 from gwlab.frames.budget import Budget, Spend
-from gwlab.frames.checkpoint import Checkpoint, canonical, key_of, request_key
+from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id, key_of, request_key
 from gwlab.frames.families import Family
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.outcome import CACHED, ERROR, NOT_RUN, SENT, RunResult, RunSummary
@@ -75,7 +75,7 @@ class Runner:
                  refresh: bool = False, repeats: int = 1, pilot: int | None = None, errors: str = "raise",
                  progress: bool = True, max_retries: int = 2,
                  retry_delay: Callable[[BaseException, int], float | None] | None = None,
-                 description: str | None = None) -> None:
+                 description: str | None = None, gateway: str = "") -> None:
         if errors not in ("raise", "coerce"):
             raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {errors!r}")
         if not isinstance(concurrency, int) or concurrency < 1:
@@ -93,6 +93,9 @@ class Runner:
         self.errors, self.progress, self.max_retries = errors, progress, max_retries
         self.retry_delay = retry_delay or _retry_rate_limits
         self.description = description or family.name
+        # whose answers these are: part of every checkpoint key, so one gateway's are never another's
+        self.gateway = gateway_id(gateway) if gateway else ""
+        self._cached_at: list[float] = []  # when each answer served from the checkpoint arrived
         self.factor = 1.0  # grows only if an answer ever bills more than its estimate
         self._needs_text = (checkpoint is not None or budget is not None
                             or getattr(self.limiter, "counts_tokens", True))
@@ -167,10 +170,12 @@ class Runner:
         except (InvalidRequest, ValueError, TypeError) as exc:
             self._fail(result, job, repeat, exc)
             return
-        key = key_of(family.endpoint, text, repeat) if self.checkpoint is not None else ""
+        key = key_of(self.gateway, family.endpoint, text, repeat) if self.checkpoint is not None else ""
         if self.checkpoint is not None and not self.refresh:
             entry = self.checkpoint.get(key)
             if entry is not None:
+                if entry.created is not None:
+                    self._cached_at.append(entry.created)
                 self._store(result, job, repeat, entry.data(), entry.request_id, entry.input_tokens,
                             entry.output_tokens, CACHED)
                 counters["cached"] += 1
@@ -195,7 +200,7 @@ class Runner:
             counters["sent"] += 1
             if self.checkpoint is not None:
                 self.checkpoint.put(key, family.endpoint, family.model, reply.text or canonical(reply.data),
-                                    reply.request_id, tokens_in, tokens_out)
+                                    reply.request_id, tokens_in, tokens_out, self.gateway)
                 await asyncio.sleep(0)  # let the flush (scheduled first) commit before this worker sends again
         except asyncio.CancelledError:
             raise
@@ -265,7 +270,17 @@ class Runner:
             output_tokens=int(np.nansum(np.where(sent_mask, result.output_tokens, 0))),
             cost=spend.cost, elapsed=elapsed, rate_limited=counters["rate_limited"],
             waited=float(getattr(self.limiter, "waited", 0.0)), stopped=self._stopping,
-            endpoint=self.family.endpoint, model=self.family.model)
+            endpoint=self.family.endpoint, model=self.family.model, gateway=self.gateway,
+            cached_from=self._cached_from(counters["cached"]),
+            checkpoint=str(self.checkpoint.path) if self.checkpoint is not None else None)
+
+    def _cached_from(self, cached: int) -> dict[str, Any] | None:
+        """Where and when the answers served from the checkpoint came from (None: none were)."""
+        if not cached:
+            return None
+        times = self._cached_at or [math.nan]
+        return {"gateway": self.gateway, "answers": cached, "first_answered": _iso(min(times)),
+                "last_answered": _iso(max(times))}
 
     def _pilot_estimate(self, result: RunResult, first_left: int) -> dict[str, Any]:
         """Tokens and dollars the rows a pilot left out would cost, scaled from the pilot's real counts."""
@@ -283,7 +298,7 @@ class Runner:
         for j in range(first_left, len(batch)):
             body = family.body(batch.value(int(j)))
             for r in range(self.repeats):
-                keys.append(request_key(family.endpoint, body, r))
+                keys.append(request_key(self.gateway, family.endpoint, body, r))
                 texts.append(canonical(body))
         cached = self.checkpoint.has_many(keys) if self.checkpoint is not None and not self.refresh else set()
         left = [self.estimate(t) for key, t in zip(keys, texts, strict=True) if key not in cached]
@@ -293,6 +308,13 @@ class Runner:
         rows = int(batch.rows_per_job[first_left:].sum())
         return {"rows": rows, "requests": requests, "input_tokens": tokens_in, "output_tokens": tokens_out,
                 "cost": self.prices.cost(family.model, family.endpoint, tokens_in, tokens_out)}
+
+
+def _iso(epoch: float) -> str | None:
+    """UTC ISO time of an epoch (None when unknown), as plain text: it survives `.attrs`, pickle, Parquet."""
+    if math.isnan(epoch):
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 def _retry_rate_limits(error: BaseException, attempt: int) -> float | None:

@@ -1,0 +1,84 @@
+"""The checkpoint keeps one gateway's answers for that gateway: two real local gateways, one file."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from framekit import DECISIONS, QUESTIONS, RequestLog, tickets_frame
+from gatewaykit import RunningGateway, start_gateway, stop_gateway
+
+from gwlab.client.gateway import Gateway
+from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id
+from gwlab.frames.families import decisions_family
+
+MODEL = "local/decide-e5-small"
+
+
+@pytest.fixture(scope="module")
+def second_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
+    """Another `gwlab serve` with its own database and port, serving the same model ids."""
+    running = start_gateway(tmp_path_factory.mktemp("second") / "gateway.sqlite")
+    yield running
+    stop_gateway(running)
+
+
+def decide(gateway: RunningGateway, checkpoint: Path):
+    with Gateway(gateway.base_url, gateway.api_key) as gw:
+        return tickets_frame().gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint, progress=False)
+
+
+def test_answers_checkpointed_from_one_gateway_are_not_served_for_another(
+        gateway: RunningGateway, second_gateway: RunningGateway, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "answers.sqlite"
+    first_log, second_log = RequestLog(gateway.db), RequestLog(second_gateway.db)
+    first_mark, second_mark = first_log.mark(), second_log.mark()
+    before = time.time()
+    first = decide(gateway, checkpoint)
+    after = time.time()
+    assert first.run.sent == 4 and first.run.cached_from is None
+
+    second = decide(second_gateway, checkpoint)  # same rows, same questions, same model id
+    assert second.run.sent == 4 and second.run.cached == 0
+    assert len(second_log.settled(second_mark, DECISIONS)) == 4  # every request reached the second gateway
+    assert (second["__status"] == "sent").all()
+
+    again = decide(gateway, checkpoint)
+    assert again.run.cached == 4 and again.run.sent == 0
+    assert len(first_log.settled(first_mark, DECISIONS)) == 4  # the first gateway was asked once per row
+    source = again.run.cached_from
+    assert source["gateway"] == gateway_id(gateway.base_url) == again.run.gateway and source["answers"] == 4
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(before)))
+    assert stamp <= source["first_answered"] <= source["last_answered"] <= \
+        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(after + 1))
+    assert again.attrs["gwlab_run"]["cached_from"] == source
+    assert f"given by {gateway_id(gateway.base_url)}" in again.run.text()
+    with sqlite3.connect(checkpoint) as conn:
+        gateways = {row[0] for row in conn.execute("SELECT gateway FROM answers")}
+    assert gateways == {gateway_id(gateway.base_url), gateway_id(second_gateway.base_url)}
+
+
+def test_a_checkpoint_from_before_gateways_were_keyed_serves_none_of_its_answers(
+        gateway: RunningGateway, tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    body = decisions_family(QUESTIONS, MODEL).body(tickets_frame()["ticket"].iloc[0])
+    old_key = hashlib.sha256(f"/decisions\n{canonical(body)}".encode()).hexdigest()  # the former key
+    with sqlite3.connect(path) as conn:  # the former schema, with a made-up answer under the former key
+        conn.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, endpoint TEXT NOT NULL, model TEXT, "
+                     "response TEXT NOT NULL, request_id TEXT, input_tokens INTEGER, output_tokens INTEGER, "
+                     "created REAL NOT NULL, writes INTEGER NOT NULL DEFAULT 1)")
+        conn.execute("INSERT INTO answers VALUES (?, '/decisions', ?, '{}', 'req_old', 1, 0, 0, 1)", (old_key, MODEL))
+    out = decide(gateway, path)
+    assert out.run.sent == 4 and out.run.cached == 0  # the old answer was not served
+    with Checkpoint(path) as checkpoint:
+        assert len(checkpoint) == 5  # kept, never reachable
+
+
+def test_gateway_identity_ignores_case_default_ports_and_trailing_slashes() -> None:
+    assert gateway_id("HTTP://Example.COM:80/v1/") == gateway_id("http://example.com/v1") == "http://example.com/v1"
+    assert gateway_id("https://example.com:443/v1") == "https://example.com/v1"
+    assert gateway_id("http://127.0.0.1:8001/v1") != gateway_id("http://127.0.0.1:8002/v1")
