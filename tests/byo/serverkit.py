@@ -150,7 +150,9 @@ def start_laya_serve(workdir: Path, *, rate_limit_per_minute: int | None = None)
     """laya-serve 0.2.1 with its fake backend: TypeSafe System One at /v1/systemone, Bearer auth."""
     port, key = free_port(), new_key()
     executable = Path(sys.executable).with_name("laya-serve")
-    env = {"LAYA_SERVE_BACKEND": "fake", "LAYA_SERVE_API_KEY": key}
+    # LiteLLM 1.108's laya provider only sends the names english/multilingual/typed-decisions, which laya-serve
+    # 0.2.1 refuses ("expected a Jev model name or the serving model 'laya-english'") unless told to accept it
+    env = {"LAYA_SERVE_BACKEND": "fake", "LAYA_SERVE_API_KEY": key, "LAYA_SERVE_EXTRA_MODELS": "english"}
     if rate_limit_per_minute is not None:
         env["LAYA_SERVE_RATE_LIMIT_PER_MINUTE"] = str(rate_limit_per_minute)
     name = "laya-serve" if rate_limit_per_minute is None else "laya-serve (rate-limited)"
@@ -181,7 +183,7 @@ model_list:
       api_key: os.environ/BYO_EMBEDDED_KEY
   - model_name: {LITELLM_SYSTEMONE_MODEL}
     litellm_params:
-      model: laya/english  # LiteLLM knows laya models by size; laya-serve serves laya-english
+      model: laya/english  # accepted by laya-serve through LAYA_SERVE_EXTRA_MODELS
       api_base: {laya.root}
       api_key: os.environ/BYO_LAYA_KEY
 general_settings:

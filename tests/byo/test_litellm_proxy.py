@@ -1,0 +1,158 @@
+"""gwlab against LiteLLM's proxy 1.108 (own venv: tests/byo/requirements-litellm.txt), a gateway gwlab did not write.
+
+The proxy's model list (serverkit.litellm_config): "gemma" is llama-cpp-python's server (chat, and LiteLLM's
+responses and messages bridges over chat completions), "decide" is gwlab's embedded gateway (LiteLLM's
+/v1/decisions speaks OpenAI's decisions shape and forwards it), "jev" is laya-serve (LiteLLM translates to System
+One). Every call goes through gwlab's public API with only `base_url` and `api_key`; generation is greedy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import openai
+import pandas as pd
+import pytest
+import serverkit
+from serverkit import LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, LITELLM_SYSTEMONE_MODEL, RunningServer
+
+import gwlab
+from gwlab import errors
+from gwlab.client import dialect
+
+PROMPT = "Q: What colour is a banana?\nA:"  # greedy Gemma echoes it through a chat template: runs to its cap
+GREEDY = {"temperature": 0}
+CAP = 6
+STATE = "I was charged twice for my plan this month; please refund one charge."
+QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?"},
+             "team": {"type": "choice", "instructions": "Which team should answer?",
+                      "criteria": {"billing": "charges and refunds", "technical": "bugs and errors"}}}
+QUIET = {"checkpoint": None, "progress": False}
+
+
+@pytest.fixture(autouse=True)
+def fresh_detection() -> Iterator[None]:
+    """Each test starts from what gwlab can learn by itself (detection is remembered per base URL)."""
+    dialect.forget()
+    yield
+    dialect.forget()
+
+
+@pytest.fixture
+def gw(litellm_proxy: RunningServer) -> Iterator[gwlab.Gateway]:
+    with gwlab.connect(base_url=litellm_proxy.base_url, api_key=litellm_proxy.api_key) as client:
+        yield client
+
+
+def test_models_lists_the_proxy_s_model_names(gw: gwlab.Gateway) -> None:
+    assert {LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, LITELLM_SYSTEMONE_MODEL} <= set(gw.models())
+
+
+def test_chat_honours_the_token_cap(gw: gwlab.Gateway) -> None:
+    result = gw.chat(PROMPT, model=LITELLM_CHAT_MODEL, max_completion_tokens=CAP, **GREEDY)
+    assert result.text and 0 < result.usage.output_tokens <= CAP
+
+
+def test_chat_stream_ends_capped_with_its_text_as_the_result(gw: gwlab.Gateway) -> None:
+    with gw.chat.stream(PROMPT, model=LITELLM_CHAT_MODEL, max_completion_tokens=CAP, **GREEDY) as stream:
+        pieces = [chunk.text for chunk in stream]
+    assert stream.ending == "capped" and not stream.complete
+    assert "".join(pieces) == stream.text == stream.result.text and stream.text
+
+
+def test_responses_bridge_answers_within_max_output_tokens(gw: gwlab.Gateway) -> None:
+    result = gw.responses.create(PROMPT, model=LITELLM_CHAT_MODEL, max_output_tokens=CAP, **GREEDY)
+    assert result.text and 0 < result.usage.output_tokens <= CAP
+    assert result.status in ("completed", "incomplete")
+
+
+def test_responses_stream_bridge_ends_in_a_terminal_event(gw: gwlab.Gateway) -> None:
+    with gw.responses.stream(PROMPT, model=LITELLM_CHAT_MODEL, max_output_tokens=CAP, **GREEDY) as stream:
+        events = list(stream)
+    assert events[-1].type in ("response.completed", "response.incomplete")
+    assert stream.ending in ("complete", "capped") and stream.text == stream.result.text and stream.text
+
+
+def test_messages_bridge_answers_within_max_tokens(gw: gwlab.Gateway) -> None:
+    message = gw.messages.create(PROMPT, model=LITELLM_CHAT_MODEL, max_tokens=CAP, **GREEDY)
+    assert message.text and 0 < message.usage.output_tokens <= CAP
+    assert message.stop_reason in ("end_turn", "max_tokens")
+
+
+def test_messages_stream_bridge_ends_with_message_stop(gw: gwlab.Gateway) -> None:
+    with gw.messages.stream(PROMPT, model=LITELLM_CHAT_MODEL, max_tokens=CAP, **GREEDY) as stream:
+        texts = [event.text for event in stream]
+    assert stream.ending in ("complete", "capped") and "".join(texts) == stream.text and stream.text
+
+
+def test_df_gw_chat_honours_max_tokens_on_every_row(gw: gwlab.Gateway) -> None:
+    fruit = pd.DataFrame({"fruit": ["banana", "cherry"]})
+    out = fruit.gw.chat("Q: What colour is a {fruit}?\nA:", model=LITELLM_CHAT_MODEL, max_tokens=CAP,
+                        params=GREEDY, gateway=gw, **QUIET)
+    assert list(out["__status"]) == ["sent"] * 2 and out["__output_tokens"].between(1, CAP).all()
+
+
+@pytest.mark.parametrize("model", [LITELLM_DECIDE_MODEL, LITELLM_SYSTEMONE_MODEL])
+def test_decide_through_the_proxy_answers_every_question(gw: gwlab.Gateway, model: str) -> None:
+    """LiteLLM's /v1/decisions speaks OpenAI's decisions shape: gwlab finds that out and still returns answers
+    keyed by the question ids, whichever provider (gwlab's gateway, laya-serve) is behind the model name."""
+    result = gw.decide(STATE, QUESTIONS, model=model)
+    assert set(result.answers) == set(QUESTIONS)
+    assert 0.0 <= result.answers["billing"].noul <= 1.0
+    assert result.answers["team"].choice in ("billing", "technical")
+
+
+def test_df_gw_decide_through_the_proxy_gets_a_column_per_answer(gw: gwlab.Gateway) -> None:
+    tickets = pd.DataFrame({"text": [STATE, "The app crashes when I open settings."]})
+    out = tickets.gw.decide("{text}", QUESTIONS, model=LITELLM_DECIDE_MODEL, gateway=gw, **QUIET)
+    assert list(out["__status"]) == ["sent"] * 2
+    assert out["billing__noul"].between(0, 1).all() and out["team__choice"].isin(["billing", "technical"]).all()
+
+
+def test_a_bad_key_is_refused_and_the_key_is_not_in_the_message(litellm_proxy: RunningServer) -> None:
+    """LiteLLM without a database answers any key but the master key with 400 "No connected db." (not 401):
+    gwlab passes the server's words on, so the user sees why."""
+    with gwlab.connect(base_url=litellm_proxy.base_url, api_key="sk-not-the-key") as client, \
+            pytest.raises(errors.StatusError) as caught:
+        client.chat(PROMPT, model=LITELLM_CHAT_MODEL, max_completion_tokens=2)
+    assert caught.value.status in (400, 401) and "sk-not-the-key" not in str(caught.value)
+    assert "No connected db" in str(caught.value) or caught.value.status == 401
+
+
+def test_an_unknown_model_is_refused_naming_the_model(gw: gwlab.Gateway) -> None:
+    with pytest.raises(errors.StatusError) as caught:
+        gw.chat(PROMPT, model="no-such-model", max_completion_tokens=2)
+    assert caught.value.status in (400, 404) and "no-such-model" in str(caught.value)
+
+
+def _kill_after_first_text(stream: Iterable[Any], server: RunningServer) -> None:
+    for chunk in stream:
+        if chunk.text:
+            break
+    serverkit.kill(server)  # 400 tokens were asked for; the first has just arrived
+    for _ in stream:
+        pass
+
+
+def test_the_proxy_killed_mid_stream_is_an_interrupted_stream_never_a_complete_one(
+        litellm_proxy_to_kill: RunningServer) -> None:
+    server = litellm_proxy_to_kill
+    with gwlab.connect(base_url=server.base_url, api_key=server.api_key) as client:
+        stream = client.chat.stream(PROMPT, model=LITELLM_CHAT_MODEL, max_completion_tokens=400, **GREEDY)
+        with pytest.raises(errors.StreamInterrupted) as caught:
+            _kill_after_first_text(stream, server)
+        row = client.ledger.entries()[-1]
+    assert stream.status == "interrupted" and not stream.complete
+    assert caught.value.partial.text == stream.text and stream.text
+    assert (row.streamed, row.complete, row.ending) == (True, False, "interrupted")
+
+
+def test_the_openai_sdk_gives_the_proxy_s_words_for_a_bad_key_as_gwlab_does(litellm_proxy: RunningServer
+                                                                             ) -> None:
+    """Beside gwlab's StatusError: the openai SDK raises BadRequestError with the same server message."""
+    sdk = openai.OpenAI(base_url=litellm_proxy.base_url, api_key="sk-not-the-key", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model=LITELLM_CHAT_MODEL, messages=[{"role": "user", "content": PROMPT}],
+                                    max_tokens=2)
+    assert "No connected db" in str(caught.value) and "sk-not-the-key" not in str(caught.value)
