@@ -127,3 +127,23 @@ class _Texts:
 
     def __init__(self, chunk: Any) -> None:
         self.text = chunk.choices[0].delta.content if chunk.choices else ""
+
+
+def test_the_openai_sdk_ends_a_stream_the_server_cut_short_without_any_error(llama_server: RunningServer) -> None:
+    """The same cut that gwlab reports as StreamInterrupted (tests/byo/test_byo_endings.py): a second request
+    makes llama.cpp end a running stream with [DONE] and no finish_reason. The openai SDK's iterator simply
+    stops: the caller holds a partial answer that looks finished unless they check finish_reason themselves."""
+    sdk = openai.OpenAI(base_url=llama_server.base_url, api_key=llama_server.api_key, max_retries=0)
+    other = openai.OpenAI(base_url=llama_server.base_url, api_key=llama_server.api_key, max_retries=0)
+    stream = sdk.chat.completions.create(model=llama_server.model, messages=[{"role": "user", "content": PROMPT}],
+                                         max_tokens=400, temperature=0, stream=True)
+    chunks = iter(stream)
+    texts = [""]
+    while not texts[-1]:  # the first chunk only names the role
+        texts.append(_Texts(next(chunks)).text or "")
+    other.chat.completions.create(model=llama_server.model, messages=[{"role": "user", "content": PROMPT}],
+                                  max_tokens=2, temperature=0)  # waits for the model: the server cuts the stream
+    rest = list(chunks)  # no exception
+    finishes = [c.choices[0].finish_reason for c in rest if c.choices]
+    assert all(reason is None for reason in finishes)  # nothing says "stop" or "length"
+    assert len(texts) - 1 + len(rest) < 400  # cut well before its cap
