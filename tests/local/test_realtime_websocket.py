@@ -6,6 +6,7 @@ import asyncio
 import json
 import sqlite3
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -303,7 +304,8 @@ async def test_missing_beta_header_is_refused(gateway) -> None:
 
 
 async def test_a_key_limited_to_other_models_is_refused_with_403(gateway) -> None:
-    key = gateway.create_key("realtime-no-access", models="local/gemma-3-270m")
+    # a fresh name per call: key names are unique in the gateway's database, and a repeated run shares it
+    key = gateway.create_key(f"realtime-no-access-{uuid.uuid4().hex[:8]}", models="local/gemma-3-270m")
     assert await refused_status(gateway, key=key) == 403
 
 
