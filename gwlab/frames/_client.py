@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gwlab.errors import ConnectionFailed, RateLimited, StatusError
+from gwlab.frames.outcome import RunInterrupted, RunSummary
 from gwlab.frames.runner import Batch, Reply, Runner, RunResult, Sender
 from gwlab.wire import limits
 
@@ -184,7 +185,8 @@ def run_sync(coroutine: Coroutine[Any, Any, T], gateway: Any) -> T:
     """Run on the gateway's private loop thread and wait, also inside Jupyter's running loop.
 
     A first Ctrl-C (KeyboardInterrupt) stops sending and waits for the requests in flight, so every
-    answer already paid for reaches the checkpoint; then the interrupt is raised. A second Ctrl-C
+    answer already paid for reaches the checkpoint; then the interrupt is raised as `RunInterrupted`, a
+    KeyboardInterrupt whose message says how many answers are saved, where, and that a re-run resumes. A second Ctrl-C
     abandons the requests in flight.
     """
     try:
@@ -203,10 +205,14 @@ def run_sync(coroutine: Coroutine[Any, Any, T], gateway: Any) -> T:
         return future.result()
     except KeyboardInterrupt:
         loop.call_soon_threadsafe(stopper.stop)
+        value = None
         try:
-            future.result()
+            value = future.result()
         except KeyboardInterrupt:
             future.cancel()
         except Exception:  # the interrupt is what the caller asked to see
             pass
+        summary = getattr(value, "run", None)
+        if isinstance(summary, RunSummary):  # say what was kept and how to resume, still as an interrupt
+            raise RunInterrupted(summary) from None
         raise

@@ -20,7 +20,7 @@ from gwlab.frames.families import META_COLUMNS, Family
 if TYPE_CHECKING:
     from gwlab.frames.runner import Batch
 
-__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunResult", "RunSummary"]
+__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunInterrupted", "RunResult", "RunSummary"]
 
 NOT_RUN, SENT, CACHED, ERROR = 0, 1, 2, 3
 
@@ -51,6 +51,16 @@ class RunSummary:
     cached_from: dict[str, Any] | None = None
     checkpoint: str | None = None  # the checkpoint file's path, None when answers were not kept
 
+    def interrupted_text(self) -> str:
+        """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
+        saved, missing = self.sent + self.cached, max(0, self.requests - self.sent - self.cached)
+        if self.checkpoint is None:
+            return (f"interrupted after {saved} of {self.requests} answers, but checkpoint=None kept none of "
+                    "them: running the cell again sends every row again")
+        return (f"interrupted: {saved} of {self.requests} answers are saved in the checkpoint {self.checkpoint} "
+                f"({self.sent} received in this run); run the same cell again to resume: saved answers are not "
+                f"sent again, only the {missing} missing ones are")
+
     def text(self) -> str:
         cost = "n/a" if math.isnan(self.cost) else f"${self.cost:.4f}"
         parts = [f"{self.rows} rows", f"{self.sent} sent", f"{self.cached} cached",
@@ -74,6 +84,19 @@ class RunSummary:
                      f"about {p['input_tokens']:.0f} in / {p['output_tokens']:.0f} out tokens, "
                      f"est. {rest_cost}")
         return line
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a `df.gw` run, after the requests in flight were answered and checkpointed.
+
+    Still a KeyboardInterrupt, so a notebook cell or a script stops as the user asked; its message says
+    how many answers are saved, in which file, and that running the same call again resumes (a bare
+    `KeyboardInterrupt:` left users guessing whether the paid answers were lost). `.summary` is the run's.
+    """
+
+    def __init__(self, summary: RunSummary) -> None:
+        self.summary = summary
+        super().__init__(summary.interrupted_text())
 
 
 @dataclass

@@ -88,10 +88,34 @@ def test_interrupted_run_finishes_its_requests_in_flight_so_nothing_is_billed_tw
     wait_for(checkpoint, 10, process)
     process.send_signal(signal.SIGINT)  # Ctrl-C, or a notebook's "interrupt kernel"
     _, stderr = process.communicate(timeout=60)
-    assert "KeyboardInterrupt" in stderr
+    assert "RunInterrupted" in stderr
     kept = answered(checkpoint)
     assert len(log.settled(mark, DECISIONS)) == kept < ROWS  # every answered request reached the checkpoint
 
     out = rerun(gateway, checkpoint)
     assert len(log.settled(mark, DECISIONS)) == ROWS  # the gateway answered each row exactly once, over both runs
     assert out.run.cached == kept and writes(checkpoint) == [1] * ROWS
+
+
+def test_interrupt_says_how_many_answers_are_saved_where_and_that_a_rerun_resumes(
+        gateway, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "answers.sqlite"
+    process = start(gateway, checkpoint, rpm=600)
+    wait_for(checkpoint, 10, process)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    kept = answered(checkpoint)
+    last = stderr.strip().splitlines()[-1]  # what a terminal or a notebook shows under the traceback
+    assert last.startswith("gwlab.frames.outcome.RunInterrupted: interrupted: ")
+    assert f"{kept} of {ROWS} answers are saved in the checkpoint {checkpoint} ({kept} received in this run)" in last
+    assert f"run the same cell again to resume: saved answers are not sent again, only the {ROWS - kept} " in last
+    assert process.returncode != 0  # still an interrupt: the script stopped
+
+
+def test_interrupt_is_still_a_keyboard_interrupt() -> None:
+    from gwlab.frames.outcome import RunInterrupted, RunSummary
+
+    summary = RunSummary(rows=5, requests=5, sent=2, cached=1, checkpoint="/tmp/a.sqlite")
+    with pytest.raises(KeyboardInterrupt, match=r"3 of 5 answers are saved in the checkpoint /tmp/a\.sqlite"):
+        raise RunInterrupted(summary)
+    assert "checkpoint=None kept none" in str(RunInterrupted(RunSummary(requests=5, sent=2)))
