@@ -76,7 +76,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting the kernel."""
 
     def error(self, message: str) -> Any:  # type: ignore[override]
-        raise InvalidRequest("%gw", f"{message}\n{self.format_usage().strip()}")
+        usage = " ".join(self.format_usage().split())  # argparse wraps a long usage: one line is asked for
+        raise InvalidRequest("%gw", f"{message} ({usage})")
 
 
 def _parser() -> _Parser:

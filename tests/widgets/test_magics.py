@@ -130,7 +130,8 @@ def test_connect_url_reads_the_key_from_the_environment(shell: Any, gateway: Any
 
 @pytest.mark.parametrize(("line", "field"), [("decide --state undefined_var", "--state"),
                                              ("decide --state ticket --gateway no_such_gw", "--gateway"),
-                                             ("decide --state 'unclosed", "%gw")])
+                                             ("decide --state 'unclosed", "%gw"),
+                                             ("decide --state ticket --max-tokens 3", "%gw")])
 def test_a_user_error_is_one_line_naming_the_option_without_a_traceback(shell: Any, capsys: Any, line: str,
                                                                           field: str) -> None:
     shell.user_ns["ticket"] = "The site is down"
