@@ -12,7 +12,7 @@ import contextvars
 import os
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,6 +47,8 @@ class Connection:
     loop: asyncio.AbstractEventLoop | None = None  # where the sender's connections live (sync gateways)
     gateway: Any = field(default=None, repr=False)
     origin: str = ""  # the gateway's base URL: checkpointed answers are keyed by it (checkpoint.gateway_id)
+    # a model's `max_input_tokens` from the gateway's GET /models (None: not listed, or no such field)
+    input_limit: Callable[[str], Awaitable[int | None]] | None = field(default=None, repr=False)
 
 
 def default_checkpoint_path() -> Path:
@@ -62,9 +64,9 @@ def connection(gateway: Any) -> Connection:
     if gateway is None:
         gateway = _default_gateway()
     if isinstance(gateway, Gateway):
-        transport, loop = gateway.twin.transport, gateway.loop.loop
+        transport, loop, models = gateway.twin.transport, gateway.loop.loop, gateway.twin.models
     elif isinstance(gateway, AsyncGateway):
-        transport, loop = gateway.transport, None
+        transport, loop, models = gateway.transport, None, gateway.models
     else:
         raise TypeError(f"gateway= takes a gwlab Gateway or AsyncGateway; got {type(gateway).__name__}")
 
@@ -75,8 +77,18 @@ def connection(gateway: Any) -> Connection:
                                         idempotent=False)
         return Reply(reply.body, None, reply.request_id)
 
+    async def input_limit(model: str) -> int | None:
+        """`max_input_tokens` of `model` in GET /models; None when absent or when the listing fails (a
+        gateway without the field, or without /models, is simply not checked)."""
+        try:
+            listing = await models.list()
+        except Exception:
+            return None
+        limit = next((m.raw.get("max_input_tokens") for m in listing if m.id == model), None)
+        return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+
     return Connection(send, transport.max_retries, _transport_policy(transport), loop, gateway,
-                      origin=transport.base_url)
+                      origin=transport.base_url, input_limit=input_limit)
 
 
 def _transport_policy(transport: Any) -> Callable[[BaseException, int], float | None]:

@@ -7,6 +7,7 @@ labels keep their rows). The accessor holds the frame and nothing else.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
@@ -15,6 +16,7 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, families
+from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.checkpoint import Checkpoint
 from gwlab.frames.families import META_COLUMNS, Family
 from gwlab.frames.limiter import Limiter, TokenBucket
@@ -23,7 +25,7 @@ from gwlab.frames.runner import Batch, Budget, Runner
 from gwlab.frames.templates import Rows, Template, json_value
 from gwlab.wire import models as _models
 
-__all__ = ["DEFAULT_MODELS", "GatewayAccessor", "RunOptions"]
+__all__ = ["DEFAULT_MODELS", "GatewayAccessor", "InputLimitWarning", "RunOptions"]
 
 DEFAULT_MODELS = _models.DEFAULT_MODELS  # written once, in wire: gw.decide and the magics share it
 
@@ -279,6 +281,9 @@ class GatewayAccessor:
         connection = _client.connection(options.get("gateway"))
         limiter = options.get("limiter") or TokenBucket(options.get("requests_per_minute"),
                                                         options.get("tokens_per_minute"))
+        over = await _over_limit(family, rows, connection, options)
+        if over is not None and len(over.positions):
+            warnings.warn(_over_limit_text(over, self._labels(over.positions)), InputLimitWarning, stacklevel=2)
         checkpoint, owned = _checkpoint(options.get("checkpoint", "auto"))
         runner = Runner(family, connection.send, concurrency=options.get("concurrency", 16), limiter=limiter,
                         budget=Budget.of(options.get("budget"), options.get("prices")),
@@ -293,10 +298,19 @@ class GatewayAccessor:
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()
+        if over is not None:
+            result.summary.over_limit = {
+                "model": over.model, "limit": over.limit, "count": len(over.positions),
+                "rows": self._labels(over.positions[:20]), "estimated_tokens": over.tokens[:20].tolist()}
         if result.failure is not None:
             raise result.failure
         answers = result.frame(self._frame.index)
         return BatchFrame.wrap(self._wrap(answers, options), result.summary)
+
+    def _labels(self, positions: Any) -> list[Any]:
+        """Index labels of row positions, as JSON-safe values (they go into `.attrs`)."""
+        labels = self._frame.index[positions]
+        return [tuple(map(json_value, label)) if isinstance(label, tuple) else json_value(label) for label in labels]
 
     def _check_names(self, family: Family, options: RunOptions) -> None:
         """Refuse a column clash before anything is sent, not after the run has been paid for."""
@@ -319,6 +333,28 @@ class GatewayAccessor:
             return answers
         answers.index = self._frame.index  # the same object: concat aligns nothing, duplicates stay put
         return pd.concat([self._frame, answers], axis=1)
+
+
+class InputLimitWarning(UserWarning):
+    """Rows that look longer than the model's documented input limit, found before anything is sent."""
+
+
+async def _over_limit(family: Family, rows: Rows, connection: Any, options: RunOptions) -> OverLimit | None:
+    """With `pilot=` or `budget=`: the rows over the model's `max_input_tokens` (GET /models), checked
+    before spending. None when not asked, or when the gateway lists no limit for the model."""
+    if options.get("pilot") is None and options.get("budget") is None:
+        return None
+    limit = await connection.input_limit(family.model) if connection.input_limit is not None else None
+    return over_limit(rows, family.model, limit) if limit else None
+
+
+def _over_limit_text(over: OverLimit, labels: list[Any]) -> str:
+    shown = ", ".join(f"{label!r} (~{tokens} tokens)" for label, tokens in zip(labels[:10], over.tokens[:10],
+                                                                                   strict=False))
+    more = f" and {len(labels) - 10} more" if len(labels) > 10 else ""
+    return (f"{len(over.positions)} rows look longer than {over.model}'s input limit of {over.limit} tokens "
+            f"(its max_input_tokens in GET /models; estimated at {BYTES_PER_TOKEN} bytes per token): rows "
+            f"{shown}{more}. The gateway will refuse them: shorten or split them before the full run.")
 
 
 def _checkpoint(spec: Any) -> tuple[Checkpoint | None, bool]:

@@ -2,21 +2,33 @@
 
 A request is admitted only if what is already billed, plus the estimates held by requests in flight,
 plus its own estimate, stays within the budget; its real count replaces its estimate when it settles.
+
+`over_limit` finds, before anything is sent, the rows whose input looks longer than the model's
+`max_input_tokens` (GET /models), so a pilot or a budgeted run names them instead of paying to learn it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from gwlab.errors import InvalidRequest
 from gwlab.frames.families import Family
+from gwlab.frames.templates import Rows
 from gwlab.frames.usage import PriceTable
 
-__all__ = ["Budget", "Spend"]
+__all__ = ["BYTES_PER_TOKEN", "Budget", "OverLimit", "Spend", "over_limit"]
+
+# Input tokens of a row are guessed as its UTF-8 bytes / 4: English runs ~4.3 characters per E5 token
+# (bench/long_inputs.py: 1,000 characters, 230 tokens) and about 4 per Gemma token. A guess on the low
+# side for English, so a row named as over the limit is over it; the gateway's 400 is the final word.
+BYTES_PER_TOKEN = 4
 
 
 @dataclass(frozen=True)
@@ -87,3 +99,38 @@ class Spend:
         if self.budget is not None:  # only a budget makes requests wait for others to settle
             async with self.changed:
                 self.changed.notify_all()
+
+
+@dataclass(frozen=True)
+class OverLimit:
+    """Rows whose input looks longer than the model's documented input limit."""
+
+    model: str
+    limit: int  # the model's `max_input_tokens`
+    positions: np.ndarray  # row positions in the frame
+    tokens: np.ndarray  # each one's estimated input tokens
+
+
+def input_text(value: Any) -> str:
+    """The text a row sends as its input: the state or prompt; a pair (prompt, system) is both; a JSON
+    state is its JSON text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, tuple):
+        return "\n".join(input_text(v) for v in value if v is not None)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def over_limit(rows: Rows, model: str, limit: int) -> OverLimit:
+    """The rows whose input's estimated tokens (UTF-8 bytes / BYTES_PER_TOKEN) pass `limit`; each
+    distinct value is rendered once."""
+    estimates = np.zeros(len(rows), dtype=np.int64)
+    for job in range(len(rows)):
+        try:
+            text = input_text(rows.value(job))
+        except (InvalidRequest, ValueError, TypeError):
+            continue  # a row that cannot be rendered fails as a row anyway
+        estimates[job] = math.ceil(len(text.encode()) / BYTES_PER_TOKEN)
+    over_jobs = np.flatnonzero(estimates > limit)
+    positions = np.flatnonzero(np.isin(rows.codes, over_jobs))
+    return OverLimit(model, limit, positions, estimates[rows.codes[positions]])

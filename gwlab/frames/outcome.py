@@ -50,6 +50,9 @@ class RunSummary:
     # answers served from the checkpoint: {"gateway", "answers", "first_answered", "last_answered"} (UTC)
     cached_from: dict[str, Any] | None = None
     checkpoint: str | None = None  # the checkpoint file's path, None when answers were not kept
+    # with pilot= or budget=: rows whose input looks over the model's max_input_tokens, found before sending:
+    # {"model", "limit", "count", "rows" (first 20 labels), "estimated_tokens"}
+    over_limit: dict[str, Any] | None = None
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
@@ -72,6 +75,11 @@ class RunSummary:
                 + f" · {self.elapsed:.1f}s")
         if self.stopped:
             line += f" · stopped: {self.stopped}"
+        if self.over_limit and self.over_limit["count"]:
+            o = self.over_limit
+            rows = ", ".join(map(repr, o["rows"])) + (", ..." if o["count"] > len(o["rows"]) else "")
+            line += (f"\nover the input limit: {o['count']} rows look longer than {o['model']}'s {o['limit']} "
+                     f"tokens (rows {rows}): the gateway refuses them")
         if self.cached_from:
             c = self.cached_from
             when = c["first_answered"] if c["first_answered"] == c["last_answered"] else \

@@ -9,6 +9,7 @@ import pytest
 from framekit import DECISIONS, QUESTIONS, RequestLog
 
 from gwlab.client.gateway import Gateway
+from gwlab.frames.accessor import InputLimitWarning
 from gwlab.frames.runner import Budget
 
 
@@ -59,3 +60,35 @@ def test_pilot_estimates_the_rest_close_to_what_it_then_costs(gw: Gateway, gatew
     frame.iloc[6:].gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=None, progress=False)
     actual = sum(r["input_tokens"] for r in log.settled(mark, DECISIONS))
     assert estimate["input_tokens"] == pytest.approx(actual, rel=0.2)
+
+
+def test_pilot_names_rows_over_the_models_input_limit_before_sending_any(gw: Gateway, gateway) -> None:
+    frame = rows(8, "limit")
+    long = "The invoice is wrong and the refund never came. " * 60  # ~2,900 bytes: over 512 tokens
+    frame.loc[[5, 7], "ticket"] = long
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    with pytest.warns(InputLimitWarning, match=r"2 rows look longer than local/decide-e5-small's input limit of "
+                                               r"512 tokens .*rows 5 \(~\d+ tokens\), 7 \(~\d+ tokens\)"):
+        pilot = frame.gw.decide("{ticket}", QUESTIONS, gateway=gw, pilot=3, checkpoint=None, progress=False)
+    assert len(log.settled(mark, DECISIONS)) == 3  # only the pilot's rows were sent
+    over = pilot.run.over_limit
+    assert over["model"] == "local/decide-e5-small" and over["limit"] == 512  # read from GET /models
+    assert over["count"] == 2 and over["rows"] == [5, 7] and min(over["estimated_tokens"]) > 512
+    assert "over the input limit: 2 rows" in pilot.run.text() and "(rows 5, 7)" in pilot.run.text()
+
+    # the estimate was right: the gateway refuses exactly those rows, naming the state and the limit
+    full = frame.gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=None, progress=False, errors="coerce")
+    refused = full.index[full["__status"] == "error"].tolist()
+    assert refused == [5, 7] and full.loc[5, "__error"].count("512") >= 1
+
+
+def test_rows_within_the_limit_raise_no_input_limit_warning(gw: Gateway) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputLimitWarning)
+        out = rows(4, "short").gw.decide("{ticket}", QUESTIONS, gateway=gw, budget=10_000, checkpoint=None,
+                                         progress=False)
+    assert out.run.over_limit == {"model": "local/decide-e5-small", "limit": 512, "count": 0, "rows": [],
+                                  "estimated_tokens": []}
