@@ -7,6 +7,9 @@ to embed it whole (it splits a text longer than 512 tokens into 510-token window
 so time grows with the text), and, on a real embedded gateway, the status and time of a decision
 request with that state: within the limit an answer, beyond it the 400 naming `state`. The peer is
 the unbounded embedding: the ratio says how much sooner the refusal comes than the answer would.
+
+It then prints UTF-8 bytes per token over the labelled set's 138 texts (bench/data/) for E5 and for Gemma,
+the figures behind `gwlab.frames.budget.BYTES_PER_TOKEN` (the client's guess at a row's tokens).
 """
 
 from __future__ import annotations
@@ -52,6 +55,28 @@ def main() -> None:
         print(f"{size:>8} {tokens:>7} {embed:>8.2f} {status:>8} {took:>9.3f} {embed / took:>7.1f}")
     if server is not None:
         server.stop()
+    bytes_per_token(model)
+
+
+def bytes_per_token(model: object) -> None:
+    """UTF-8 bytes per token of short real texts (the labelled set), per model, pooled and per text."""
+    import json
+    from pathlib import Path
+
+    texts = [json.loads(line)["text"] for line in
+             (Path(__file__).parent / "data" / "decisions_labelled.jsonl").read_text().splitlines()]
+    counters = {"e5 (with query: and specials)": lambda t: model.token_count(t, True)}  # type: ignore[attr-defined]
+    try:
+        from gwlab.local.engines.gemma import GemmaGenerator
+
+        counters["gemma (with <bos>)"] = GemmaGenerator().count_tokens
+    except ImportError:
+        pass
+    for name, count in counters.items():
+        ratios = [len(t.encode()) / count(t) for t in texts]
+        pooled = sum(len(t.encode()) for t in texts) / sum(count(t) for t in texts)
+        print(f"{name}: {pooled:.2f} bytes per token over {len(texts)} texts (per text {min(ratios):.2f}"
+              f"-{max(ratios):.2f})")
 
 
 if __name__ == "__main__":
