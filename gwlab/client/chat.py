@@ -43,8 +43,9 @@ class AsyncChat:
 
     async def stream(self, messages: Messages, *, model: str, allow_partial: bool = False,
                      extra_headers: Headers = None, **params: Any) -> AsyncChatStream:
-        """A stream of chunks; complete only at `[DONE]`. A cut raises StreamInterrupted at the end of
-        iteration unless `allow_partial=True` (then check `.complete`)."""
+        """A stream of chunks; ended only at `[DONE]` after every choice's finish_reason. A cut (or a bare
+        `[DONE]` before them) raises StreamInterrupted at the end of iteration unless `allow_partial=True`
+        (then check `.ending`: complete, capped, interrupted, ...; gwlab/wire/endings.py)."""
         params.pop("stream", None)
         body = chat.build_request(messages, model=model, stream=True, **params)
         return await self._transport.stream("POST", PATH, family="chat", json=body, headers=extra_headers,

@@ -22,7 +22,8 @@ Headers = Mapping[str, str] | None
 
 
 class AsyncMessages:
-    """Messages: `create` and `stream` (complete only at `message_stop`). Extra headers such as
+    """Messages: `create` and `stream` (ended only at `message_stop` after a stop_reason; `.ending` says
+    how: gwlab/wire/endings.py). Extra headers such as
     `anthropic-beta` go in `extra_headers`; system text in `system=`."""
 
     def __init__(self, transport: AsyncTransport) -> None:
