@@ -33,3 +33,16 @@ def test_prompt_over_the_context_is_a_400_naming_the_input_and_the_limit(
     assert f"'{param}'" in r.text and "2047" in r.text
     if path != "/messages":
         assert r.json()["error"]["param"] == param
+
+
+def test_tool_routing_reads_the_head_of_a_message_longer_than_the_decision_window(gateway: RunningGateway) -> None:
+    message = "Please tell me the weather in Oslo tomorrow. " + "I am planning a long walk by the fjord. " * 100
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+                                             "parameters": {"type": "object",
+                                                            "properties": {"city": {"type": "string"}}}}}
+    body = {"model": TEXT, "messages": [{"role": "user", "content": message}], "tools": [tool],
+            "tool_choice": "auto", "max_tokens": 8, "temperature": 0}
+    r = httpx.post(f"{gateway.base_url}/chat/completions", json=body,
+                   headers={"Authorization": f"Bearer {gateway.api_key}"}, timeout=httpx.Timeout(120))
+    assert r.status_code == 200, r.text[:300]  # ~900 E5 tokens: over the 512 window, within Gemma's context
+    assert r.json()["usage"]["prompt_tokens"] < 2047

@@ -183,3 +183,26 @@ def test_get_decider_returns_one_instance_per_process() -> None:
         engines = list(pool.map(lambda _: get_decider(), range(8)))
     assert all(e is engines[0] for e in engines)
     assert engines[0].model_id == "local/decide-e5-small"
+
+
+def test_state_over_one_window_is_refused_before_embedding_and_huge_ones_are_counted_in_part() -> None:
+    from gwlab.local.engines.base import InputTooLong
+
+    decider = E5Decider()
+    question = {"q": Question("noul", "Is this urgent?", None)}
+    with pytest.raises(InputTooLong) as near:
+        decider.decide("word " * 600, question)
+    assert near.value.exact and near.value.tokens > 512 and near.value.limit == 512
+    with pytest.raises(InputTooLong) as huge:
+        decider.decide("The refund never came. " * 10_000, question)  # 230 KB
+    assert not huge.value.exact and huge.value.tokens > 10 * 512  # refused from its first chunks
+    assert decider.decide("word " * 400, question).input_tokens > 400  # within the window: answered
+
+
+def test_clip_keeps_the_longest_head_within_the_window() -> None:
+    decider = E5Decider()
+    text = "The refund never came and nobody answers my emails. " * 200
+    head = decider.clip(text)
+    longer = text[:len(head) + 40]
+    assert text.startswith(head) and decider.count_tokens(head) <= 512 < decider.count_tokens(longer)
+    assert decider.clip("short text") == "short text"
