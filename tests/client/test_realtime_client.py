@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.protocol import State
 
 from gwlab.client import realtime as rt
 from gwlab.client.ledger import RealtimeErrorEntry
@@ -361,7 +362,10 @@ async def test_sends_during_a_drop_wait_for_the_new_socket_after_the_session_upd
 
     async with fake_peer(script) as peer, make_realtime(peer.base_url, KEY).connect(
             MODEL, session={"voice": "echo"}) as conn:
-        await asyncio.sleep(0.05)  # the drop happens meanwhile
+        # wait until the client has seen the drop, not a fixed 50 ms: an event written to a socket the peer
+        # has cut but the client has not yet seen closed is lost with it (WebSocket has no acknowledgement)
+        dropped = conn._ws
+        await eventually(lambda: dropped is not None and dropped.state is State.CLOSED)
         await conn.send_text("still there?")
         assert (await conn.recv(timeout=10)).type == "session.created"
         await eventually(lambda: len(peer.received) == 2 and len(peer.received[1]) == 2)
