@@ -88,7 +88,17 @@ def connection(gateway: Any) -> Connection:
         return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
     return Connection(send, transport.max_retries, _transport_policy(transport), loop, gateway,
-                      origin=transport.base_url, input_limit=input_limit)
+                      origin=_origin(transport), input_limit=input_limit)
+
+
+def _origin(transport: Any) -> str:
+    """Whose answers a run's are, for the checkpoint key: the base URL, plus the decisions route and shape
+    when the user fixed them (`dialect=`), since one URL may serve different deciders on two routes.
+    Detected settings are left out: the server decides them for its URL, and the transport hands every
+    decision answer back in System One shape, so a stored answer reads the same whichever way it came."""
+    fixed = getattr(getattr(transport, "dialects", None), "fixed", None) or {}
+    chosen = " ".join(f"{name}={value}" for name, value in sorted(fixed.items()) if name.startswith("decisions_"))
+    return f"{transport.base_url} {chosen}" if chosen else transport.base_url
 
 
 def _transport_policy(transport: Any) -> Callable[[BaseException, int], float | None]:

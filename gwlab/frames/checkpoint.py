@@ -51,14 +51,17 @@ def canonical(body: Mapping[str, Any]) -> str:
 
 def gateway_id(base_url: str) -> str:
     """A gateway's identity in the checkpoint: its base URL with scheme and host lower-cased, a default
-    port and trailing slashes dropped (`HTTP://Host:80/v1/` and `http://host/v1` are one gateway)."""
-    parts = urlsplit(base_url.strip())
+    port and trailing slashes dropped (`HTTP://Host:80/v1/` and `http://host/v1` are one gateway); words
+    after the URL (a fixed decisions route, "decisions_path=/systemone") are kept as they are."""
+    url, _, qualifier = base_url.strip().partition(" ")
+    parts = urlsplit(url)
     scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
     if ":" in host:
         host = f"[{host}]"
     port = parts.port
     netloc = host if port is None or (scheme, port) in (("http", 80), ("https", 443)) else f"{host}:{port}"
-    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), "", ""))
+    normalized = urlunsplit((scheme, netloc, parts.path.rstrip("/"), "", ""))
+    return f"{normalized} {qualifier.strip()}" if qualifier.strip() else normalized
 
 
 def request_key(gateway: str, endpoint: str, body: Mapping[str, Any], repeat: int = 0) -> str:

@@ -27,9 +27,9 @@ def second_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running
     stop_gateway(running)
 
 
-def decide(gateway: RunningGateway, checkpoint: Path):
-    with Gateway(gateway.base_url, gateway.api_key) as gw:
-        return tickets_frame().gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint, progress=False)
+def decide(gateway: RunningGateway, checkpoint: Path, questions: dict = QUESTIONS, **client: object):
+    with Gateway(gateway.base_url, gateway.api_key, **client) as gw:
+        return tickets_frame().gw.decide("{ticket}", questions, gateway=gw, checkpoint=checkpoint, progress=False)
 
 
 def test_answers_checkpointed_from_one_gateway_are_not_served_for_another(
@@ -78,7 +78,21 @@ def test_a_checkpoint_from_before_gateways_were_keyed_serves_none_of_its_answers
         assert len(checkpoint) == 5  # kept, never reachable
 
 
+def test_a_decisions_route_fixed_by_the_user_is_another_source_of_answers(
+        gateway: RunningGateway, tmp_path: Path) -> None:
+    checkpoint, log = tmp_path / "answers.sqlite", RequestLog(gateway.db)
+    questions = {"urgent": QUESTIONS["urgent"], "team": QUESTIONS["team"]}  # System One needs instructions
+    decide(gateway, checkpoint, questions)
+    mark = log.mark()
+    system_one = {"decisions_path": "/systemone"}
+    other = decide(gateway, checkpoint, questions, dialect=system_one)  # same URL, another route
+    assert other.run.sent == 4 and len(log.settled(mark, "/v1/systemone")) == 4
+    assert other.run.gateway == f"{gateway_id(gateway.base_url)} decisions_path=/systemone"
+    assert decide(gateway, checkpoint, questions, dialect=system_one).run.cached == 4
+
+
 def test_gateway_identity_ignores_case_default_ports_and_trailing_slashes() -> None:
     assert gateway_id("HTTP://Example.COM:80/v1/") == gateway_id("http://example.com/v1") == "http://example.com/v1"
     assert gateway_id("https://example.com:443/v1") == "https://example.com/v1"
     assert gateway_id("http://127.0.0.1:8001/v1") != gateway_id("http://127.0.0.1:8002/v1")
+    assert gateway_id("HTTP://Host/v1/ decisions_path=/systemone") == "http://host/v1 decisions_path=/systemone"
