@@ -38,3 +38,15 @@ def test_each_server_starts_on_loopback_and_lists_its_models(fixture: str, reque
     good = httpx.get(f"{server.base_url}/models", headers={"Authorization": f"Bearer {server.api_key}"}, timeout=30)
     assert server.base_url.startswith("http://127.0.0.1:")
     assert good.status_code == 200
+
+
+def test_no_server_key_is_in_an_argv_a_config_file_or_a_server_log(llama_server: RunningServer,
+                                                                    laya_server: RunningServer,
+                                                                    litellm_proxy: RunningServer,
+                                                                    byo_dir: Path) -> None:
+    """Keys go to the servers through their environment only: `ps` shows argv, and files outlive the run."""
+    servers = (llama_server, laya_server, litellm_proxy)
+    texts = [path.read_text(errors="replace") for path in byo_dir.iterdir() if path.is_file()]
+    texts += [Path(f"/proc/{s.process.pid}/cmdline").read_bytes().decode(errors="replace") for s in servers]
+    assert any("litellm" in text for text in texts)  # the config and the logs were read
+    assert not [s.name for s in servers for text in texts if s.api_key in text]
