@@ -33,7 +33,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from gwlab.client.ledger import Ledger
-from gwlab.client.transport import AsyncTransport, Call, normalize_base_url, ws_url
+from gwlab.client.transport import AsyncTransport, Call, normalize_base_url, request_id_of, status_error, ws_url
 from gwlab.errors import (
     ConnectionFailed,
     GatewayError,
@@ -41,7 +41,6 @@ from gwlab.errors import (
     StreamError,
     StreamInterrupted,
     Timeout,
-    error_for_status,
 )
 from gwlab.wire import audio
 from gwlab.wire import realtime as wire
@@ -830,11 +829,12 @@ class AsyncRealtimeConnection(RealtimeSession):
             ws = await self._connect_with_budget()
         except GatewayError as exc:
             self._call.status, self._call.retries = getattr(exc, "status", None), self.reconnects
+            self._call.request_id = getattr(exc, "request_id", None)
             if self._ledger is not None:
                 self._call.record(self._ledger, complete=False, error=exc)
             raise
         self._call.status = ws.response.status_code if ws.response else None
-        self._call.request_id = ws.response.headers.get("x-request-id") if ws.response else None
+        self._call.request_id = request_id_of(ws.response.headers) if ws.response else None
         await self._resend_session(ws)
         self._ws, self._generation = ws, 1
         self._reader = asyncio.create_task(self._read_forever(), name=f"realtime reader {self.model}")
@@ -950,21 +950,9 @@ class AsyncRealtimeConnection(RealtimeSession):
 def _handshake_error(exc: InvalidStatus) -> GatewayError:
     """A refused upgrade as the status's error class (401 AuthenticationFailed, 403 PermissionDenied...)."""
     response = exc.response
-    body: Any = response.body.decode(errors="replace") if response.body else None
-    return status_error(response.status_code, body, response.headers, "GET", "realtime handshake refused")
-
-
-def status_error(status: int, text: str | None, headers: Mapping[str, str], method: str,
-                 fallback: str) -> GatewayError:
-    """The error of a refused realtime request, carrying the gateway's own message when it sent one."""
-    body: Any = text
-    with contextlib.suppress(ValueError, TypeError):
-        body = json.loads(text) if text else text
-    error = body.get("error") if isinstance(body, Mapping) else None
-    message = error.get("message") if isinstance(error, Mapping) else None
-    return error_for_status(status)(
-        message if isinstance(message, str) and message else fallback, status=status, body=body,
-        method=method, path="/realtime", request_id=headers.get("x-request-id"), headers=dict(headers))
+    headers = list(response.headers.raw_items())  # a repeated header is kept, not an error
+    return status_error(response.status_code, headers, response.body, method="GET", path="/realtime",
+                        family="realtime", reason="realtime handshake refused")
 
 
 # --- the family ----------------------------------------------------------------------------------

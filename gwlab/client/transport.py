@@ -1,6 +1,9 @@
 """The only code that speaks HTTP: addressing, auth per family, timeouts, retries, errors, ledger.
 
-Retry policy (spec, Errors; protocols.md §5), decided here once for every family:
+Retry policy (spec, Errors; protocols.md §5), decided here once for every family and written once, in
+`RetryPolicy` (pure: the frames runner asks the same object between its single-attempt sends, with
+`request(..., retries=0)`); every status >= 400, realtime handshakes included, becomes an error in
+`status_error`:
 
 - Retried: GET, HEAD, OPTIONS, PUT and DELETE (idempotent by HTTP), and POSTs whose family marks
   them idempotent: chat, responses, messages and decisions. Their only side effect is billing (a
@@ -43,7 +46,8 @@ from gwlab.wire import endings, limits
 if TYPE_CHECKING:
     from gwlab.client.streams import AsyncEventStream
 
-__all__ = ["AsyncTransport", "Reply", "normalize_base_url", "retry_after_seconds", "translate", "ws_url"]
+__all__ = ["AsyncTransport", "Reply", "RetryPolicy", "normalize_base_url", "request_id_of", "retry_after_seconds",
+           "status_error", "translate", "ws_url"]
 
 T = TypeVar("T")
 Parse = Callable[[Any, str | None], T]
@@ -156,7 +160,8 @@ def retry_after_seconds(headers: httpx.Headers | Mapping[str, str]) -> float | N
         return None
 
 
-def _request_id(headers: httpx.Headers) -> str | None:
+def request_id_of(headers: Mapping[str, str]) -> str | None:
+    """The request id of an answer, from the first header `limits.REQUEST_ID_HEADERS` lists that it carries."""
     for name in limits.REQUEST_ID_HEADERS:
         value = headers.get(name)
         if value:
@@ -170,6 +175,74 @@ def _media_type(response: httpx.Response) -> str:
 
 def _is_json(media_type: str) -> bool:
     return media_type == "application/json" or media_type.endswith("+json")
+
+
+def status_error(status: int, headers: Mapping[str, str] | list[tuple[str, str]], content: bytes | str | None, *,
+                 method: str, path: str,
+                 family: str = "", reason: str | None = None, request_id: str | None = None,
+                 scrub: Callable[[Any], Any] = lambda value: value) -> errors.StatusError:
+    """The error of a status >= 400, for every caller (HTTP families, the realtime handshake, WebRTC's
+    offer): the status's class, the gateway's own message (field named) and a hint, the request id from
+    any header `limits.REQUEST_ID_HEADERS` lists (else the body's `request_id`). Pure: `scrub` takes
+    the key out of the body before it reaches the exception."""
+    headers = httpx.Headers(headers)
+    body: Any = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+    media_type = headers.get("content-type", "").partition(";")[0].strip().lower()
+    if body and (_is_json(media_type) or (not media_type and body.lstrip().startswith("{"))):
+        with contextlib.suppress(ValueError):
+            body = json.loads(body)
+    body = scrub(body or None)
+    request_id = request_id or request_id_of(headers)
+    if request_id is None and isinstance(body, Mapping) and isinstance(body.get("request_id"), str):
+        request_id = body["request_id"]
+    cls = errors.error_for_status(status)
+    message = _message(body) or reason or "HTTP error"
+    hint = _hint(status, body, family, method, path)
+    kwargs: dict[str, Any] = {"status": status, "body": body, "request_id": request_id, "method": method,
+                              "path": path, "headers": headers}
+    if cls is errors.RateLimited:
+        kwargs["retry_after"] = retry_after_seconds(headers)
+    return cls(f"{message} ({hint})" if hint else message, **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """The retry rule of the module docstring, as a pure function of what happened: every caller that
+    retries (this transport, the frames runner between its attempts) asks it, so the rule exists once."""
+
+    max_retries: int = limits.MAX_RETRIES_DEFAULT
+    retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS
+
+    def delay(self, error: BaseException, attempt: int, *, idempotent: bool, sent: bool = True) -> float | None:
+        """Seconds to wait before retry number `attempt + 1` after `error`, or None: raise it.
+
+        `sent=False` says the connection never opened, so no byte left and any method may be resent."""
+        if attempt >= self.max_retries:
+            return None
+        if isinstance(error, errors.StatusError):
+            return self._status_delay(error, attempt) if idempotent else None
+        if isinstance(error, errors.ConnectionFailed) and not isinstance(error, errors.StreamInterrupted):
+            return self.backoff(attempt) if idempotent or not sent else None
+        return None
+
+    def _status_delay(self, error: errors.StatusError, attempt: int) -> float | None:
+        headers = httpx.Headers(error.headers)
+        should = headers.get(limits.SHOULD_RETRY_HEADER, "").strip().lower()
+        if should == "false" or (should != "true" and error.status not in limits.RETRYABLE_STATUSES):
+            return None
+        if error.status == 429 and _quota_exhausted(error):
+            return None
+        wait = getattr(error, "retry_after", None)  # RateLimited read it when the answer arrived
+        wait = wait if wait is not None else retry_after_seconds(headers)
+        if wait is not None and wait > self.retry_after_cap:
+            return None
+        return wait if wait is not None and wait > 0 else self.backoff(attempt)
+
+    @staticmethod
+    def backoff(attempt: int) -> float:
+        """0.5 s·2^attempt capped at 8 s, minus up to 25 % jitter (read from limits at each call)."""
+        base = min(limits.BACKOFF_BASE_SECONDS * 2**attempt, limits.BACKOFF_MAX_SECONDS)
+        return base * (1.0 - limits.BACKOFF_JITTER * random.random())
 
 
 # --- the transport -------------------------------------------------------------------------------
@@ -290,8 +363,7 @@ class AsyncTransport:
         self.api_host = self.base_url[: -len(limits.API_PREFIX)]
         self.ws_base_url = ws_url(self.base_url)
         self.ledger = ledger if ledger is not None else Ledger()
-        self.max_retries = max_retries
-        self.retry_after_cap = retry_after_cap
+        self.retry = RetryPolicy(max_retries, retry_after_cap)
         self.deadline = deadline
         self._key = _Secret(api_key, messages_auth, anthropic_version)
         self._urls: dict[str, httpx.URL] = {}
@@ -304,6 +376,14 @@ class AsyncTransport:
 
     def __repr__(self) -> str:
         return f"AsyncTransport(base_url={self.base_url!r})"
+
+    @property
+    def max_retries(self) -> int:
+        return self.retry.max_retries
+
+    @property
+    def retry_after_cap(self) -> float:
+        return self.retry.retry_after_cap
 
     def auth_headers(self, family: str) -> dict[str, str]:
         """Bearer for every family but messages: x-api-key (or Bearer) + anthropic-version."""
@@ -329,9 +409,12 @@ class AsyncTransport:
                       params: Mapping[str, Any] | None = None, path_params: Mapping[str, Any] | None = None,
                       content: bytes | None = None, files: Any = None, data: Any = None,
                       headers: Mapping[str, str] | None = None, idempotent: bool | None = None,
-                      parse: Parse[T] | None = None, expect_json: bool = True) -> T | Reply:
+                      parse: Parse[T] | None = None, expect_json: bool = True,
+                      retries: int | None = None) -> T | Reply:
         """Send, retry as the policy allows, map errors, record the call; return `parse(body, request_id)`
-        (or a `Reply` when no parser is given). `expect_json=False` accepts any Content-Type."""
+        (or a `Reply` when no parser is given). `expect_json=False` accepts any Content-Type.
+        `retries` caps this call's resends (`retries=0`: send once, whatever the error), for a caller that
+        retries by itself with `self.retry` between attempts."""
         out = _dialect.adapt_request(self.dialect, family, method, path, json)  # may refuse: nothing sent
         call = Call(method, _path(path, path_params), family, _model(json), streamed=False)
         try:
@@ -339,7 +422,7 @@ class AsyncTransport:
                 response, out = await self._exchange_in_dialect(
                     call, out, json=json, params=params, path_params=path_params, content=content, files=files,
                     data=data, headers=headers, idempotent=self.is_idempotent(method, family, idempotent),
-                    path=path)
+                    path=path, policy=self._policy(retries))
                 body = _dialect.adapt_response(out, await self._read_body(response, call, expect_json))
                 self._learn_from_answer(call, path, body)
             result: Any = parse(body, call.request_id) if parse is not None else Reply(
@@ -370,7 +453,8 @@ class AsyncTransport:
             async with asyncio.timeout_at(deadline_at):
                 response, _ = await self._exchange_in_dialect(
                     call, out, json=json, headers={"accept": "text/event-stream", **(headers or {})},
-                    idempotent=self.is_idempotent(method, family, idempotent), path=path)
+                    idempotent=self.is_idempotent(method, family, idempotent), path=path,
+                    policy=self.retry)
                 media_type = _media_type(response)
                 body = None
                 if media_type != "text/event-stream":
@@ -394,6 +478,13 @@ class AsyncTransport:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    def _policy(self, retries: int | None) -> RetryPolicy:
+        if retries is None:
+            return self.retry
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise errors.InvalidRequest("retries", f"a count of resends >= 0; got {retries!r}")
+        return replace(self.retry, max_retries=retries)
 
     def _deadline_passed(self, call: Call) -> errors.Timeout:
         return errors.Timeout(f"the overall deadline of {self.deadline}s passed", method=call.method,
@@ -446,7 +537,7 @@ class AsyncTransport:
                         params: Mapping[str, Any] | None = None,
                         path_params: Mapping[str, Any] | None = None, content: bytes | None = None,
                         files: Any = None, data: Any = None, headers: Mapping[str, str] | None = None,
-                        idempotent: bool) -> httpx.Response:
+                        idempotent: bool, policy: RetryPolicy) -> httpx.Response:
         """Status < 400 with the body unread, or the mapped error once retries are spent."""
         url = self.url(path, path_params)
         send_headers = {**self.auth_headers(call.family), **(headers or {})}
@@ -461,45 +552,26 @@ class AsyncTransport:
                 response = await self._client.send(request, stream=True)
             except httpx.HTTPError as exc:
                 error = translate(exc, call.method, call.path)
-                delay = self._backoff(call.retries)
-                if not (isinstance(exc, _NOT_SENT) or idempotent) or not self._may_wait(call, delay):
+                delay = policy.delay(error, call.retries, idempotent=idempotent, sent=not isinstance(exc, _NOT_SENT))
+                if delay is None or not self._may_wait(call, delay):
                     raise self._scrubbed(error) from exc
                 await asyncio.sleep(delay)
                 call.retries += 1
                 continue
             call.status = response.status_code
-            call.request_id = _request_id(response.headers)
+            call.request_id = request_id_of(response.headers)
             if response.status_code < 400:
                 return response
             error = await self._status_error(response, call)
-            delay = self._status_retry_delay(response, error, call, idempotent)
+            delay = policy.delay(error, call.retries, idempotent=idempotent)
             if delay is None or not self._may_wait(call, delay):
                 raise error
             await asyncio.sleep(delay)
             call.retries += 1
 
     def _may_wait(self, call: Call, delay: float) -> bool:
-        if call.retries >= self.max_retries:
-            return False
+        """The policy said wait `delay`: only if the call's overall deadline outlives it."""
         return self.deadline is None or (time.perf_counter() - call.started) + delay < self.deadline
-
-    def _backoff(self, attempt: int) -> float:
-        base = min(limits.BACKOFF_BASE_SECONDS * 2**attempt, limits.BACKOFF_MAX_SECONDS)
-        return base * (1.0 - limits.BACKOFF_JITTER * random.random())
-
-    def _status_retry_delay(self, response: httpx.Response, error: errors.StatusError, call: Call,
-                            idempotent: bool) -> float | None:
-        if not idempotent:
-            return None
-        should = response.headers.get(limits.SHOULD_RETRY_HEADER, "").strip().lower()
-        if should == "false" or (should != "true" and response.status_code not in limits.RETRYABLE_STATUSES):
-            return None
-        if response.status_code == 429 and _quota_exhausted(error):
-            return None
-        wait = retry_after_seconds(response.headers)
-        if wait is not None and wait > self.retry_after_cap:
-            return None
-        return wait if wait is not None and wait > 0 else self._backoff(call.retries)
 
     async def _status_error(self, response: httpx.Response, call: Call) -> errors.StatusError:
         try:
@@ -508,22 +580,11 @@ class AsyncTransport:
             pass  # the status says enough; a body cut short is no reason to hide it
         finally:
             await response.aclose()
-        media_type = _media_type(response)
-        body: Any = response.content.decode("utf-8", "replace") if response.content else None
-        if body and _is_json(media_type):
-            with contextlib.suppress(ValueError):
-                body = json.loads(body)
-        body = self._scrub(body)
-        if call.request_id is None and isinstance(body, Mapping) and isinstance(body.get("request_id"), str):
-            call.request_id = body["request_id"]
-        cls = errors.error_for_status(response.status_code)
-        message = _message(body) or response.reason_phrase or "HTTP error"
-        hint = _hint(response.status_code, body, call.family, call.method, call.path)
-        kwargs: dict[str, Any] = {"status": response.status_code, "body": body, "request_id": call.request_id,
-                                  "method": call.method, "path": call.path, "headers": response.headers}
-        if cls is errors.RateLimited:
-            kwargs["retry_after"] = retry_after_seconds(response.headers)
-        return cls(f"{message} ({hint})" if hint else message, **kwargs)
+        error = status_error(response.status_code, response.headers, response.content, method=call.method,
+                             path=call.path, family=call.family, reason=response.reason_phrase,
+                             request_id=call.request_id, scrub=self._scrub)
+        call.request_id = error.request_id
+        return error
 
     async def _read_body(self, response: httpx.Response, call: Call, expect_json: bool) -> Any:
         """The body parsed by its Content-Type (spec: response rule 2)."""

@@ -40,9 +40,8 @@ from gwlab.client.realtime import (
     RealtimeSession,
     _End,
     realtime_url,
-    status_error,
 )
-from gwlab.client.transport import Call
+from gwlab.client.transport import Call, request_id_of, status_error
 from gwlab.errors import ConnectionFailed, InvalidRequest, Timeout
 from gwlab.wire import audio
 from gwlab.wire import realtime as wire
@@ -332,9 +331,9 @@ async def _post_offer(url: str, offer: str, token: str, timeout: float, call: Ca
         raise Timeout(f"no SDP answer within {timeout:g} s", method="POST", path="/realtime") from exc
     except httpx.HTTPError as exc:
         raise ConnectionFailed(f"SDP offer not delivered: {exc}", method="POST", path="/realtime") from exc
-    call.status, call.request_id = response.status_code, response.headers.get("x-request-id")
+    call.status, call.request_id = response.status_code, request_id_of(response.headers)
     if response.status_code >= 400:
-        raise status_error(response.status_code, response.text, response.headers, "POST",
-                           "WebRTC negotiation refused")
+        raise status_error(response.status_code, response.headers, response.content, method="POST",
+                           path="/realtime", family="realtime", reason="WebRTC negotiation refused")
     return response.text
 

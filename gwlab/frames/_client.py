@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import os
 import threading
 import time
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gwlab.errors import ConnectionFailed, RateLimited, StatusError
+from gwlab.errors import RateLimited
 from gwlab.frames.outcome import RunInterrupted, RunSummary
 from gwlab.frames.runner import Batch, Reply, Runner, RunResult, Sender
 from gwlab.wire import limits
@@ -71,10 +72,10 @@ def connection(gateway: Any) -> Connection:
         raise TypeError(f"gateway= takes a gwlab Gateway or AsyncGateway; got {type(gateway).__name__}")
 
     async def send(path: str, body: dict[str, Any]) -> Reply:
-        # one attempt: the runner applies the transport's retry rules itself, so that a 429 can
-        # pause every worker of the run instead of only the request that met it
+        # one attempt: the runner retries between attempts by the transport's own policy, so that a
+        # 429 can pause every worker of the run instead of only the request that met it
         reply = await transport.request("POST", path, family=_FAMILIES.get(path, "decisions"), json=body,
-                                        idempotent=False)
+                                        retries=0)
         return Reply(reply.body, None, reply.request_id)
 
     async def input_limit(model: str) -> int | None:
@@ -87,7 +88,7 @@ def connection(gateway: Any) -> Connection:
         limit = next((m.raw.get("max_input_tokens") for m in listing if m.id == model), None)
         return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
-    return Connection(send, transport.max_retries, _transport_policy(transport), loop, gateway,
+    return Connection(send, transport.retry.max_retries, _transport_policy(transport), loop, gateway,
                       origin=_origin(transport), input_limit=input_limit)
 
 
@@ -102,28 +103,11 @@ def _origin(transport: Any) -> str:
 
 
 def _transport_policy(transport: Any) -> Callable[[BaseException, int], float | None]:
-    """The client transport's retry rule (gwlab.client.transport docstring), applied between attempts.
+    """The client transport's retry policy (`transport.retry`), applied by the runner between attempts.
 
-    Mirrors `AsyncTransport._status_retry_delay` and its connection-error branch for the idempotent
-    families; the transport has no hook to let a 429 reach the caller before it retries alone.
-    """
-
-    def delay(error: BaseException, attempt: int) -> float | None:
-        if isinstance(error, ConnectionFailed):
-            return transport._backoff(attempt)
-        if not isinstance(error, StatusError):
-            return None
-        should = str(error.headers.get(limits.SHOULD_RETRY_HEADER, "")).strip().lower()
-        if should == "false" or (should != "true" and error.status not in limits.RETRYABLE_STATUSES):
-            return None
-        if isinstance(error, RateLimited) and error.code in limits.QUOTA_EXHAUSTED_CODES:
-            return None
-        wait = error.retry_after if isinstance(error, RateLimited) else None
-        if wait is not None and wait > transport.retry_after_cap:
-            return None
-        return wait if wait is not None and wait > 0 else transport._backoff(attempt)
-
-    return delay
+    Every family a run sends (decisions, chat, responses, messages) is an idempotent POST for the
+    transport (`IDEMPOTENT_FAMILIES`), so a lost answer is resent as the transport would resend it."""
+    return functools.partial(transport.retry.delay, idempotent=True)
 
 
 _default_lock = threading.Lock()

@@ -57,14 +57,23 @@ class Peer:
 
 @contextlib.asynccontextmanager
 async def fake_peer(script: Callable[[ServerConnection, int, Peer], Any],
-                    refuse: Callable[[int], HTTPStatus | None] = lambda attempt: None) -> AsyncIterator[Peer]:
-    """A WebSocket server running `script(ws, connection_number, peer)` for each accepted connection."""
+                    refuse: Callable[[int], HTTPStatus | None] = lambda attempt: None,
+                    refusal: tuple[str, dict[str, str]] | None = None) -> AsyncIterator[Peer]:
+    """A WebSocket server running `script(ws, connection_number, peer)` for each accepted connection;
+    a refused handshake answers `refusal` (body, headers) when given, else the status phrase."""
     peer = Peer(base_url="")
 
     def process_request(connection: ServerConnection, request: Any) -> Any:
         peer.requests.append(request)
         status = refuse(len(peer.requests))
-        return connection.respond(status, f"{status.phrase}\n") if status else None
+        if not status:
+            return None
+        response = connection.respond(status, refusal[0] if refusal else f"{status.phrase}\n")
+        for name, value in (refusal[1] if refusal else {}).items():
+            if name in response.headers:
+                del response.headers[name]
+            response.headers[name] = value
+        return response
 
     async def handler(ws: ServerConnection) -> None:
         peer.received.append([])
@@ -304,6 +313,19 @@ async def test_refused_authentication_is_never_retried(status: HTTPStatus, error
     assert request.path == "/v1/realtime?model=local%2Frealtime-gemma-3-270m"
     assert request.headers["Authorization"] == f"Bearer {KEY}"
     assert request.headers["OpenAI-Beta"] == "realtime=v1"
+
+
+async def test_a_refused_handshake_carries_the_gateways_message_and_any_listed_request_id_header() -> None:
+    body = json.dumps({"error": {"message": "model not allowed for this key", "type": "permission_error"}})
+    refusal = (body, {"Content-Type": "application/json", "request-id": "req_rt_403"})
+    async with fake_peer(hold_open, refuse=lambda attempt: HTTPStatus.FORBIDDEN, refusal=refusal) as peer:
+        realtime = make_realtime(peer.base_url, KEY)
+        with pytest.raises(PermissionDenied) as info:
+            async with realtime.connect(MODEL):
+                pass
+    assert info.value.request_id == "req_rt_403" and "model not allowed for this key" in str(info.value)
+    (row,) = realtime.ledger.entries()
+    assert row.request_id == "req_rt_403"
 
 
 async def test_a_503_at_the_handshake_is_retried_within_the_budget() -> None:

@@ -12,12 +12,14 @@ import pandas as pd
 import pytest
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
+from gwlab.client.transport import RetryPolicy
 from gwlab.errors import BadRequest, ConnectionFailed, RateLimited, ServerError
 from gwlab.frames._client import Connection, _transport_policy
 from gwlab.frames.checkpoint import Checkpoint, canonical
 from gwlab.frames.families import decisions_family
 from gwlab.frames.limiter import SharedTokenBucket, TokenBucket
 from gwlab.frames.runner import Budget, Reply
+from gwlab.wire import limits
 
 QUESTIONS = {"urgent": {"type": "noul", "instructions": "Is this urgent?"},
              "team": {"type": "choice", "criteria": {"billing": "money matters", "tech": "bugs"}}}
@@ -218,11 +220,7 @@ def test_shared_bucket_is_one_limit_for_every_instance_on_the_file(tmp_path: Pat
 
 
 class _Transport:
-    max_retries, retry_after_cap = 2, 60.0
-
-    @staticmethod
-    def _backoff(attempt: int) -> float:
-        return 0.5 * 2**attempt
+    retry = RetryPolicy(max_retries=2, retry_after_cap=60.0)
 
 
 @pytest.mark.parametrize(("error", "expected"), [
@@ -230,13 +228,17 @@ class _Transport:
     (RateLimited("slow", retry_after=None, status=429), 0.5),
     (RateLimited("slow", retry_after=600.0, status=429), None),  # beyond the cap: not slept through
     (RateLimited("quota", status=429, body={"error": {"code": "insufficient_quota"}}), None),
+    (RateLimited("quota", status=429, body={"error": {"type": "insufficient_quota"}}), None),
+    (ServerError("down", status=503, headers={"Retry-After": "2"}), 2.0),
     (ServerError("down", status=503), 0.5),
     (BadRequest("bad", status=400), None),
     (BadRequest("bad", status=400, headers={"x-should-retry": "true"}), 0.5),
     (ServerError("down", status=500, headers={"x-should-retry": "false"}), None),
     (ConnectionFailed("reset"), 0.5),
 ])
-def test_retries_follow_the_client_transport_rules(error: Exception, expected: float | None) -> None:
+def test_retries_follow_the_client_transport_rules(error: Exception, expected: float | None,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "BACKOFF_JITTER", 0.0)
     assert _transport_policy(_Transport())(error, 0) == expected
 
 
