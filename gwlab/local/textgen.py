@@ -123,6 +123,7 @@ class Plan:
     call_prefix: str = "call_"
     grammars: dict[str, str] = field(default_factory=dict)  # filled by `prepare`
     reuse_prefix: bool = False  # GenerationRequest.reuse_prefix: for conversations that grow turn by turn
+    model: str = ""  # the text model's id ("" is the default text model); picks the engine
 
 
 # --- events --------------------------------------------------------------------------------------------
@@ -321,17 +322,17 @@ def valid_json(text: str, schema: dict[str, Any]) -> bool:
 
 
 # --- preparing and running ----------------------------------------------------------------------------------
-def _engines() -> tuple[Any, Any]:
+def _engines(plan: Plan) -> tuple[Any, Any]:
     from gwlab.local.engines import get_decider, get_generator
 
-    return get_generator(), get_decider()
+    return get_generator(plan.model or None), get_decider()
 
 
 def prepare_sync(plan: Plan, params: Mapping[str, str]) -> None:
     """Compile every grammar the plan may need, so an unusable schema is a 400 before any output.
 
     `params` names where each schema sat in the request ("" for the output schema, else tool names)."""
-    generator, _ = _engines()
+    generator, _ = _engines(plan)
     schemas = {t.name: t.parameters for t in plan.tools}
     if plan.schema is not None:
         schemas[""] = plan.schema
@@ -348,11 +349,11 @@ def check_context(conversation: Conversation, plan: Plan, param: str) -> None:
     """A prompt over the text model's `max_input_tokens` is a 400 naming the input field (`param`) and the
     limit, before any stream opens: it used to reach the engine and come back as a 500, or as a 200 stream
     holding an error event (docs/gateway.md, Input limits)."""
-    generator, _ = _engines()
+    generator, _ = _engines(plan)
     limit = getattr(generator, "max_input_tokens", None)
     if limit is None:
         return
-    tokens = generator.count_tokens(_prompt(conversation, plan, None))
+    tokens = generator.count_tokens(_prompt(generator, conversation, plan, None))
     if tokens > limit:
         raise APIError(400, f"'{param}' makes a prompt of {tokens} tokens; {generator.model_id} reads at most "
                        f"{limit} (its context, shared with the answer): shorten it or split it",
@@ -380,10 +381,10 @@ async def complete(conversation: Conversation, plan: Plan) -> Finished:
 
 
 def _run(conversation: Conversation, plan: Plan, stop: threading.Event) -> Iterator[Event]:
-    generator, decider = _engines()
+    generator, decider = _engines(plan)
     usage = GenerationUsage()
     tool = _route(conversation, plan, decider)
-    prompt = _prompt(conversation, plan, tool)
+    prompt = _prompt(generator, conversation, plan, tool)
     yield Started(generator.count_tokens(prompt))
     if tool is None:
         text, end = [], ("stop", None)
@@ -442,11 +443,9 @@ def _describe(tool: ToolSpec) -> str:
     return f"{words}: {tool.description}" if tool.description else words
 
 
-def _prompt(conversation: Conversation, plan: Plan, tool: ToolSpec | None) -> str:
-    """The Q/A completion prompt; a tool call is an answer prefilled with CALL_PHRASE, so the grammar
-    only has to produce the arguments."""
-    from gwlab.local.engines.gemma import build_prompt
-
+def _prompt(generator: Any, conversation: Conversation, plan: Plan, tool: ToolSpec | None) -> str:
+    """The engine's prompt (Gemma's Q/A form, or a chat template); a tool call is an answer prefilled with
+    CALL_PHRASE, so the grammar only has to produce the arguments."""
     system = list(conversation.system)
     turns = [(t.role, _render(t)) for t in conversation.turns]
     if tool is not None:
@@ -456,7 +455,7 @@ def _prompt(conversation: Conversation, plan: Plan, tool: ToolSpec | None) -> st
     elif plan.schema is not None:
         fields = ", ".join(plan.schema.get("properties", {}))
         system.append(f"Answer in JSON with the fields {fields}." if fields else "Answer in JSON.")
-    return build_prompt("\n".join(system), turns)
+    return generator.build_prompt("\n".join(system), turns)
 
 
 def _render(turn: Turn) -> str:
@@ -475,11 +474,9 @@ def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, gra
     Output that the grammar fully constrains streams as produced; otherwise each attempt is buffered,
     checked against the schema and generated again (up to JSON_ATTEMPTS) before anything is sent.
     Tool arguments pass `stops=()`: a caller's stop sequences end text, never a call half-way."""
-    from gwlab.local.engines.gemma import default_stop
-
     def attempt(seed: int | None) -> Iterator[tuple[str, str | None, str | None]]:
         request = GenerationRequest(prompt=prompt, max_tokens=plan.max_tokens, temperature=plan.temperature,
-                                    stop=() if grammar else tuple(default_stop()), seed=seed, grammar=grammar,
+                                    stop=() if grammar else tuple(generator.default_stop()), seed=seed, grammar=grammar,
                                     reuse_prefix=plan.reuse_prefix)
         used = GenerationUsage()
         try:

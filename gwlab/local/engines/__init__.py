@@ -28,11 +28,52 @@ def get_decider() -> Decider:
     return _once("decider", E5Decider)  # type: ignore[return-value]
 
 
-def get_generator() -> TextGenerator:
-    """Gemma 3 270M text (`local/gemma-3-270m`); the GGUF is assembled and loaded on the first call."""
+def get_generator(model_id: str | None = None) -> TextGenerator:
+    """The text engine for a model id; None is the default text model (Gemma 3 270M, `local/gemma-3-270m`).
+
+    Each model's GGUF loads on its first call, except a user's (`add_gguf`), which loaded at start."""
+    from gwlab.local.engines import smollm2
+
+    if model_id == smollm2.MODEL_ID:
+        return _once("smollm2", smollm2.SmolLM2Generator)  # type: ignore[return-value]
+    if model_id in _user_models:
+        return _user_models[model_id]  # type: ignore[return-value]
     from gwlab.local.engines.gemma import GemmaGenerator
 
     return _once("generator", GemmaGenerator)  # type: ignore[return-value]
+
+
+_user_models: dict[str, object] = {}  # id -> ChatTemplateGenerator, for the whole process
+
+
+def add_gguf(models: dict[str, str], reserved: set[str]) -> list[object]:
+    """Check and load every user GGUF (`{id: path}`), then register them all, or none: a gateway never
+    starts with some of its models missing. `reserved` are the ids already taken by built-in models.
+
+    The registry is per process, like every engine here (a model loads once); an id given again with
+    the same file is the model already loaded, with another file it is an error naming both."""
+    from gwlab.local.engines.gguf import ChatTemplateGenerator, GgufError
+
+    fresh: dict[str, object] = {}
+    for name, path in models.items():
+        field = f"gguf.{name}"
+        if not name or any(c.isspace() for c in name) or name in reserved:
+            why = "is a built-in model's id" if name in reserved else "must be a non-empty id without spaces"
+            raise GgufError(field, f"the name {name!r} {why}")
+        known = _user_models.get(name)
+        if known is not None:
+            from pathlib import Path
+
+            if Path(path).expanduser().resolve() != known.path:  # type: ignore[attr-defined]
+                raise GgufError(field, f"{name!r} is already served from {known.path} in this process")  # type: ignore[attr-defined]
+            fresh[name] = known
+            continue
+        generator = ChatTemplateGenerator(name, path, field=field)
+        generator.load()
+        fresh[name] = generator
+    with _lock:
+        _user_models.update(fresh)
+    return list(fresh.values())
 
 
 def get_transcriber() -> Transcriber:

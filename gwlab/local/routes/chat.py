@@ -67,7 +67,7 @@ async def create_chat_completion(request: Request, key: Key) -> Any:
 def parse(body: dict[str, Any], model: str) -> ChatRequest:
     """Every field the local model honours, checked; a wrong one is a 400 naming it."""
     conversation = _conversation(field(body, "messages", list, required=True))
-    plan, params = Plan(), {}
+    plan, params = Plan(model=model), {}
     tools = [_tool(t, i) for i, t in enumerate(field(body, "tools", list, default=[]))]
     textgen.check_tools(tools, "tools")
     plan.tools, plan.choice = _tool_choice(body.get("tool_choice"), tools)

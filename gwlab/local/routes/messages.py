@@ -75,7 +75,7 @@ async def create_message(request: Request, key: Key) -> Any:
 # --- request ---------------------------------------------------------------------------------------------
 def parse(body: dict[str, Any], model: str, version: str) -> MessagesRequest:
     """Every field the local model honours, checked; a wrong one is a 400 naming it."""
-    plan = Plan(call_prefix="toolu_")
+    plan = Plan(call_prefix="toolu_", model=model)
     plan.max_tokens = textgen.check_count(field(body, "max_tokens", int, required=True), "max_tokens") or 1
     conversation = Conversation()
     conversation.add_system(_system(body.get("system")))

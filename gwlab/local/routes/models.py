@@ -16,7 +16,7 @@ router = APIRouter(prefix="/v1", tags=["models"])
 
 @router.get("/models")
 async def list_models(key: KeyRecord = Depends(require_key)) -> dict[str, Any]:
-    return catalog.listing([m for m in catalog.MODELS if key.allows(m.id)])
+    return catalog.listing([m for m in catalog.models() if key.allows(m.id)])
 
 
 @router.get("/models/{model_id:path}")

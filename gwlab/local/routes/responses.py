@@ -96,7 +96,7 @@ def parse(body: dict[str, Any], model: str, store: Any, key: KeyRecord) -> Respo
     for item in items:
         _add(conversation, item)
 
-    plan, params = Plan(call_prefix="call_"), {}
+    plan, params = Plan(call_prefix="call_", model=model), {}
     tools = [_tool(t, i) for i, t in enumerate(body_field(body, "tools", list, default=[]))]
     textgen.check_tools(tools, "tools")
     plan.tools, plan.choice = _tool_choice(body.get("tool_choice"), tools)
