@@ -10,7 +10,9 @@ import jsonschema
 import openai
 import pytest
 
-MODEL = "local/gemma-3-270m"
+MODEL = "local/gemma-3-270m"  # where the model is not the point (request checks)
+# the claims about answers hold for every local text model: Gemma 3 270M (base) and SmolLM2 (instruct)
+TEXT_MODELS = ("local/gemma-3-270m", "local/smollm2-135m-instruct")
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
            "additionalProperties": False}
 TIME = {"type": "object", "properties": {"timezone": {"type": "string", "enum": ["UTC", "CET", "PST"]}},
@@ -25,6 +27,11 @@ SCHEMAS = {"get_weather": WEATHER, "get_time": TIME}
 ASK_WEATHER = [{"role": "user", "content": "What is the weather in Oslo right now?"}]
 
 
+@pytest.fixture(scope="module", params=TEXT_MODELS)
+def model(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def client(gateway) -> openai.OpenAI:
     return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.api_key, max_retries=0)
@@ -35,11 +42,11 @@ def _assert_valid_call(call: Any) -> None:
     jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
 
 
-def test_chat_completion_returns_assistant_text_with_usage_and_request_id(client) -> None:
+def test_chat_completion_returns_assistant_text_with_usage_and_request_id(model: str, client) -> None:
     messages = [{"role": "system", "content": "Answer briefly."},
                 {"role": "user", "content": "What is the capital of France?"}]
-    r = client.chat.completions.create(model=MODEL, max_tokens=12, messages=messages)
-    assert r.id.startswith("chatcmpl-") and r.object == "chat.completion" and r.model == MODEL
+    r = client.chat.completions.create(model=model, max_tokens=12, messages=messages)
+    assert r.id.startswith("chatcmpl-") and r.object == "chat.completion" and r.model == model
     choice = r.choices[0]
     assert choice.message.role == "assistant" and isinstance(choice.message.content, str)
     assert choice.finish_reason in ("stop", "length") and choice.message.tool_calls is None
@@ -48,15 +55,15 @@ def test_chat_completion_returns_assistant_text_with_usage_and_request_id(client
     assert r._request_id.startswith("req_")
 
 
-def test_max_completion_tokens_cuts_the_answer_with_finish_reason_length(client) -> None:
+def test_max_completion_tokens_cuts_the_answer_with_finish_reason_length(model: str, client) -> None:
     messages = [{"role": "user", "content": "List twenty animals, one per line."}]
-    r = client.chat.completions.create(model=MODEL, max_completion_tokens=3, messages=messages, temperature=0)
+    r = client.chat.completions.create(model=model, max_completion_tokens=3, messages=messages, temperature=0)
     assert r.choices[0].finish_reason == "length"
     assert r.usage.completion_tokens == 3
 
 
-def test_streamed_chat_sends_role_first_then_content_then_finish_then_usage(client) -> None:
-    stream = client.chat.completions.create(model=MODEL, max_tokens=10, stream=True,
+def test_streamed_chat_sends_role_first_then_content_then_finish_then_usage(model: str, client) -> None:
+    stream = client.chat.completions.create(model=model, max_tokens=10, stream=True,
                                             stream_options={"include_usage": True},
                                             messages=[{"role": "user", "content": "Name a colour."}])
     chunks = list(stream)
@@ -70,8 +77,8 @@ def test_streamed_chat_sends_role_first_then_content_then_finish_then_usage(clie
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
-def test_stream_on_the_wire_ends_with_done_and_has_no_usage_without_include_usage(gateway) -> None:
-    body = {"model": MODEL, "max_tokens": 4, "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+def test_stream_on_the_wire_ends_with_done_and_has_no_usage_without_include_usage(model: str, gateway) -> None:
+    body = {"model": model, "max_tokens": 4, "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
     with httpx.stream("POST", f"{gateway.base_url}/chat/completions", json=body, timeout=120,
                       headers={"Authorization": f"Bearer {gateway.api_key}"}) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
@@ -86,8 +93,8 @@ def test_stream_on_the_wire_ends_with_done_and_has_no_usage_without_include_usag
 
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "get_time"}}],
                          ids=["required", "named"])
-def test_forced_tool_choice_returns_a_call_whose_arguments_validate(client, choice) -> None:
-    r = client.chat.completions.create(model=MODEL, messages=ASK_WEATHER, tools=TOOLS, tool_choice=choice,
+def test_forced_tool_choice_returns_a_call_whose_arguments_validate(model: str, client, choice) -> None:
+    r = client.chat.completions.create(model=model, messages=ASK_WEATHER, tools=TOOLS, tool_choice=choice,
                                        max_tokens=40)
     c = r.choices[0]
     assert c.finish_reason == "tool_calls" and c.message.content is None
@@ -97,29 +104,29 @@ def test_forced_tool_choice_returns_a_call_whose_arguments_validate(client, choi
         assert c.message.tool_calls[0].function.name == "get_time"
 
 
-def test_tool_choice_none_answers_in_text_even_when_a_tool_fits(client) -> None:
-    r = client.chat.completions.create(model=MODEL, messages=ASK_WEATHER, tools=TOOLS, tool_choice="none",
+def test_tool_choice_none_answers_in_text_even_when_a_tool_fits(model: str, client) -> None:
+    r = client.chat.completions.create(model=model, messages=ASK_WEATHER, tools=TOOLS, tool_choice="none",
                                        max_tokens=8)
     assert r.choices[0].message.tool_calls is None and isinstance(r.choices[0].message.content, str)
     assert r.choices[0].finish_reason in ("stop", "length")
 
 
-def test_tool_choice_auto_routes_a_weather_question_to_the_weather_tool(client) -> None:
-    r = client.chat.completions.create(model=MODEL, messages=ASK_WEATHER, tools=TOOLS, max_tokens=40)
+def test_tool_choice_auto_routes_a_weather_question_to_the_weather_tool(model: str, client) -> None:
+    r = client.chat.completions.create(model=model, messages=ASK_WEATHER, tools=TOOLS, max_tokens=40)
     calls = r.choices[0].message.tool_calls
     assert calls and calls[0].function.name == "get_weather"
     _assert_valid_call(calls[0])
 
 
-def test_tool_choice_auto_answers_small_talk_in_text(client) -> None:
-    r = client.chat.completions.create(model=MODEL, tools=TOOLS, tool_choice="auto", max_tokens=8,
+def test_tool_choice_auto_answers_small_talk_in_text(model: str, client) -> None:
+    r = client.chat.completions.create(model=model, tools=TOOLS, tool_choice="auto", max_tokens=8,
                                        messages=[{"role": "user", "content": "Hello! How are you?"}])
     assert r.choices[0].message.tool_calls is None and r.choices[0].message.content is not None
 
 
-def test_streamed_tool_call_arrives_as_indexed_fragments_that_join_into_valid_arguments(client) -> None:
+def test_streamed_tool_call_arrives_as_indexed_fragments_that_join_into_valid_arguments(model: str, client) -> None:
     named = {"type": "function", "function": {"name": "get_weather"}}
-    stream = client.chat.completions.create(model=MODEL, messages=ASK_WEATHER, tools=TOOLS, stream=True,
+    stream = client.chat.completions.create(model=model, messages=ASK_WEATHER, tools=TOOLS, stream=True,
                                             tool_choice=named, max_tokens=40)
     fragments = [tc for chunk in stream for c in chunk.choices for tc in (c.delta.tool_calls or [])]
     first, rest = fragments[0], fragments[1:]
@@ -129,36 +136,36 @@ def test_streamed_tool_call_arrives_as_indexed_fragments_that_join_into_valid_ar
     jsonschema.validate(json.loads("".join(f.function.arguments for f in rest)), WEATHER)
 
 
-def test_stream_helper_accumulates_a_tool_call(client) -> None:
-    with client.chat.completions.stream(model=MODEL, messages=ASK_WEATHER, tools=TOOLS,
+def test_stream_helper_accumulates_a_tool_call(model: str, client) -> None:
+    with client.chat.completions.stream(model=model, messages=ASK_WEATHER, tools=TOOLS,
                                         tool_choice="required", max_tokens=40) as stream:
         final = stream.get_final_completion()
     _assert_valid_call(final.choices[0].message.tool_calls[0])
 
 
-def test_tool_result_in_history_is_answered_in_text(client) -> None:
+def test_tool_result_in_history_is_answered_in_text(model: str, client) -> None:
     history = [*ASK_WEATHER,
                {"role": "assistant", "content": None, "tool_calls": [
                    {"id": "call_1", "type": "function",
                     "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
                {"role": "tool", "tool_call_id": "call_1", "content": '{"temp_c": 4, "sky": "cloudy"}'}]
-    r = client.chat.completions.create(model=MODEL, messages=history, tools=TOOLS, max_tokens=12)
+    r = client.chat.completions.create(model=model, messages=history, tools=TOOLS, max_tokens=12)
     assert r.choices[0].message.tool_calls is None and isinstance(r.choices[0].message.content, str)
 
 
-def test_response_format_json_schema_output_validates(client) -> None:
+def test_response_format_json_schema_output_validates(model: str, client) -> None:
     schema = {"type": "object", "properties": {"name": {"type": "string"},
                                                "age": {"type": "integer", "minimum": 0, "maximum": 120}},
               "required": ["name", "age"], "additionalProperties": False}
     messages = [{"role": "user", "content": "Ada Lovelace was 36. Give name and age."}]
     fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": schema, "strict": True}}
-    r = client.chat.completions.create(model=MODEL, max_tokens=40, messages=messages, response_format=fmt)
+    r = client.chat.completions.create(model=model, max_tokens=40, messages=messages, response_format=fmt)
     assert r.choices[0].finish_reason == "stop"
     jsonschema.validate(json.loads(r.choices[0].message.content), schema)
 
 
-def test_json_object_response_format_returns_a_json_object(client) -> None:
-    r = client.chat.completions.create(model=MODEL, max_tokens=40, response_format={"type": "json_object"},
+def test_json_object_response_format_returns_a_json_object(model: str, client) -> None:
+    r = client.chat.completions.create(model=model, max_tokens=40, response_format={"type": "json_object"},
                                        messages=[{"role": "user", "content": "Describe a cat in JSON."}])
     if r.choices[0].finish_reason == "stop":
         assert isinstance(json.loads(r.choices[0].message.content), dict)
@@ -166,8 +173,8 @@ def test_json_object_response_format_returns_a_json_object(client) -> None:
         assert r.choices[0].message.content.startswith("{")
 
 
-def test_n_returns_one_choice_per_index(client) -> None:
-    r = client.chat.completions.create(model=MODEL, n=2, max_tokens=4,
+def test_n_returns_one_choice_per_index(model: str, client) -> None:
+    r = client.chat.completions.create(model=model, n=2, max_tokens=4,
                                        messages=[{"role": "user", "content": "Say hi."}])
     assert [c.index for c in r.choices] == [0, 1]
     assert all(c.finish_reason in ("stop", "length") for c in r.choices)

@@ -9,11 +9,18 @@ import httpx
 import jsonschema
 import pytest
 
-MODEL = "local/gemma-3-270m"
+MODEL = "local/gemma-3-270m"  # where the model is not the point (request checks)
+# the claims about answers hold for every local text model: Gemma 3 270M (base) and SmolLM2 (instruct)
+TEXT_MODELS = ("local/gemma-3-270m", "local/smollm2-135m-instruct")
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOLS = [{"name": "get_weather", "description": "Get the current weather for a city",
           "input_schema": WEATHER}]
 ASK_WEATHER = [{"role": "user", "content": "What is the weather in Oslo right now?"}]
+
+
+@pytest.fixture(scope="module", params=TEXT_MODELS)
+def model(request: pytest.FixtureRequest) -> str:
+    return request.param
 
 
 @pytest.fixture(scope="module")
@@ -28,26 +35,26 @@ def _legacy(gateway, body: dict, version: str | None = "2023-06-01") -> httpx.Re
     return httpx.post(f"{gateway.api_host}/v1/messages", json=body, headers=headers, timeout=120)
 
 
-def test_message_is_a_text_block_with_usage_and_request_id(client) -> None:
-    m = client.messages.create(model=MODEL, max_tokens=12, system="Answer briefly.",
+def test_message_is_a_text_block_with_usage_and_request_id(model: str, client) -> None:
+    m = client.messages.create(model=model, max_tokens=12, system="Answer briefly.",
                                messages=[{"role": "user", "content": "What is the capital of France?"}])
-    assert m.id.startswith("msg_") and m.type == "message" and m.role == "assistant" and m.model == MODEL
+    assert m.id.startswith("msg_") and m.type == "message" and m.role == "assistant" and m.model == model
     assert m.content[0].type == "text" and m.content[0].text
     assert m.stop_reason in ("end_turn", "max_tokens") and m.stop_sequence is None
     assert m.usage.input_tokens > 0 and 0 < m.usage.output_tokens <= 12
     assert m._request_id.startswith("req_")
 
 
-def test_max_tokens_ends_with_stop_reason_max_tokens(client) -> None:
+def test_max_tokens_ends_with_stop_reason_max_tokens(model: str, client) -> None:
     # a prefilled list to continue: a sampled answer (2026-10-21 takes no temperature) could otherwise end at once
-    m = client.messages.create(model=MODEL, max_tokens=2,
+    m = client.messages.create(model=model, max_tokens=2,
                                messages=[{"role": "user", "content": "List twenty animals, one per line."},
                                          {"role": "assistant", "content": "1. Dog\n2. Cat\n3."}])
     assert m.stop_reason == "max_tokens" and m.usage.output_tokens == 2
 
 
-def test_stop_sequence_ends_the_text_and_is_reported(gateway) -> None:
-    r = _legacy(gateway, {"model": MODEL, "max_tokens": 30, "temperature": 0, "stop_sequences": ["7"],
+def test_stop_sequence_ends_the_text_and_is_reported(model: str, gateway) -> None:
+    r = _legacy(gateway, {"model": model, "max_tokens": 30, "temperature": 0, "stop_sequences": ["7"],
                           "messages": [{"role": "user", "content": "Count from 1 to 10."},
                                        {"role": "assistant", "content": "1, 2, 3, 4,"}]})
     body = r.json()
@@ -55,8 +62,8 @@ def test_stop_sequence_ends_the_text_and_is_reported(gateway) -> None:
     assert "7" not in body["content"][0]["text"]
 
 
-def test_stream_helper_yields_the_text_and_the_final_message(client) -> None:
-    with client.messages.stream(model=MODEL, max_tokens=10,
+def test_stream_helper_yields_the_text_and_the_final_message(model: str, client) -> None:
+    with client.messages.stream(model=model, max_tokens=10,
                                 messages=[{"role": "user", "content": "Name a colour."}]) as stream:
         text = "".join(stream.text_stream)
         final = stream.get_final_message()
@@ -65,8 +72,8 @@ def test_stream_helper_yields_the_text_and_the_final_message(client) -> None:
     assert final.usage.input_tokens > 0 and final.usage.output_tokens > 0
 
 
-def test_raw_stream_names_every_event_in_protocol_order(gateway) -> None:
-    body = {"model": MODEL, "max_tokens": 6, "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+def test_raw_stream_names_every_event_in_protocol_order(model: str, gateway) -> None:
+    body = {"model": model, "max_tokens": 6, "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
     headers = {"x-api-key": gateway.api_key, "anthropic-version": "2023-06-01"}
     url = f"{gateway.api_host}/v1/messages"
     with httpx.stream("POST", url, json=body, headers=headers, timeout=120) as r:
@@ -89,8 +96,8 @@ def test_raw_stream_names_every_event_in_protocol_order(gateway) -> None:
 
 @pytest.mark.parametrize("choice", [{"type": "any"}, {"type": "tool", "name": "get_weather"}],
                          ids=["any", "named"])
-def test_forced_tool_choice_gives_a_tool_use_block_whose_input_validates(client, choice) -> None:
-    m = client.messages.create(model=MODEL, max_tokens=40, tools=TOOLS, tool_choice=choice,
+def test_forced_tool_choice_gives_a_tool_use_block_whose_input_validates(model: str, client, choice) -> None:
+    m = client.messages.create(model=model, max_tokens=40, tools=TOOLS, tool_choice=choice,
                                messages=ASK_WEATHER)
     assert m.stop_reason == "tool_use"
     block = m.content[-1]
@@ -98,14 +105,14 @@ def test_forced_tool_choice_gives_a_tool_use_block_whose_input_validates(client,
     jsonschema.validate(block.input, WEATHER)
 
 
-def test_tool_choice_none_answers_in_text(client) -> None:
-    m = client.messages.create(model=MODEL, max_tokens=8, tools=TOOLS, tool_choice={"type": "none"},
+def test_tool_choice_none_answers_in_text(model: str, client) -> None:
+    m = client.messages.create(model=model, max_tokens=8, tools=TOOLS, tool_choice={"type": "none"},
                                messages=ASK_WEATHER)
     assert all(b.type == "text" for b in m.content) and m.stop_reason != "tool_use"
 
 
-def test_streamed_tool_use_arrives_as_input_json_deltas(client) -> None:
-    with client.messages.stream(model=MODEL, max_tokens=40, tools=TOOLS, messages=ASK_WEATHER,
+def test_streamed_tool_use_arrives_as_input_json_deltas(model: str, client) -> None:
+    with client.messages.stream(model=model, max_tokens=40, tools=TOOLS, messages=ASK_WEATHER,
                                 tool_choice={"type": "tool", "name": "get_weather"}) as stream:
         events = list(stream)
         final = stream.get_final_message()
@@ -116,27 +123,27 @@ def test_streamed_tool_use_arrives_as_input_json_deltas(client) -> None:
     assert final.stop_reason == "tool_use"
 
 
-def test_tool_result_round_trip_is_answered_in_text(client) -> None:
+def test_tool_result_round_trip_is_answered_in_text(model: str, client) -> None:
     messages = [*ASK_WEATHER,
                 {"role": "assistant", "content": [
                     {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]},
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_1", "content": '{"temp_c": 4}'}]}]
-    m = client.messages.create(model=MODEL, max_tokens=12, tools=TOOLS, messages=messages)
+    m = client.messages.create(model=model, max_tokens=12, tools=TOOLS, messages=messages)
     assert m.stop_reason in ("end_turn", "max_tokens") and all(b.type == "text" for b in m.content)
 
 
-def test_x_api_key_with_the_spec_version_works_and_accepts_temperature(gateway) -> None:
-    r = _legacy(gateway, {"model": MODEL, "max_tokens": 4, "temperature": 0.2,
+def test_x_api_key_with_the_spec_version_works_and_accepts_temperature(model: str, gateway) -> None:
+    r = _legacy(gateway, {"model": model, "max_tokens": 4, "temperature": 0.2,
                           "messages": [{"role": "user", "content": "Hi"}]})
     assert r.status_code == 200 and r.json()["type"] == "message"
     assert r.headers["request-id"].startswith("req_")
 
 
-def test_bearer_with_the_2026_version_refuses_temperature(gateway) -> None:
+def test_bearer_with_the_2026_version_refuses_temperature(model: str, gateway) -> None:
     r = httpx.post(f"{gateway.api_host}/v1/messages", timeout=60,
                    headers={"Authorization": f"Bearer {gateway.api_key}", "anthropic-version": "2026-10-21"},
-                   json={"model": MODEL, "max_tokens": 4, "temperature": 0.2,
+                   json={"model": model, "max_tokens": 4, "temperature": 0.2,
                          "messages": [{"role": "user", "content": "Hi"}]})
     assert r.status_code == 400
     body = r.json()
@@ -144,8 +151,8 @@ def test_bearer_with_the_2026_version_refuses_temperature(gateway) -> None:
     assert "temperature" in body["error"]["message"] and body["request_id"] == r.headers["request-id"]
 
 
-def test_missing_version_header_is_a_400_in_anthropic_shape(gateway) -> None:
-    r = _legacy(gateway, {"model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]},
+def test_missing_version_header_is_a_400_in_anthropic_shape(model: str, gateway) -> None:
+    r = _legacy(gateway, {"model": model, "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]},
                 version=None)
     assert r.status_code == 400
     assert r.json()["type"] == "error" and "anthropic-version" in r.json()["error"]["message"]

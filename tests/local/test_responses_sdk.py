@@ -9,7 +9,9 @@ import jsonschema
 import openai
 import pytest
 
-MODEL = "local/gemma-3-270m"
+MODEL = "local/gemma-3-270m"  # where the model is not the point (request checks)
+# the claims about answers hold for every local text model: Gemma 3 270M (base) and SmolLM2 (instruct)
+TEXT_MODELS = ("local/gemma-3-270m", "local/smollm2-135m-instruct")
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
            "additionalProperties": False}
 TOOLS = [{"type": "function", "name": "get_weather", "description": "Get the current weather for a city",
@@ -18,6 +20,11 @@ TOOLS = [{"type": "function", "name": "get_weather", "description": "Get the cur
 STRICT_FIELDS = ("id", "object", "created_at", "model", "output", "parallel_tool_calls", "tool_choice",
                  "tools", "error", "incomplete_details", "instructions", "metadata", "temperature", "top_p",
                  "status", "usage", "text", "store", "previous_response_id", "max_output_tokens")
+
+
+@pytest.fixture(scope="module", params=TEXT_MODELS)
+def model(request: pytest.FixtureRequest) -> str:
+    return request.param
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +37,13 @@ def _post(gateway, body: dict, key: str | None = None) -> httpx.Response:
                       headers={"Authorization": f"Bearer {key or gateway.api_key}"})
 
 
-def test_response_is_a_completed_message_with_every_strict_field(gateway) -> None:
-    r = _post(gateway, {"model": MODEL, "input": "What is the capital of France?", "max_output_tokens": 12,
+def test_response_is_a_completed_message_with_every_strict_field(model: str, gateway) -> None:
+    r = _post(gateway, {"model": model, "input": "What is the capital of France?", "max_output_tokens": 12,
                         "instructions": "Answer briefly.", "metadata": {"run": "t1"}})
     assert r.status_code == 200
     body = r.json()
     assert set(STRICT_FIELDS) <= body.keys()
-    assert body["id"].startswith("resp_") and body["object"] == "response" and body["model"] == MODEL
+    assert body["id"].startswith("resp_") and body["object"] == "response" and body["model"] == model
     assert body["instructions"] == "Answer briefly." and body["metadata"] == {"run": "t1"}
     assert body["status"] in ("completed", "incomplete") and body["error"] is None
     item = body["output"][0]
@@ -47,21 +54,21 @@ def test_response_is_a_completed_message_with_every_strict_field(gateway) -> Non
     assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
 
 
-def test_sdk_create_exposes_output_text_and_request_id(client) -> None:
-    r = client.responses.create(model=MODEL, input="Name a fruit.", max_output_tokens=8)
+def test_sdk_create_exposes_output_text_and_request_id(model: str, client) -> None:
+    r = client.responses.create(model=model, input="Name a fruit.", max_output_tokens=8)
     assert isinstance(r.output_text, str) and r._request_id.startswith("req_")
 
 
-def test_max_output_tokens_makes_the_response_incomplete(client) -> None:
-    r = client.responses.create(model=MODEL, input="List twenty animals, one per line.", max_output_tokens=3,
+def test_max_output_tokens_makes_the_response_incomplete(model: str, client) -> None:
+    r = client.responses.create(model=model, input="List twenty animals, one per line.", max_output_tokens=3,
                                 temperature=0)
     assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"
     assert r.output[0].status == "incomplete" and r.usage.output_tokens == 3
 
 
-def test_stream_helper_numbers_events_from_zero_and_ends_with_completed(client) -> None:
+def test_stream_helper_numbers_events_from_zero_and_ends_with_completed(model: str, client) -> None:
     # room for the answer to end at a stop sequence: 10 tokens sometimes cut it (response.incomplete)
-    with client.responses.stream(model=MODEL, input="Name a colour.", max_output_tokens=160) as stream:
+    with client.responses.stream(model=model, input="Name a colour.", max_output_tokens=160) as stream:
         events = list(stream)
         final = stream.get_final_response()
     assert [e.sequence_number for e in events] == list(range(len(events)))
@@ -78,17 +85,17 @@ def test_stream_helper_numbers_events_from_zero_and_ends_with_completed(client) 
     assert final.status == "completed" and final.id == events[0].response.id
 
 
-def test_streamed_cut_by_max_output_tokens_ends_with_response_incomplete(client) -> None:
+def test_streamed_cut_by_max_output_tokens_ends_with_response_incomplete(model: str, client) -> None:
     # greedy: a sampled answer could end within three tokens and complete
-    events = list(client.responses.create(model=MODEL, input="Count from one to fifty.", max_output_tokens=3,
+    events = list(client.responses.create(model=model, input="Count from one to fifty.", max_output_tokens=3,
                                           temperature=0, stream=True))
     assert events[-1].type == "response.incomplete"
     assert events[-1].response.incomplete_details.reason == "max_output_tokens"
     assert events[-2].type == "response.output_item.done" and events[-2].item.status == "incomplete"
 
 
-def test_streamed_function_call_sends_argument_deltas_then_done(client) -> None:
-    stream = client.responses.create(model=MODEL, input="What is the weather in Oslo?", tools=TOOLS,
+def test_streamed_function_call_sends_argument_deltas_then_done(model: str, client) -> None:
+    stream = client.responses.create(model=model, input="What is the weather in Oslo?", tools=TOOLS,
                                      tool_choice="required", max_output_tokens=40, stream=True)
     events = list(stream)
     kinds = [e.type for e in events]
@@ -105,31 +112,31 @@ def test_streamed_function_call_sends_argument_deltas_then_done(client) -> None:
     assert [e.sequence_number for e in events] == list(range(len(events)))
 
 
-def test_previous_response_id_continues_with_history_but_not_instructions(client) -> None:
-    first = client.responses.create(model=MODEL, input="My name is Ada.", instructions="Be brief.",
+def test_previous_response_id_continues_with_history_but_not_instructions(model: str, client) -> None:
+    first = client.responses.create(model=model, input="My name is Ada.", instructions="Be brief.",
                                     max_output_tokens=8)
-    second = client.responses.create(model=MODEL, input="What is my name?", previous_response_id=first.id,
+    second = client.responses.create(model=model, input="What is my name?", previous_response_id=first.id,
                                      max_output_tokens=8)
     assert second.previous_response_id == first.id and second.instructions is None
-    alone = client.responses.create(model=MODEL, input="What is my name?", max_output_tokens=8)
+    alone = client.responses.create(model=model, input="What is my name?", max_output_tokens=8)
     # the history (first input and answer) is part of the prompt: it costs input tokens
     assert second.usage.input_tokens >= alone.usage.input_tokens + first.usage.output_tokens
 
 
-def test_function_call_output_round_trip_answers_in_text(client) -> None:
-    call = client.responses.create(model=MODEL, input="What is the weather in Oslo?", tools=TOOLS,
+def test_function_call_output_round_trip_answers_in_text(model: str, client) -> None:
+    call = client.responses.create(model=model, input="What is the weather in Oslo?", tools=TOOLS,
                                    tool_choice="required", max_output_tokens=40)
     item = call.output[0]
     assert item.type == "function_call" and item.name == "get_weather"
     jsonschema.validate(json.loads(item.arguments), WEATHER)
     answer = client.responses.create(
-        model=MODEL, previous_response_id=call.id, tools=TOOLS, max_output_tokens=12,
+        model=model, previous_response_id=call.id, tools=TOOLS, max_output_tokens=12,
         input=[{"type": "function_call_output", "call_id": item.call_id, "output": '{"temp_c": 4}'}])
     assert answer.output[0].type == "message" and isinstance(answer.output_text, str)
 
 
-def test_full_history_with_function_items_is_accepted_without_storage(client) -> None:
-    r = client.responses.create(model=MODEL, store=False, max_output_tokens=8, input=[
+def test_full_history_with_function_items_is_accepted_without_storage(model: str, client) -> None:
+    r = client.responses.create(model=model, store=False, max_output_tokens=8, input=[
         {"role": "user", "content": [{"type": "input_text", "text": "Weather in Oslo?"}]},
         {"type": "function_call", "call_id": "call_9", "name": "get_weather",
          "arguments": '{"city": "Oslo"}'},
@@ -137,50 +144,50 @@ def test_full_history_with_function_items_is_accepted_without_storage(client) ->
     assert r.store is False and r.output[0].type == "message"
 
 
-def test_text_format_json_schema_output_validates(client) -> None:
+def test_text_format_json_schema_output_validates(model: str, client) -> None:
     schema = {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
               "required": ["city", "country"], "additionalProperties": False}
-    r = client.responses.create(model=MODEL, input="Paris is in France. Give city and country.",
+    r = client.responses.create(model=model, input="Paris is in France. Give city and country.",
                                 max_output_tokens=40,
                                 text={"format": {"type": "json_schema", "name": "place", "schema": schema}})
     assert r.status == "completed" and r.text.format.type == "json_schema"
     jsonschema.validate(json.loads(r.output_text), schema)
 
 
-def test_retrieve_returns_the_stored_response(client) -> None:
-    made = client.responses.create(model=MODEL, input="Say hi.", max_output_tokens=4)
+def test_retrieve_returns_the_stored_response(model: str, client) -> None:
+    made = client.responses.create(model=model, input="Say hi.", max_output_tokens=4)
     got = client.responses.retrieve(made.id)
     assert got.id == made.id and got.output_text == made.output_text
 
 
-def test_unknown_input_item_is_a_bad_request_naming_the_item(client) -> None:
+def test_unknown_input_item_is_a_bad_request_naming_the_item(model: str, client) -> None:
     with pytest.raises(openai.BadRequestError) as info:
-        client.responses.create(model=MODEL, input=[{"role": "user", "content": "hi"},
+        client.responses.create(model=model, input=[{"role": "user", "content": "hi"},
                                                     {"type": "message", "role": "user", "content": "again"},
                                                     {"type": "banana"}])
     assert info.value.body["param"] == "input[2].type" and "input[2].type" in info.value.message
     assert info.value.request_id.startswith("req_")
 
 
-def test_unknown_previous_response_id_is_not_found(client) -> None:
+def test_unknown_previous_response_id_is_not_found(model: str, client) -> None:
     with pytest.raises(openai.NotFoundError) as info:
-        client.responses.create(model=MODEL, input="hi", previous_response_id="resp_doesnotexist")
+        client.responses.create(model=model, input="hi", previous_response_id="resp_doesnotexist")
     assert info.value.body["param"] == "previous_response_id" and info.value.request_id.startswith("req_")
 
 
-def test_only_the_key_that_made_a_response_can_continue_or_read_it(gateway, client) -> None:
-    made = client.responses.create(model=MODEL, input="Say hi.", max_output_tokens=4)
-    other = gateway.create_key("responses-other-key")
-    r = _post(gateway, {"model": MODEL, "input": "again", "previous_response_id": made.id}, key=other)
+def test_only_the_key_that_made_a_response_can_continue_or_read_it(model: str, gateway, client) -> None:
+    made = client.responses.create(model=model, input="Say hi.", max_output_tokens=4)
+    other = gateway.create_key(f"responses-other-key-{model.rsplit('/', 1)[-1]}")  # names are unique per database
+    r = _post(gateway, {"model": model, "input": "again", "previous_response_id": made.id}, key=other)
     assert r.status_code == 404 and r.json()["error"]["param"] == "previous_response_id"
     r = httpx.get(f"{gateway.base_url}/responses/{made.id}", headers={"Authorization": f"Bearer {other}"})
     assert r.status_code == 404
 
 
-def test_unstored_response_cannot_be_continued(client) -> None:
-    made = client.responses.create(model=MODEL, input="Say hi.", max_output_tokens=4, store=False)
+def test_unstored_response_cannot_be_continued(model: str, client) -> None:
+    made = client.responses.create(model=model, input="Say hi.", max_output_tokens=4, store=False)
     with pytest.raises(openai.NotFoundError):
-        client.responses.create(model=MODEL, input="again", previous_response_id=made.id)
+        client.responses.create(model=model, input="again", previous_response_id=made.id)
 
 
 @pytest.mark.parametrize(("body", "param"), [
