@@ -2,25 +2,31 @@
 
 GatewayError
 ├── InvalidRequest           refused here, before sending; names the field (also a ValueError)
+│   └── InvalidEvent             a realtime client event refused (.code: the error event's code)
 ├── ConnectionFailed         no complete answer: refused, reset
 │   ├── Timeout                  connect, read or overall deadline passed
 │   └── StreamInterrupted        closed before its end marker; .partial keeps what arrived
 │       (alias IncompleteStream)
 ├── StreamError              the gateway reported a failure inside a stream it had answered 200:
-│                            .error (the error object), .event (its type), .partial
+│   │                        .error (the error object), .event (its type), .partial
+│   └── RealtimeError            a realtime `error` event (.error_event, .type, .related_event)
 ├── ProtocolError            a 2xx answer the protocol does not allow: unexpected Content-Type, bad JSON
 └── StatusError              the gateway answered >= 400: .status, .request_id, .body
     ├── BadRequest 400/413/415/422 · AuthenticationFailed 401 · PermissionDenied 403 · NotFound 404
     ├── RateLimited 429 (.retry_after, .code)
     └── ServerError 5xx
 
-The module is a leaf: any layer may import it, it imports nothing of ours.
+The module is a leaf: any layer may import it, it imports nothing of ours (the realtime event type is
+named for type checkers only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gwlab.wire.realtime_events import ErrorEvent
 
 __all__ = [
     "AuthenticationFailed",
@@ -29,11 +35,13 @@ __all__ = [
     "ConnectionInterrupted",
     "GatewayError",
     "IncompleteStream",
+    "InvalidEvent",
     "InvalidRequest",
     "NotFound",
     "PermissionDenied",
     "ProtocolError",
     "RateLimited",
+    "RealtimeError",
     "ServerError",
     "StatusError",
     "StreamError",
@@ -54,6 +62,15 @@ class InvalidRequest(GatewayError, ValueError):
     def __init__(self, field: str, message: str) -> None:
         self.field = field
         super().__init__(f"{field}: {message}" if field else message)
+
+
+class InvalidEvent(InvalidRequest):
+    """A realtime client event refused: `field` names the parameter, `code` is the error event's code
+    (`invalid_value` unless said otherwise; gwlab.wire.realtime names the codes)."""
+
+    def __init__(self, field: str, message: str, code: str = "invalid_value", event_id: str | None = None) -> None:
+        super().__init__(field, message)
+        self.code, self.event_id, self.detail = code, event_id, message
 
 
 class ConnectionFailed(GatewayError):
@@ -100,6 +117,19 @@ class StreamError(GatewayError):
         where = f"{method} {path} " if method else ""
         rid = f" [request {request_id}]" if request_id else ""
         super().__init__(f"{where}stream {event or 'error'}: {message}{rid}")
+
+
+class RealtimeError(StreamError):
+    """An `error` event from a realtime server (already saved to the ledger); `.error_event` has it all."""
+
+    def __init__(self, event: ErrorEvent) -> None:
+        self.error_event = event
+        self.type, self.related_event = event.error_type, event.related_event
+        related = event.related_event
+        where = f" (for {related.get('type')} {event.related_event_id})" if related else ""
+        error = event.raw.get("error") if isinstance(event.raw.get("error"), Mapping) else {}
+        super().__init__(f"{event.error_type}/{event.code}: {event.message}{where}", error=error,
+                         event=event.type, method="GET", path="/realtime")
 
 
 class ProtocolError(GatewayError):

@@ -34,13 +34,8 @@ from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
 
 from gwlab.client.ledger import Ledger
-from gwlab.client.realtime import (
-    AsyncRealtime,
-    EphemeralToken,
-    RealtimeSession,
-    _End,
-    realtime_url,
-)
+from gwlab.client.realtime import AsyncRealtime, EphemeralToken, realtime_url
+from gwlab.client.realtime_session import RealtimeSession, _End
 from gwlab.client.transport import Call, request_id_of, status_error
 from gwlab.errors import ConnectionFailed, InvalidRequest, Timeout
 from gwlab.wire import audio

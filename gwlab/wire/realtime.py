@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gwlab.errors import InvalidRequest
+from gwlab.errors import InvalidEvent, InvalidRequest
 from gwlab.wire.limits import (
     AUDIO_FORMATS,
     MAX_OUTPUT_TOKENS_DEFAULT,
@@ -136,15 +136,6 @@ _TRANSCRIPTION_FIELDS = frozenset({"model", "language", "prompt", "enabled"})
 _VAD_FIELDS = frozenset({"type", "threshold", "prefix_padding_ms", "silence_duration_ms", "create_response",
                          "interrupt_response"})
 _ENVELOPE = frozenset({"type", "event_id", "timestamp"})
-
-
-class InvalidEvent(InvalidRequest):
-    """A client event refused: `field` names the parameter, `code` is the error event's code."""
-
-    def __init__(self, field: str, message: str, code: str = INVALID_VALUE,
-                 event_id: str | None = None) -> None:
-        super().__init__(field, message)
-        self.code, self.event_id, self.detail = code, event_id, message
 
 
 def default_turn_detection() -> dict[str, Any]:

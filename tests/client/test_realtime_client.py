@@ -22,6 +22,7 @@ from websockets.protocol import State
 
 from gwlab.client import realtime as rt
 from gwlab.client.ledger import RealtimeErrorEntry
+from gwlab.client.realtime_session import _TurnBuilder
 from gwlab.client.transport import AsyncTransport
 from gwlab.errors import (
     AuthenticationFailed,
@@ -32,6 +33,7 @@ from gwlab.errors import (
     StreamInterrupted,
     Timeout,
 )
+from gwlab.wire import realtime_events as rte
 
 MODEL = "local/realtime-gemma-3-270m"
 KEY = "gw-test-key-not-secret-0123456789"
@@ -140,7 +142,7 @@ def test_known_events_are_typed_and_keep_raw() -> None:
             "item_id": "item_1",
             "output_index": 0, "content_index": 0, "delta": "Hi", "novel_field": 7}
     event = rt.parse_event(json.dumps(data))
-    assert isinstance(event, rt.TextEvent) and event.delta == "Hi" and event.raw == data
+    assert isinstance(event, rte.TextEvent) and event.delta == "Hi" and event.raw == data
 
 
 @pytest.mark.parametrize("message", [
@@ -162,7 +164,7 @@ def test_error_event_flattens_error_fields() -> None:
         "type": "invalid_request_error", "code": "input_audio_buffer_commit_empty",
         "message": "buffer too small",
         "param": None, "event_id": "evt_client_7"}}))
-    assert isinstance(event, rt.ErrorEvent)
+    assert isinstance(event, rte.ErrorEvent)
     assert (event.error_type, event.code, event.related_event_id) == (
         "invalid_request_error", "input_audio_buffer_commit_empty", "evt_client_7")
 
@@ -173,7 +175,7 @@ def _events(*dicts: dict[str, Any]) -> list[rt.ServerEvent]:
 
 
 def _turn(events: list[rt.ServerEvent], fmt: str = "pcm16") -> tuple[rt.Turn, bool]:
-    builder = rt._TurnBuilder(fmt)
+    builder = _TurnBuilder(fmt)
     done = False
     for event in events:
         done = builder.add(event)
@@ -449,7 +451,7 @@ async def test_error_event_is_saved_with_its_client_event_before_anything_is_res
             error = await conn.recv(timeout=10)
             await eventually(lambda: ledger_at_resend)
     assert commit_id.startswith("evt_") and len(commit_id) > 8
-    assert isinstance(error, rt.ErrorEvent) and error.related_event["type"] == "input_audio_buffer.commit"
+    assert isinstance(error, rte.ErrorEvent) and error.related_event["type"] == "input_audio_buffer.commit"
     assert error.related_event_id == commit_id
     (saved,) = ledger_at_resend[0]
     assert (saved.event_id, saved.related_event_id, saved.model) == (error.event_id, commit_id, MODEL)
@@ -493,7 +495,7 @@ async def test_unknown_server_events_arrive_kept_raw_between_known_ones() -> Non
     assert isinstance(events[1], rt.UnknownEvent) and events[1].type == "vendor.telemetry"
     assert events[1].raw == strange
     assert isinstance(events[2], rt.UnknownEvent) and events[2].raw == {"message": "garbage{"}
-    assert isinstance(events[3], rt.ConversationEvent) and events[3].conversation == {"id": "conv_1"}
+    assert isinstance(events[3], rte.ConversationEvent) and events[3].conversation == {"id": "conv_1"}
 
 
 # --- the sync twin -------------------------------------------------------------------------------

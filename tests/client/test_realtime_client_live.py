@@ -16,6 +16,7 @@ from gwlab.client import realtime as rt
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import AuthenticationFailed, InvalidRequest
 from gwlab.wire import audio
+from gwlab.wire import realtime_events as rte
 
 MODEL = "local/realtime-gemma-3-270m"
 QUESTION = "What is the capital of France?"
@@ -56,7 +57,7 @@ async def test_text_turn_completes_with_text_usage_and_a_ledger_row(gw: AsyncGat
     async with gw.realtime.connect(MODEL, session={"modalities": ["text"]}) as conn:
         created = await conn.wait_for("session.created", timeout=30)
         turn = await conn.ask(QUESTION)
-    assert isinstance(created, rt.SessionEvent) and created.session["model"] == MODEL
+    assert isinstance(created, rte.SessionEvent) and created.session["model"] == MODEL
     assert turn.is_complete and turn.status == "completed" and turn.text.strip()
     assert turn.usage["input_tokens"] > 0 and turn.usage["output_tokens"] > 0
     assert turn.audio == b"" and turn.errors == []
