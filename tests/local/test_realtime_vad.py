@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from test_realtime_support import silence, spoken
 
-from gwlab.local.vad import EnergyVad, threshold_dbfs
+from gwlab.local.realtime.vad import EnergyVad, threshold_dbfs
 
 RATE = 24_000
 

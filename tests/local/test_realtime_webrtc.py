@@ -17,7 +17,7 @@ from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from test_realtime_support import MODEL, TIMEOUT, session_token, silence, speaks, spoken, words
 
-from gwlab.local.webrtc import frame_pcm16
+from gwlab.local.realtime.webrtc import frame_pcm16
 
 RATE = 48_000
 FRAME = RATE // 50

@@ -24,7 +24,7 @@ from gwlab.local import catalog, textgen
 from gwlab.local.auth import authenticate, bearer_token, require_key, require_model
 from gwlab.local.body import read_json
 from gwlab.local.errors import APIError, error_body
-from gwlab.local.realtime_session import RealtimeSession
+from gwlab.local.realtime.session import RealtimeSession
 from gwlab.local.store import KeyRecord
 from gwlab.wire import realtime as rt
 from gwlab.wire.limits import (
@@ -225,7 +225,7 @@ async def negotiate_webrtc(request: Request) -> Response:
     if "v=0" not in offer:
         raise APIError(400, "The body is not an SDP offer", param="body")
     try:
-        from gwlab.local import webrtc
+        from gwlab.local.realtime import webrtc
     except ImportError:  # pragma: no cover - aiortc is the optional `rtc` extra
         raise APIError(501, "WebRTC needs the optional extra: pip install 'gwlab[rtc]'") from None
     answer = await webrtc.answer(request.app, offer, model=model, config=config,

@@ -22,7 +22,7 @@ from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from gwlab.local.errors import APIError
-from gwlab.local.realtime_session import RATE, RealtimeSession
+from gwlab.local.realtime.session import RATE, RealtimeSession
 from gwlab.wire import audio
 from gwlab.wire.limits import WEBRTC_CONNECTION_TIMEOUT_MS, WEBRTC_DATA_CHANNEL, WEBRTC_SAMPLE_RATE
 

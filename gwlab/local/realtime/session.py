@@ -22,8 +22,8 @@ import numpy as np
 from gwlab.errors import InvalidRequest
 from gwlab.local import textgen
 from gwlab.local.errors import APIError
-from gwlab.local.realtime_responses import RATE, ActiveResponse, AudioSink, Responses, error_payload
-from gwlab.local.vad import EnergyVad
+from gwlab.local.realtime.responses import RATE, ActiveResponse, AudioSink, Responses, error_payload
+from gwlab.local.realtime.vad import EnergyVad
 from gwlab.wire import audio
 from gwlab.wire import realtime as rt
 from gwlab.wire.limits import (
