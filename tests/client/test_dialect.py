@@ -19,6 +19,7 @@ from clientkit import BASE_URL, CANARY_KEY, chat_body, sse_bytes, sse_response
 from gwlab import Dialect, errors
 from gwlab.client import dialect
 from gwlab.client.transport import normalize_base_url
+from gwlab.local import decisions_openai as openai_shape
 from gwlab.wire import decisions, decisions_openai
 
 QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?"},
@@ -255,7 +256,7 @@ def test_the_openai_translation_keeps_names_order_and_levels():
     assert out["questions"][1]["choices"] == [{"value": "billing"}, {"value": "tech", "description": "bugs"}]
     assert out["questions"][2]["levels"] == [{"label": "later"}, {"label": "today"}]
     # the local gateway's own reader takes it back to the same System One questions
-    back, _ = decisions.openai_to_system_one(out)
+    back, _ = openai_shape.openai_to_system_one(out)
     assert back["questions"] == body["questions"]
 
 

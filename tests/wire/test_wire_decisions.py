@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gwlab.errors import InvalidRequest
+from gwlab.local import decisions_openai as openai_shape
 from gwlab.local.engines import base
 from gwlab.wire import decisions
 from gwlab.wire.decisions import (
@@ -282,7 +283,7 @@ def test_validator_never_raises_anything_but_invalid_request(candidate: Any) -> 
 @given(bodies)
 def test_openai_converter_never_raises_anything_but_invalid_request(candidate: Any) -> None:
     with contextlib.suppress(InvalidRequest):
-        decisions.openai_to_system_one(candidate)
+        openai_shape.openai_to_system_one(candidate)
 
 
 labels = st.text(min_size=1, max_size=12).filter(str.strip)
@@ -329,12 +330,12 @@ OPENAI_REQUEST = {
 
 
 def test_openai_shape_is_told_apart_from_system_one() -> None:
-    assert decisions.is_openai_shape(OPENAI_REQUEST)
-    assert not decisions.is_openai_shape(body(**TRIAGE))
+    assert openai_shape.is_openai_shape(OPENAI_REQUEST)
+    assert not openai_shape.is_openai_shape(body(**TRIAGE))
 
 
 def test_openai_request_converts_to_a_valid_system_one_body() -> None:
-    converted, order = decisions.openai_to_system_one(OPENAI_REQUEST)
+    converted, order = openai_shape.openai_to_system_one(OPENAI_REQUEST)
     assert converted["questions"] == {
         "is_billing": {"type": "noul", "instructions": "Is this about billing?"},
         "q1": {"type": "choice", "instructions": "Refund?", "criteria": {"true": "refund it", "false": None}},
@@ -346,11 +347,11 @@ def test_openai_request_converts_to_a_valid_system_one_body() -> None:
 
 
 def test_openai_answers_go_back_in_order_with_boolean_values_restored() -> None:
-    _, order = decisions.openai_to_system_one(OPENAI_REQUEST)
+    _, order = openai_shape.openai_to_system_one(OPENAI_REQUEST)
     answers = {"urgency": {"score": 0.4, "confidence": 0.5, "probabilities": {"0": 0.6, "1": 0.4}},
                "q1": {"choice": "true", "confidence": 0.8, "probabilities": {"true": 0.9, "false": 0.1}},
                "is_billing": {"noul": 0.97}}
-    response = decisions.system_one_to_openai_response(answers, order, {"input_tokens": 12}, "luna")
+    response = openai_shape.system_one_to_openai_response(answers, order, {"input_tokens": 12}, "luna")
     assert response["answers"] == [
         {"type": "predicate", "name": "is_billing", "probability": 0.97},
         {"type": "choice", "name": "q1", "choice": True, "confidence": 0.8,
@@ -363,27 +364,27 @@ def test_openai_answers_go_back_in_order_with_boolean_values_restored() -> None:
 
 
 def test_openai_question_without_an_answer_is_a_refusal() -> None:
-    _, order = decisions.openai_to_system_one(OPENAI_REQUEST)
-    response = decisions.system_one_to_openai_response({}, order, 3, "luna")
+    _, order = openai_shape.openai_to_system_one(OPENAI_REQUEST)
+    response = openai_shape.system_one_to_openai_response({}, order, 3, "luna")
     assert response["answers"][0] == {"type": "refusal", "name": "is_billing"}
 
 
 def test_openai_choice_with_duplicate_values_is_refused_naming_the_entry() -> None:
     request = {"model": "m", "input": "x", "questions": [
         {"type": "choice", "choices": [{"value": "true"}, {"value": True}]}]}
-    assert refused(decisions.openai_to_system_one, request).field == "questions.0.choices.1.value"
+    assert refused(openai_shape.openai_to_system_one, request).field == "questions.0.choices.1.value"
 
 
 def test_openai_choice_with_one_value_is_refused_naming_the_field() -> None:
     request = {"model": "m", "input": "x", "questions": [{"type": "choice", "choices": [{"value": "a"}]}]}
-    assert refused(decisions.openai_to_system_one, request).field == "questions.0.choices"
+    assert refused(openai_shape.openai_to_system_one, request).field == "questions.0.choices"
 
 
 def test_generated_openai_names_avoid_the_given_ones() -> None:
     request = {"model": "m", "input": "x", "questions": [
         {"type": "predicate", "instructions": "a?"},
         {"type": "predicate", "name": "q0", "instructions": "b?"}]}
-    _, order = decisions.openai_to_system_one(request)
+    _, order = openai_shape.openai_to_system_one(request)
     assert [slot.name for slot in order] == ["q0_", "q0"]
 
 

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from gwlab.local.auth import require_key, require_model
 from gwlab.local.body import read_json
+from gwlab.local.decisions_openai import is_openai_shape, openai_to_system_one, system_one_to_openai_response
 from gwlab.local.engines import get_decider
 from gwlab.local.engines.base import InputTooLong
 from gwlab.local.errors import APIError
@@ -73,13 +74,12 @@ async def _decide(request: Request, key: KeyRecord, body: dict[str, Any], state_
 @router.post("/decisions")
 async def create_decision(request: Request, key: Key) -> dict[str, Any]:
     body = await _read_body(request)
-    if not decisions.is_openai_shape(body):
+    if not is_openai_shape(body):
         return await _decide(request, key, body)
-    system_one, order = decisions.openai_to_system_one(body)
+    system_one, order = openai_to_system_one(body)
     _refuse_images(body)
     answered = await _decide(request, key, system_one, state_field="input")
-    return decisions.system_one_to_openai_response(answered["answers"], order, answered["usage"],
-                                                   answered["model"])
+    return system_one_to_openai_response(answered["answers"], order, answered["usage"], answered["model"])
 
 
 @router.post("/systemone")
