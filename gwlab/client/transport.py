@@ -415,6 +415,7 @@ class AsyncTransport:
         (or a `Reply` when no parser is given). `expect_json=False` accepts any Content-Type.
         `retries` caps this call's resends (`retries=0`: send once, whatever the error), for a caller that
         retries by itself with `self.retry` between attempts."""
+        policy = self._policy(retries)  # may refuse: nothing sent
         out = _dialect.adapt_request(self.dialect, family, method, path, json)  # may refuse: nothing sent
         call = Call(method, _path(path, path_params), family, _model(json), streamed=False)
         try:
@@ -422,7 +423,7 @@ class AsyncTransport:
                 response, out = await self._exchange_in_dialect(
                     call, out, json=json, params=params, path_params=path_params, content=content, files=files,
                     data=data, headers=headers, idempotent=self.is_idempotent(method, family, idempotent),
-                    path=path, policy=self._policy(retries))
+                    path=path, policy=policy)
                 body = _dialect.adapt_response(out, await self._read_body(response, call, expect_json))
                 self._learn_from_answer(call, path, body)
             result: Any = parse(body, call.request_id) if parse is not None else Reply(

@@ -7,9 +7,10 @@ translates it here on the way out and translates the answer back, so every calle
 result. Pure: no I/O.
 
 The local gateway translates in the opposite directions (`gwlab.local.decisions_openai`:
-`openai_to_system_one` and `system_one_to_openai_response`); both sides share the mapping's one piece of field knowledge, the
-choice-key rule (`_choice_key`), and the same correspondence: noul↔predicate, criteria keys↔choices
-values, criteria list↔levels labels, map keys↔list order (each question's id travels as its `name`).
+`openai_to_system_one` and `system_one_to_openai_response`); both sides share the mapping's one
+piece of field knowledge, the choice-key rule (`_choice_key`), and the same correspondence:
+noul↔predicate, criteria keys↔choices values, criteria list↔levels labels, map keys↔list order
+(each question's id travels as its `name`).
 """
 
 from __future__ import annotations

@@ -157,6 +157,23 @@ async def test_caller_may_mark_a_post_idempotent(make_gateway):
     assert reply.body == {"ok": True}
 
 
+@pytest.mark.parametrize("fault", [httpx.Response(503), httpx.ConnectError("refused")])
+async def test_retries_0_sends_once_whatever_the_error(make_gateway, fault):
+    script = Script(fault, ok())
+    gw = make_gateway(script)
+    with pytest.raises(errors.GatewayError):
+        await gw.transport.request("POST", "/chat/completions", family="chat", json={}, retries=0)
+    assert len(script.requests) == 1
+
+
+async def test_a_negative_retries_is_refused_naming_it_before_sending(make_gateway):
+    script = Script(ok())
+    gw = make_gateway(script)
+    with pytest.raises(errors.InvalidRequest) as info:
+        await gw.transport.request("GET", "/models", family="models", retries=-1)
+    assert info.value.field == "retries" and not script.requests and not gw.ledger.entries()
+
+
 async def test_read_timeout_maps_to_timeout_from_the_httpx_error(make_gateway):
     script = Script(httpx.ReadTimeout("slow"))
     gw = make_gateway(script, max_retries=0)
