@@ -83,6 +83,7 @@ class FaultyRun:
     log: RequestLog
     checkpoint: Path
     gateway: RunningGateway
+    proxy: FaultProxy  # still listening: a checkpoint answers only for the gateway URL that gave its answers
 
 
 @pytest.fixture(scope="module")
@@ -93,17 +94,17 @@ def fault_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningG
 
 
 @pytest.fixture(scope="module")
-def faulty_run(fault_gateway: RunningGateway, tmp_path_factory: pytest.TempPathFactory) -> FaultyRun:
+def faulty_run(fault_gateway: RunningGateway, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultyRun]:
     log = RequestLog(fault_gateway.db)
     mark = log.mark()
     checkpoint = tmp_path_factory.mktemp("faults-checkpoint") / "answers.sqlite"
-    with FaultProxy(fault_gateway.base_url, Storm()) as proxy, \
-            Gateway(proxy.base_url, fault_gateway.api_key, timeout=3) as gw:
-        out = tickets(ROWS, "storm-").gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint,
-                                                 concurrency=8, errors="coerce", progress=False)
+    with FaultProxy(fault_gateway.base_url, Storm()) as proxy:
+        with Gateway(proxy.base_url, fault_gateway.api_key, timeout=3) as gw:
+            out = tickets(ROWS, "storm-").gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=checkpoint,
+                                                     concurrency=8, errors="coerce", progress=False)
         exchanges = proxy.records(DECISIONS)
-    rows = log.settled(mark, DECISIONS)
-    return FaultyRun(out, exchanges, billing(rows, exchanges), log, checkpoint, fault_gateway)
+        rows = log.settled(mark, DECISIONS)
+        yield FaultyRun(out, exchanges, billing(rows, exchanges), log, checkpoint, fault_gateway, proxy)
 
 
 def test_every_row_is_answered_exactly_once_or_reported_as_an_error_row(faulty_run: FaultyRun) -> None:
@@ -140,11 +141,12 @@ def test_no_body_is_billed_twice_except_answers_lost_after_the_gateway_sent_them
 
 
 def test_a_rerun_with_the_checkpoint_sends_only_the_error_rows_then_nothing(faulty_run: FaultyRun) -> None:
-    gateway, log = faulty_run.gateway, faulty_run.log
+    gateway, log, proxy = faulty_run.gateway, faulty_run.log, faulty_run.proxy
     errors_before = int((faulty_run.out["__status"] == "error").sum())
+    proxy.script = lambda exchange: Pass()  # the storm is over; the same URL, so the checkpoint applies
     for expected_sent in (errors_before, 0):
         mark = log.mark()
-        with Gateway(gateway.base_url, gateway.api_key) as gw:
+        with Gateway(proxy.base_url, gateway.api_key) as gw:
             out = tickets(ROWS, "storm-").gw.decide("{ticket}", QUESTIONS, gateway=gw,
                                                      checkpoint=faulty_run.checkpoint, progress=False)
         billed = [r for r in log.settled(mark, DECISIONS) if r["status"] == 200]
