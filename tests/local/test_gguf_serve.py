@@ -82,6 +82,16 @@ def test_a_served_gguf_streams_and_follows_a_json_schema(served: RunningGateway)
     jsonschema.validate(json.loads(r.choices[0].message.content), schema)
 
 
+def test_a_prompt_over_a_served_ggufs_context_is_a_400_naming_the_field_and_the_limit(
+    served: RunningGateway,
+) -> None:
+    client = openai.OpenAI(base_url=served.base_url, api_key=served.api_key, max_retries=0)
+    long = "The checkout page crashes whenever I pay. " * 1000  # ~8,000 tokens
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="mine", messages=[{"role": "user", "content": long}], max_tokens=4)
+    assert caught.value.body["param"] == "messages" and "4095" in caught.value.body["message"]
+
+
 def test_serve_refuses_a_missing_file_naming_it_and_prints_no_url(tmp_path: Path) -> None:
     run = _serve(tmp_path, "--gguf", f"gone={tmp_path / 'gone.gguf'}")
     assert run.returncode == 2 and run.stdout == ""

@@ -10,7 +10,9 @@ import pytest
 from gatewaykit import RunningGateway
 
 TEXT = "local/gemma-3-270m"
-LONG = "The checkout page crashes whenever I pay. " * 1000  # ~8,000 Gemma tokens, over its 2048 context
+# each local text model and its max_input_tokens (SmolLM2's context is served at 4096)
+LIMITS = {"local/gemma-3-270m": 2047, "local/smollm2-135m-instruct": 4095}
+LONG = "The checkout page crashes whenever I pay. " * 1000  # ~8,000 tokens, over both contexts
 CASES = [
     ("/chat/completions", {"messages": [{"role": "user", "content": LONG}], "max_tokens": 5}, "messages"),
     ("/chat/completions", {"messages": [{"role": "user", "content": LONG}], "max_tokens": 5, "stream": True},
@@ -22,15 +24,16 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("model", LIMITS)
 @pytest.mark.parametrize(("path", "body", "param"), CASES)
 def test_prompt_over_the_context_is_a_400_naming_the_input_and_the_limit(
-        gateway: RunningGateway, path: str, body: dict[str, Any], param: str) -> None:
+        gateway: RunningGateway, path: str, body: dict[str, Any], param: str, model: str) -> None:
     headers = {"Authorization": f"Bearer {gateway.api_key}", "anthropic-version": "2023-06-01"}
-    r = httpx.post(f"{gateway.base_url}{path}", json={"model": TEXT, **body}, headers=headers,
+    r = httpx.post(f"{gateway.base_url}{path}", json={"model": model, **body}, headers=headers,
                    timeout=httpx.Timeout(60))
     assert r.status_code == 400, r.text[:300]
     assert r.headers["content-type"].startswith("application/json")
-    assert f"'{param}'" in r.text and "2047" in r.text
+    assert f"'{param}'" in r.text and str(LIMITS[model]) in r.text
     if path != "/messages":
         assert r.json()["error"]["param"] == param
 

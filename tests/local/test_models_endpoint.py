@@ -16,3 +16,4 @@ def test_models_list_each_local_models_input_limit(gateway) -> None:
     limits = {m["id"]: m.get("max_input_tokens") for m in r.json()["data"]}
     assert limits["local/decide-e5-small"] == 512  # one multilingual-e5-small window
     assert limits["local/gemma-3-270m"] == 2047  # llama.cpp's 2048-token context, one token left to answer
+    assert limits["local/smollm2-135m-instruct"] == 4095  # its 8192 served at 4096, one token left to answer
