@@ -31,8 +31,9 @@ def main() -> None:
     print(f"{'the gateway started (no model yet)':<48} {peak_mb():>12.0f}")
     headers = {"Authorization": f"Bearer {gw.api_key}"}
     with httpx.Client(base_url=gw.base_url, headers=headers, timeout=300) as http:
+        refund = {"type": "noul", "instructions": "Is the customer asking for money back?"}
         http.post("/decisions", json={"model": "local/decide-e5-small", "state": "My card was charged twice.",
-                                      "questions": {"refund": {"type": "noul", "instructions": "Money back?"}}}).raise_for_status()
+                                      "questions": {"refund": refund}}).raise_for_status()
         print(f"{'a decision (multilingual-e5-small)':<48} {peak_mb():>12.0f}")
         for model in ("local/gemma-3-270m", "local/smollm2-135m-instruct"):
             http.post("/chat/completions", json={"model": model, "max_tokens": 32, "temperature": 0,

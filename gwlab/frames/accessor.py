@@ -168,7 +168,7 @@ class GatewayAccessor:
         system : str, optional
             A system message: constant text, or a template over columns.
         model : str, optional
-            Chat model ID (default ``local/gemma-3-270m``).
+            Chat model ID (default ``local/smollm2-135m-instruct``, ``DEFAULT_MODELS["text"]``).
         max_tokens : int, optional
             ``max_completion_tokens`` of each request; required with a budget.
         params : dict, optional
@@ -203,7 +203,7 @@ class GatewayAccessor:
         instructions : str, optional
             Constant text or a template; sent on every request (never inherited).
         model : str, optional
-            Model ID (default ``local/gemma-3-270m``).
+            Model ID (default ``local/smollm2-135m-instruct``, ``DEFAULT_MODELS["text"]``).
         max_tokens : int, optional
             ``max_output_tokens`` of each request; required with a budget.
         params : dict, optional
@@ -236,7 +236,7 @@ class GatewayAccessor:
         system : str, optional
             Constant text or a template: the protocol's top-level ``system``.
         model : str, optional
-            Model ID (default ``local/gemma-3-270m``).
+            Model ID (default ``local/smollm2-135m-instruct``, ``DEFAULT_MODELS["text"]``).
         max_tokens : int, default 256
             Required by the protocol; also what a budget holds back per request.
         params : dict, optional
