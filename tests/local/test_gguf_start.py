@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,3 +75,18 @@ def test_settings_with_no_gguf_read_the_environment_and_explicit_ones_do_not(mon
     monkeypatch.setenv("GWLAB_GGUF", "a=/m/a.gguf")
     assert Settings().resolved_gguf() == {"a": "/m/a.gguf"}
     assert Settings(gguf=()).resolved_gguf() == {}
+
+
+@needs_smollm2
+def test_the_shared_gateway_of_gwlab_connect_serves_what_gwlab_gguf_names(tmp_path: Path) -> None:
+    path = tmp_path / "notebook model.gguf"
+    shutil.copyfile(smollm2.gguf_path(), path)
+    code = ("import gwlab\n"
+            "gw = gwlab.connect()\n"
+            "print('from-env' in gw.models())\n"
+            "gw.close()\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("GWLAB_BASE_URL", "GWLAB_API_KEY")}
+    env["GWLAB_GGUF"] = f"from-env={path}"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "True"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,3 +72,15 @@ def test_a_base_model_gguf_without_a_chat_template_is_refused_naming_it() -> Non
     with pytest.raises(GgufError, match="no chat template") as caught:
         ChatTemplateGenerator("base", path, field="gguf.base")
     assert str(path) in str(caught.value)
+
+
+def test_loading_and_generating_write_no_native_notes_to_stderr() -> None:
+    # the vocab-only read of the header and the load both go through llama.cpp's log: silenced, as for Gemma
+    code = ("from gwlab.local.engines.smollm2 import SmolLM2Generator\n"
+            "from gwlab.local.engines.base import GenerationRequest\n"
+            "g = SmolLM2Generator()\n"
+            "g.complete(GenerationRequest(g.build_prompt(None, [('user', 'Hi')]), max_tokens=2))")
+    env = {k: v for k, v in os.environ.items() if k != "GWLAB_LLAMA_LOG"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
