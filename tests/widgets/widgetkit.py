@@ -1,7 +1,9 @@
-"""Helpers for widget tests: bounded polling, and a transport that cuts a real stream mid-way."""
+"""Helpers for widget tests: bounded polling, and transports that cut or hold a real stream mid-way."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -53,6 +55,50 @@ class CuttingTransport(httpx.AsyncBaseTransport):
         response = await self._real.handle_async_request(request)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             response.stream = _CutAfter(response.stream, self._chunks)  # type: ignore[arg-type]
+        return response
+
+    async def aclose(self) -> None:
+        await self._real.aclose()
+
+
+_END = re.compile(rb'"finish_reason":\s*"|data: \[DONE\]|"type":\s*"(response\.completed|message_stop)"')
+
+
+class _HoldEnd(httpx.AsyncByteStream):
+    """Passes a stream on event by event, but holds the event that ends the answer for `hold` seconds."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, hold: float) -> None:
+        self._inner, self._hold = inner, hold
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        pending = b""
+        async for chunk in self._inner:
+            pending += chunk
+            *events, pending = pending.split(b"\n\n")
+            for event in events:
+                if _END.search(event):
+                    await asyncio.sleep(self._hold)  # a stalled network, bounded; a stop cancels it
+                yield event + b"\n\n"
+        if pending:
+            yield pending
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()  # type: ignore[attr-defined]
+
+
+class HoldingTransport(httpx.AsyncBaseTransport):
+    """The real gateway over loopback, except that a streamed answer's end is held back for `hold` seconds.
+
+    So a test can act mid-stream (stop) however short the model's answer is."""
+
+    def __init__(self, hold: float = 60.0) -> None:
+        self._real = httpx.AsyncHTTPTransport()
+        self._hold = hold
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._real.handle_async_request(request)
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            response.stream = _HoldEnd(response.stream, self._hold)  # type: ignore[arg-type]
         return response
 
     async def aclose(self) -> None:
