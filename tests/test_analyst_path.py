@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import traceback
 import warnings
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("README.md", "docs/index.md", "docs/pandas.md", "docs/evaluation.md")
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(?P<reason>\S.*?)\s*-->$")
-FENCE = re.compile(r"^```python\s*$")
+FENCE = re.compile(r"^\s*```python\s*$")  # also indented, in a list item
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,11 @@ def python_blocks(page: str, text: str) -> list[Block]:
             i += 1
             continue
         start = i + 1
-        end = next(j for j in range(start, len(lines)) if lines[j].startswith("```"))
+        end = next(j for j in range(start, len(lines)) if lines[j].strip().startswith("```"))
         before = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         marker = NOT_RUN.match(before)
-        blocks.append(Block(page, start + 1, "\n".join(lines[start:end]), marker["reason"] if marker else None))
+        code = textwrap.dedent("\n".join(lines[start:end]))
+        blocks.append(Block(page, start + 1, code, marker["reason"] if marker else None))
         i = end + 1
     return blocks
 
@@ -122,10 +124,11 @@ def path_environment(home: Path) -> dict[str, str]:
 
 def test_python_blocks_are_found_in_order_and_skipped_only_by_the_marker_before_them() -> None:
     text = ("```python\na = 1\n```\n\n<!-- not run: needs a hosted key -->\n```python\nb = 2\n```\n"
-            "<!-- not run: stale -->\n\nprose\n```python\nc = 3\n```\n```bash\nls\n```\n")
+            "<!-- not run: stale -->\n\nprose\n```python\nc = 3\n```\n```bash\nls\n```\n"
+            "- a list item:\n\n  ```python\n  d = 4\n  ```\n")
     assert python_blocks("p.md", text) == [Block("p.md", 2, "a = 1", None),
                                            Block("p.md", 7, "b = 2", "needs a hosted key"),
-                                           Block("p.md", 13, "c = 3", None)]
+                                           Block("p.md", 13, "c = 3", None), Block("p.md", 21, "d = 4", None)]
 
 
 @pytest.mark.timeout(600)
