@@ -119,5 +119,19 @@ class ChatTemplateGenerator(LlamaGenerator):
             else:
                 messages.append({"role": role, "content": text})
         formatter = Jinja2ChatFormatter(self.template, self.eos, self.bos, add_generation_prompt=True)
-        prompt = formatter(messages=messages).prompt
+        try:
+            prompt = formatter(messages=messages).prompt
+        except Exception:
+            if not messages or messages[0]["role"] != "system":
+                raise
+            # some templates refuse a system role (Gemma 2's, Mistral's): its text opens the first user turn
+            prompt = formatter(messages=_fold_system(messages)).prompt
         return prompt + prefill if prefill else prompt
+
+
+def _fold_system(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    system, rest = messages[0]["content"], [dict(m) for m in messages[1:]]
+    if rest and rest[0]["role"] == "user":
+        rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
+        return rest
+    return [{"role": "user", "content": system}, *rest]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -84,3 +85,10 @@ def test_loading_and_generating_write_no_native_notes_to_stderr() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
+
+
+def test_a_template_that_refuses_a_system_role_gets_the_system_text_in_the_first_user_turn() -> None:
+    strict = copy.copy(get_generator(smollm2.MODEL_ID))
+    strict.template = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not "
+                       "supported') }}{% endif %}<{{ m['role'] }}>{{ m['content'] }}</s>{% endfor %}<assistant>")
+    assert strict.build_prompt("Be brief.", [("user", "Hi")]) == "<user>Be brief.\n\nHi</s><assistant>"
