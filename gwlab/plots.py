@@ -174,11 +174,18 @@ def latency(usage: pd.DataFrame, *, ax: Axes | None = None, bins: int = 30) -> A
 
 
 def cost_per_run(usage: pd.DataFrame, prices: Any = None, *, ax: Axes | None = None) -> Axes:
-    """Bar per run: dollars from the price table (decisions charge input tokens only)."""
+    """Bar per run: dollars from the price table (decisions charge input tokens only).
+
+    A run with a call of unknown price has no bar and is labelled "cost unknown": drawing it as $0
+    would be a wrong number that looks right."""
     ax = _axes(ax)
     table = _usage.summarize(usage, prices, by=("run",))
     runs = [str(r) or "(no run)" for r in table.index]
-    ax.bar(runs, table["cost"].fillna(0).to_numpy(), color="C2")
+    costs = table["cost"].to_numpy(dtype=float)
+    ax.bar(runs, costs, color="C2")
+    for x, cost in enumerate(costs):
+        if cost != cost:  # NaN: some call of this run has no price
+            ax.annotate("cost unknown", (x, 0), ha="center", va="bottom", rotation=90, color="C3")
     ax.set(xlabel="run", ylabel="cost (USD)", title="cost per run")
     ax.tick_params(axis="x", rotation=45)
     return ax

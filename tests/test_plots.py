@@ -101,6 +101,14 @@ def test_cost_per_run_draws_a_bar_per_run(usage: pd.DataFrame) -> None:
     assert heights == pytest.approx([82 * 1000 / 1e6, 41 * 1000 / 1e6 + (42 * 1.0 + 16 * 2.0) / 1e6])
 
 
+def test_cost_per_run_labels_a_run_of_unknown_price_instead_of_drawing_zero(usage: pd.DataFrame) -> None:
+    usage = usage.assign(model=usage["model"].replace("local/gemma-3-270m", "vendor/unpriced"))
+    ax = plots.cost_per_run(usage, {"local/decide-e5-small": {"input": 1000.0, "output": 1000.0}})
+    heights = [p.get_height() for p in ax.patches]
+    assert heights[0] == pytest.approx(82 * 1000 / 1e6) and heights[1] != heights[1]  # run b: NaN, no bar
+    assert [t.get_text() for t in ax.texts] == ["cost unknown"]
+
+
 # --- issue 18, item 9: figures that say what they show, and tolerate calls without a model -----------
 
 
