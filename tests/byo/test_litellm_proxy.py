@@ -160,6 +160,13 @@ def test_the_openai_sdk_gives_the_proxy_s_words_for_a_bad_key_as_gwlab_does(lite
     assert "No connected db" in str(caught.value) and "sk-not-the-key" not in str(caught.value)
 
 
+# LiteLLM 1.108 ends a stream cut upstream in one of two ways, not chosen by the client: a proper end with
+# finish_reason "stop" / stop_reason "end_turn" (the cut hidden), or an error event carrying this message (seen
+# in a full-suite run: the anthropic SDK raised APIStatusError). Either way no client can call the answer whole
+# and right; the tests accept both and the guide records both.
+LITELLM_CUT_ERROR = "Connection error"
+
+
 def _cut_upstream(llama_server: RunningServer) -> None:
     """A request straight to the llama server waits for its model, so llama.cpp ends the stream it is running
     with [DONE] and no finish_reason (its interrupt_requests; tests/byo/test_byo_endings.py explains why this
@@ -183,8 +190,12 @@ def test_litellm_turns_a_stream_cut_upstream_into_a_finished_one_so_gwlab_cannot
         while not stream.text:  # the first chunk only names the role
             next(events)
         _cut_upstream(llama_server)
-        for _ in events:
-            pass
+        try:
+            for _ in events:
+                pass
+        except errors.GatewayError as exc:  # LiteLLM's other way to end it: an error event (LITELLM_CUT_ERROR)
+            assert LITELLM_CUT_ERROR in str(exc) and stream.ending != "complete"
+            return
     assert stream.result.finish_reason == "stop" and stream.ending == "complete"  # what the proxy said
     assert stream.usage is None or stream.usage.output_tokens < 400
 
@@ -199,7 +210,11 @@ def test_the_anthropic_sdk_also_sees_a_finished_message_when_litellm_hides_a_cut
         texts = iter(message_stream.text_stream)
         next(texts)
         _cut_upstream(llama_server)
-        for _ in texts:
-            pass
+        try:
+            for _ in texts:
+                pass
+        except anthropic.APIStatusError as exc:  # LiteLLM's other way to end it: an error event
+            assert LITELLM_CUT_ERROR in str(exc)
+            return
         final = message_stream.get_final_message()
     assert final.stop_reason == "end_turn" and final.usage.output_tokens < 400
