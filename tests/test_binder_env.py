@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
 PIN = re.compile(r"^(?P<name>[A-Za-z0-9._-]+)==(?P<version>[^\s;]+)(?P<options>(\s+--[\w-]+=\S+)*)\s*(#.*)?$")
+NO_DEPS = "python -m pip install --no-deps --no-cache-dir "
 EXTRAS_ON_BINDER = ("local", "speech", "notebook")
 NEVER_ON_BINDER = {"torch", "tensorflow", "jax", "jaxlib", "dask", "aiortc"}
 
@@ -60,7 +61,7 @@ def test_pins_satisfy_the_package_and_its_binder_extras() -> None:
     wanted = [*project["dependencies"]]
     for extra in EXTRAS_ON_BINDER:
         wanted += project["optional-dependencies"][extra]
-    pinned = pins()
+    pinned = pins() | post_build_pins()
     for text in wanted:
         requirement = Requirement(text)
         name = canonicalize_name(requirement.name)
@@ -75,12 +76,24 @@ def test_runtime_is_the_python_the_package_supports() -> None:
     assert Requirement(f"python{requires}").specifier.contains("3.11")
 
 
-def test_post_build_installs_only_gwlab_itself() -> None:
+def test_post_build_installs_gwlab_and_exact_pins_without_their_dependencies() -> None:
     script = BINDER / "postBuild"
     assert os.access(script, os.X_OK)
     subprocess.run(["bash", "-n", str(script)], check=True)  # syntax only
-    commands = [line for line in script.read_text().splitlines() if line.strip() and not line.startswith("#")]
-    assert commands[-1].strip() == "python -m pip install --no-deps --no-cache-dir -e ."
+    targets = [command.removeprefix(NO_DEPS) for command in _post_build_commands()]
+    assert all(command.startswith(NO_DEPS) for command in _post_build_commands())
+    assert targets[0] == "-e ." and all(PIN.match(target) for target in targets[1:])
+
+
+def _post_build_commands() -> list[str]:
+    lines = (BINDER / "postBuild").read_text().splitlines()
+    return [line.strip() for line in lines[1:] if line.strip() and not line.lstrip().startswith(("#", "set "))]
+
+
+def post_build_pins() -> dict[str, str]:
+    """Wheels postBuild installs alone (`--no-deps`): gwlab reads their files and never imports their deps."""
+    matches = [PIN.match(command.removeprefix(NO_DEPS)) for command in _post_build_commands()]
+    return {canonicalize_name(m["name"]): m["version"] for m in matches if m}
 
 
 def test_start_sets_the_environment_then_becomes_the_command() -> None:
