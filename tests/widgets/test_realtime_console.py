@@ -220,3 +220,11 @@ def test_webrtc_data_channel_events_feed_the_same_view_and_client_events_are_rel
         assert console.transcript[-1]["text"] == "Hi there." and console.usage["input_tokens"] == 5
     finally:
         console.disconnect()
+
+
+def test_the_console_answers_with_the_smollm2_realtime_model_by_default(gw: Gateway) -> None:
+    # the default is a model the gateway serves for realtime, and it is SmolLM2's (issue 14)
+    console = RealtimeConsole(gw)
+    assert console.model == "local/realtime-smollm2-135m-instruct"
+    assert console.model in set(gw.models())
+    console.disconnect()

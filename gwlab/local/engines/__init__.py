@@ -30,7 +30,8 @@ def get_decider() -> Decider:
 
 def get_generator(model_id: str | None = None) -> TextGenerator:
     """The text engine for a model id (the routes have already refused unknown ids with a 404); None, what
-    realtime asks for, is Gemma 3 270M (`local/realtime-gemma-3-270m` names it), as is `local/gemma-3-270m`.
+    `local/realtime-gemma-3-270m` asks for, is Gemma 3 270M, as is `local/gemma-3-270m` (the default
+    realtime model, `local/realtime-smollm2-135m-instruct`, asks for SmolLM2: catalog.realtime_text_model).
 
     Each model's GGUF loads on its first call, except a user's (`add_gguf`), which loaded at start."""
     from gwlab.local.engines import smollm2

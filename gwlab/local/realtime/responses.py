@@ -29,6 +29,10 @@ log = logging.getLogger("gwlab.local")
 
 RATE = PCM16_SAMPLE_RATE  # audio inside a session is pcm16 at 24 kHz, whatever format it travels in
 INF_TOKENS = 256  # "inf": a base model left alone loops, and a spoken answer should be short anyway
+# "inf" for an answer that speaks: a voice assistant's answer is a sentence or two (about 25 tokens); the
+# instructions ask SmolLM2 for that, and this cap bounds the sampled tail (a trial at temperature 0.8 met a
+# 158-token answer in 8 questions) to a few sentences; an answer cut here is reported incomplete
+VOICE_INF_TOKENS = 64
 AUDIO_CHUNK_MS = 200  # size of one response.audio.delta
 UNLIMITED = 2**31 - 1  # rate_limits.updated when no limit is configured: nothing to run out of
 # the first spoken piece ends at a clause (sooner speech); later ones at a sentence or a long clause
@@ -144,7 +148,8 @@ class Responses:
             mode = textgen.named_choice(tools, choice["name"], "tool_choice.name")
         else:
             mode = ToolChoice(choice if tools else "none")
-        return Plan(max_tokens=INF_TOKENS if limit == "inf" else limit, temperature=options["temperature"],
+        unlimited = VOICE_INF_TOKENS if "audio" in options["modalities"] else INF_TOKENS
+        return Plan(max_tokens=unlimited if limit == "inf" else limit, temperature=options["temperature"],
                     tools=tools, choice=mode, call_prefix="call_", reuse_prefix=True,
                     model=catalog.realtime_text_model(self.model))  # the session's model says which
 
@@ -190,7 +195,7 @@ class Responses:
         items = self.items if chosen is None else [
             self._require_item(i["id"]) if i["type"] == "item_reference" else i for i in chosen]
         conversation = Conversation()
-        conversation.add_system(response.options["instructions"])
+        conversation.add_system(response.options["instructions"] or catalog.realtime_instructions(self.model))
         for item in items:
             if item["type"] == "function_call":
                 conversation.add_assistant("", [textgen.ToolCall(item["call_id"], item["name"],

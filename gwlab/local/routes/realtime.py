@@ -38,7 +38,7 @@ from gwlab.wire.limits import (
 log = logging.getLogger("gwlab.local")
 router = APIRouter(prefix="/v1", tags=["realtime"])
 
-DEFAULT_MODEL = "local/realtime-gemma-3-270m"  # POST /realtime/sessions may omit the model
+DEFAULT_MODEL = catalog.REALTIME_DEFAULT  # POST /realtime/sessions may omit the model
 EPHEMERAL_PREFIX = "ek_"
 
 
