@@ -10,7 +10,17 @@ import serverkit
 from gatewaykit import RunningGateway
 from serverkit import RunningServer
 
+from gwlab.client import dialect
+
 EMBEDDED_DECIDE_MODEL = "local/decide-e5-small"  # gwlab's embedded gateway, behind LiteLLM's "decide"
+
+
+@pytest.fixture(autouse=True)
+def fresh_detection() -> Iterator[None]:
+    """Each test starts from what gwlab can learn by itself (detection is remembered per base URL)."""
+    dialect.forget()
+    yield
+    dialect.forget()
 
 
 @pytest.fixture(scope="session")

@@ -19,8 +19,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
+
+import gwlab
 
 REPO = Path(__file__).resolve().parents[2]
 BYO_VENV = REPO / ".venv-byo"  # LiteLLM's own venv, built by `make byo` (tests/byo/requirements-litellm.txt)
@@ -54,6 +57,11 @@ class RunningServer:
 
     def stderr_tail(self, lines: int = 40) -> str:
         return _tail(self.log, lines, self.api_key)
+
+
+def connect(server: RunningServer, **options: Any) -> gwlab.Gateway:
+    """gwlab as a user reaches this server: its base URL and key, nothing else unless `options` say so."""
+    return gwlab.connect(base_url=server.base_url, api_key=server.api_key, **options)
 
 
 def free_port() -> int:

@@ -7,16 +7,13 @@ Generation is greedy (temperature 0); assertions are about caps, routes and fiel
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pandas as pd
 import pytest
-from serverkit import LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, RunningServer
+from serverkit import LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, RunningServer, connect
 
 import gwlab
 from gwlab import errors
-from gwlab.client import dialect
 
 LIST = "Q: Name twenty animals, one per line.\nA:"  # greedy Gemma runs long: a cap must cut it
 GREEDY = {"temperature": 0}
@@ -29,16 +26,6 @@ QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?
 STATE = "I was charged twice for my plan this month; please refund one charge."
 
 
-@pytest.fixture(autouse=True)
-def fresh_detection() -> Iterator[None]:
-    """Each test shows detection from nothing (it is remembered per base URL for the process)."""
-    dialect.forget()
-    yield
-    dialect.forget()
-
-
-def connect(server: RunningServer, **options) -> gwlab.Gateway:
-    return gwlab.connect(base_url=server.base_url, api_key=server.api_key, **options)
 
 
 # --- item 1: the token cap --------------------------------------------------------------------------------

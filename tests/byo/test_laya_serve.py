@@ -8,17 +8,14 @@ routes. Every call goes through gwlab's public API with only `base_url` and `api
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pandas as pd
 import pytest
 import serverkit
 import typesafe_sdk as ts
-from serverkit import RunningServer
+from serverkit import RunningServer, connect
 
 import gwlab
 from gwlab import errors
-from gwlab.client import dialect
 
 STATE = "I was charged twice for my plan this month; please refund one charge."
 QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?"},
@@ -28,16 +25,6 @@ QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?
 QUIET = {"checkpoint": None, "progress": False}
 
 
-@pytest.fixture(autouse=True)
-def fresh_detection() -> Iterator[None]:
-    """Each test starts from what gwlab can learn by itself (detection is remembered per base URL)."""
-    dialect.forget()
-    yield
-    dialect.forget()
-
-
-def connect(server: RunningServer, **options) -> gwlab.Gateway:
-    return gwlab.connect(base_url=server.base_url, api_key=server.api_key, **options)
 
 
 def test_models_reads_typesafe_s_listing_shape(laya_server: RunningServer) -> None:

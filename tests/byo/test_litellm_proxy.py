@@ -21,7 +21,6 @@ from serverkit import LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, LITELLM_SYSTEMON
 
 import gwlab
 from gwlab import errors
-from gwlab.client import dialect
 
 PROMPT = "Q: What colour is a banana?\nA:"  # greedy Gemma echoes it through a chat template: runs to its cap
 GREEDY = {"temperature": 0}
@@ -32,13 +31,6 @@ QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?
                       "criteria": {"billing": "charges and refunds", "technical": "bugs and errors"}}}
 QUIET = {"checkpoint": None, "progress": False}
 
-
-@pytest.fixture(autouse=True)
-def fresh_detection() -> Iterator[None]:
-    """Each test starts from what gwlab can learn by itself (detection is remembered per base URL)."""
-    dialect.forget()
-    yield
-    dialect.forget()
 
 
 @pytest.fixture

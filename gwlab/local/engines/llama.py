@@ -10,7 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gwlab.local.engines._openmp import prefer_passive_waiting
@@ -25,10 +25,33 @@ prefer_passive_waiting()
 _generate_lock = threading.Lock()
 
 
-def load_llama(path: str, n_ctx: int) -> Any:
-    """A Llama for the GGUF at `path`, with llama.cpp's extra buffer types off (see below), closed at exit."""
-    import llama_cpp
+def without_extra_bufts() -> Callable[[], None]:
+    """Build every llama.cpp model from now on with extra buffer types off; returns the undo.
+
+    A natively built llama.cpp puts weights in AMX buffers on CPUs that advertise AMX, and its matmul then
+    segfaults (ldtilecfg) where the VM does not grant AMX state. Llama() exposes no switch (nor does
+    llama-cpp-python's server, whose test launcher calls this too), so the default model params it starts
+    from are patched."""
     import llama_cpp.llama as llama_module
+
+    default_params = llama_module.llama_cpp.llama_model_default_params
+
+    def params_without_extra_bufts() -> Any:
+        params = default_params()
+        params.use_extra_bufts = False
+        return params
+
+    llama_module.llama_cpp.llama_model_default_params = params_without_extra_bufts
+
+    def restore() -> None:
+        llama_module.llama_cpp.llama_model_default_params = default_params
+
+    return restore
+
+
+def load_llama(path: str, n_ctx: int) -> Any:
+    """A Llama for the GGUF at `path`, extra buffer types off (`without_extra_bufts`), closed at exit."""
+    import llama_cpp
 
     _silence_native_log(llama_cpp)
     threads = int(os.environ.get("GWLAB_LLAMA_THREADS", "2"))
@@ -36,21 +59,11 @@ def load_llama(path: str, n_ctx: int) -> Any:
     if os.environ.get("GWLAB_LLAMA_EXTRA_BUFTS") == "1":
         llm = llama_cpp.Llama(path, **kwargs)
     else:
-        # A natively built llama.cpp puts weights in AMX buffers on CPUs that advertise AMX, and its
-        # matmul then segfaults (ldtilecfg) where the VM does not grant AMX state; Llama() exposes no
-        # switch, so turn extra buffer types off while it builds its model parameters.
-        default_params = llama_module.llama_cpp.llama_model_default_params
-
-        def params_without_extra_bufts() -> Any:
-            params = default_params()
-            params.use_extra_bufts = False
-            return params
-
-        llama_module.llama_cpp.llama_model_default_params = params_without_extra_bufts
+        restore = without_extra_bufts()
         try:
             llm = llama_cpp.Llama(path, **kwargs)
         finally:
-            llama_module.llama_cpp.llama_model_default_params = default_params
+            restore()
     # free it while llama_cpp's module globals still exist; its __del__ at interpreter shutdown raises
     # "'NoneType' object is not callable"
     atexit.register(llm.close)
