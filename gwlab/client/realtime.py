@@ -22,7 +22,7 @@ from gwlab.client.realtime_session import FunctionCall, RealtimeSession, Turn, _
 from gwlab.client.realtime_socket import AsyncRealtimeConnection
 from gwlab.client.transport import AsyncTransport, normalize_base_url, ws_url
 from gwlab.errors import ProtocolError, RealtimeError
-from gwlab.wire.limits import REALTIME_BETA
+from gwlab.wire.limits import AUTHORIZATION_HEADER, OPENAI_BETA_HEADER, REALTIME_BETA
 from gwlab.wire.models import check_model_id
 from gwlab.wire.realtime_events import RateLimit, RealtimeEvent, ServerEvent, UnknownEvent, parse_event
 
@@ -96,7 +96,7 @@ class AsyncRealtime:
 
     def _is_api_key(self, value: str) -> bool:
         """Whether `value` is the long-lived key (WebRTC refuses to send it); constant-time."""
-        bearer = self._transport.auth_headers("realtime").get("authorization", "")
+        bearer = self._transport.auth_headers("realtime").get(AUTHORIZATION_HEADER, "")
         return secrets.compare_digest(f"Bearer {value}".encode(), bearer.encode())
 
     def connect(self, model: str, *, session: Mapping[str, Any] | None = None,
@@ -108,9 +108,9 @@ class AsyncRealtime:
         token cannot reconnect: the second handshake fails authentication and is not retried).
         """
         token = ephemeral_token.value if isinstance(ephemeral_token, EphemeralToken) else ephemeral_token
-        auth = {"authorization": f"Bearer {token}"} if token else self._transport.auth_headers("realtime")
+        auth = {AUTHORIZATION_HEADER: f"Bearer {token}"} if token else self._transport.auth_headers("realtime")
         return AsyncRealtimeConnection(url=realtime_url(self.base_url, model),
-                                       headers={**auth, "openai-beta": REALTIME_BETA}, model=model,
+                                       headers={**auth, OPENAI_BETA_HEADER: REALTIME_BETA}, model=model,
                                        session=session, max_reconnects=max_reconnects, ledger=self.ledger)
 
     async def session_token(self, model: str, *, voice: str | None = None, **config: Any) -> EphemeralToken:

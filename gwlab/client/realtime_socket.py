@@ -31,6 +31,7 @@ from gwlab.client.realtime_session import RealtimeSession, _End, _Reconnected
 from gwlab.client.transport import Call, request_id_of, status_error
 from gwlab.errors import ConnectionFailed, GatewayError
 from gwlab.wire import realtime as wire
+from gwlab.wire.limits import API_KEY_HEADER, AUTHORIZATION_HEADER
 
 __all__ = ["AsyncRealtimeConnection"]
 
@@ -38,7 +39,7 @@ _MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a server event (websockets' default of 
 _RECONNECT_CLOSE_CODES = frozenset({1006, 1011, 1012, 1013, 1014})  # abnormal, server error, restart, later
 _RETRYABLE_HANDSHAKE_STATUSES = frozenset({500, 502, 503, 504})
 _BACKOFF_SECONDS = 0.25
-_CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "cookie"})
+_CREDENTIAL_HEADERS = frozenset({AUTHORIZATION_HEADER, API_KEY_HEADER, "proxy-authorization", "cookie"})
 
 
 class _CredentialsRedacted(logging.LoggerAdapter):  # type: ignore[type-arg]

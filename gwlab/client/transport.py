@@ -334,9 +334,9 @@ class _Secret:
 
     def __init__(self, value: str, messages_auth: str, anthropic_version: str) -> None:
         self.value = value
-        self.bearer = {"authorization": f"Bearer {value}"}
-        messages = {"x-api-key": value} if messages_auth == "x-api-key" else self.bearer
-        self.by_family = {"messages": {"anthropic-version": anthropic_version, **messages}}
+        self.bearer = {limits.AUTHORIZATION_HEADER: f"Bearer {value}"}
+        messages = {limits.API_KEY_HEADER: value} if messages_auth == "x-api-key" else self.bearer
+        self.by_family = {"messages": {limits.ANTHROPIC_VERSION_HEADER: anthropic_version, **messages}}
 
     def __repr__(self) -> str:
         return "<secret>"

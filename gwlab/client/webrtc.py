@@ -41,6 +41,7 @@ from gwlab.errors import ConnectionFailed, InvalidRequest, Timeout
 from gwlab.wire import audio
 from gwlab.wire import realtime as wire
 from gwlab.wire.limits import (
+    AUTHORIZATION_HEADER,
     PCM16_SAMPLE_RATE,
     WEBRTC_CONNECTION_TIMEOUT_MS,
     WEBRTC_DATA_CHANNEL,
@@ -318,7 +319,7 @@ async def _post_offer(url: str, offer: str, token: str, timeout: float, call: Ca
 
     Plain httpx rather than the transport: the transport adds the long-lived key to every request.
     """
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/sdp"}
+    headers = {AUTHORIZATION_HEADER: f"Bearer {token}", "content-type": "application/sdp"}
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
             response = await client.post(url, content=offer.encode(), headers=headers)

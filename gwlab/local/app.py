@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 
 from fastapi import FastAPI, Request
@@ -17,13 +16,18 @@ from gwlab.local.cors import BrowserAccess
 from gwlab.local.errors import APIError, error_response
 from gwlab.local.ratelimit import RateLimiter
 from gwlab.local.request_log import RequestContext
+from gwlab.local.routes import chat, decisions, messages, models, realtime, responses, videos
 from gwlab.local.settings import Settings
 from gwlab.local.store import Store
+from gwlab.wire.limits import API_PREFIX
 
 log = logging.getLogger("gwlab.local")
 
-# one router per protocol family; a family whose module is not there yet is simply not served
-ROUTERS = ("models", "chat", "responses", "messages", "decisions", "videos", "realtime")
+# the families served, as data (Starlette's `Router(routes=[...])`): one router per protocol family, all
+# under the one API prefix; a family with its own worker also gives the hook that starts it with the app
+ROUTERS = (models.router, chat.router, responses.router, messages.router, decisions.router, videos.router,
+           realtime.router)
+SETUPS = (videos.setup,)
 
 
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
@@ -32,16 +36,10 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None)
     app.state.settings, app.state.store = settings, store
     app.state.limiter = RateLimiter(settings.rate_limit_rpm)
-    for name in ROUTERS:
-        try:
-            module = importlib.import_module(f"gwlab.local.routes.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"gwlab.local.routes.{name}":
-                raise
-            continue
-        app.include_router(module.router)
-        if hasattr(module, "setup"):
-            module.setup(app)
+    for router in ROUTERS:
+        app.include_router(router, prefix=API_PREFIX)
+    for setup in SETUPS:
+        setup(app)
     _install_error_handlers(app)
     app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(BrowserAccess)  # outermost: a preflight is answered before anything else runs

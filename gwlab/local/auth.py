@@ -7,7 +7,12 @@ from fastapi import Request
 from gwlab.local import catalog
 from gwlab.local.errors import APIError
 from gwlab.local.store import KeyRecord
-from gwlab.wire.limits import ANTHROPIC_VERSIONS_ACCEPTED
+from gwlab.wire.limits import (
+    ANTHROPIC_VERSION_HEADER,
+    ANTHROPIC_VERSIONS_ACCEPTED,
+    API_KEY_HEADER,
+    AUTHORIZATION_HEADER,
+)
 
 
 def _unauthorized(message: str) -> APIError:
@@ -16,7 +21,7 @@ def _unauthorized(message: str) -> APIError:
 
 def bearer_token(request: Request) -> str | None:
     """The Bearer token, None when absent; a malformed Authorization header is a 401 of its own."""
-    header = request.headers.get("authorization")
+    header = request.headers.get(AUTHORIZATION_HEADER)
     if header is None:
         return None
     scheme, _, token = header.strip().partition(" ")
@@ -46,14 +51,14 @@ async def require_key(request: Request) -> KeyRecord:
 
 async def require_messages_key(request: Request) -> KeyRecord:
     """Messages family: `x-api-key` (the spec) or Bearer (anthropic SDK 2.x), plus a known version."""
-    secret = request.headers.get("x-api-key") or bearer_token(request)
+    secret = request.headers.get(API_KEY_HEADER) or bearer_token(request)
     key = authenticate(request, secret)
-    version = request.headers.get("anthropic-version")
+    version = request.headers.get(ANTHROPIC_VERSION_HEADER)
     if version is None:
-        raise APIError(400, "Missing header anthropic-version (use 2023-06-01)", param="anthropic-version")
+        raise APIError(400, "Missing header anthropic-version (use 2023-06-01)", param=ANTHROPIC_VERSION_HEADER)
     if version not in ANTHROPIC_VERSIONS_ACCEPTED:
         raise APIError(400, f"Unsupported anthropic-version {version!r}; accepted: "
-                       + ", ".join(ANTHROPIC_VERSIONS_ACCEPTED), param="anthropic-version")
+                       + ", ".join(ANTHROPIC_VERSIONS_ACCEPTED), param=ANTHROPIC_VERSION_HEADER)
     return key
 
 

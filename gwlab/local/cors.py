@@ -12,10 +12,12 @@ from __future__ import annotations
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-BROWSER_PATHS = frozenset({"/v1/realtime"})
+from gwlab.wire.limits import API_PREFIX, AUTHORIZATION_HEADER, OPENAI_BETA_HEADER, REQUEST_ID_HEADER
+
+BROWSER_PATHS = frozenset({f"{API_PREFIX}/realtime"})
 ALLOW_METHODS = "POST"
-ALLOW_HEADERS = "authorization, content-type, openai-beta"
-EXPOSE_HEADERS = "x-request-id, location"
+ALLOW_HEADERS = f"{AUTHORIZATION_HEADER}, content-type, {OPENAI_BETA_HEADER}"
+EXPOSE_HEADERS = f"{REQUEST_ID_HEADER}, location"
 MAX_AGE_S = "600"
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
+from gwlab.wire.limits import API_PREFIX
+
 # (OpenAI error type, Anthropic error type) per status: protocols.md sections 4.5 and 5
 _TYPES: dict[int, tuple[str, str]] = {
     400: ("invalid_request_error", "invalid_request_error"),
@@ -34,9 +36,9 @@ class APIError(Exception):
 
 def family_of(path: str) -> str:
     """The protocol family whose error shape a path speaks."""
-    if path.startswith("/v1/messages"):
+    if path.startswith(f"{API_PREFIX}/messages"):
         return "anthropic"
-    if path.startswith("/v1/systemone"):
+    if path.startswith(f"{API_PREFIX}/systemone"):
         return "typesafe"
     return "openai"
 

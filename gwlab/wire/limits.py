@@ -11,6 +11,11 @@ REALTIME_SUBPROTOCOL = "realtime"
 REALTIME_KEY_SUBPROTOCOL_PREFIX = "openai-insecure-api-key."
 REALTIME_BETA_SUBPROTOCOL = "openai-beta.realtime-v1"
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-typesafe-request-id")
+REQUEST_ID_HEADER = REQUEST_ID_HEADERS[0]  # the one the local gateway sends
+AUTHORIZATION_HEADER = "authorization"  # Bearer <key>: every family but messages by default
+API_KEY_HEADER = "x-api-key"  # the messages family's key header
+ANTHROPIC_VERSION_HEADER = "anthropic-version"
+OPENAI_BETA_HEADER = "openai-beta"  # realtime=v1 on a realtime WebSocket
 
 # --- decisions -------------------------------------------------------------------------------
 QUESTION_TYPES = ("noul", "choice", "score")

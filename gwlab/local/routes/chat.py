@@ -21,7 +21,7 @@ from gwlab.wire.chat import cap_conflict
 from gwlab.wire.tools import ToolSpec
 
 log = logging.getLogger("gwlab.local")
-router = APIRouter(prefix="/v1", tags=["chat"])
+router = APIRouter(tags=["chat"])
 Key = Annotated[KeyRecord, Depends(require_key)]
 
 MAX_CHOICES = 8  # n > 1 runs one generation per choice, one after the other on the same engine

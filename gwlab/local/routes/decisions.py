@@ -22,7 +22,7 @@ from gwlab.local.errors import APIError
 from gwlab.local.store import KeyRecord
 from gwlab.wire import decisions
 
-router = APIRouter(prefix="/v1", tags=["decisions"])
+router = APIRouter(tags=["decisions"])
 Key = Annotated[KeyRecord, Depends(require_key)]
 
 _NO_ASSETS = "image assets are not supported by the local decision model; send the state as text or JSON"

@@ -31,10 +31,11 @@ from gwlab.local.textgen import (
     Text,
     ToolChoice,
 )
+from gwlab.wire.limits import ANTHROPIC_VERSION_HEADER
 from gwlab.wire.tools import ToolSpec
 
 log = logging.getLogger("gwlab.local")
-router = APIRouter(prefix="/v1", tags=["messages"])
+router = APIRouter(tags=["messages"])
 Key = Annotated[KeyRecord, Depends(require_messages_key)]
 
 # the version anthropic SDK 2.x sends refuses sampling parameters (protocols.md section 4.2)
@@ -59,7 +60,7 @@ async def create_message(request: Request, key: Key) -> Any:
     body = await read_json(request)
     info = require_model(key, body.get("model"), "messages")
     request.state.model = info.id
-    req = parse(body, info.id, request.headers.get("anthropic-version", ""))
+    req = parse(body, info.id, request.headers.get(ANTHROPIC_VERSION_HEADER, ""))
     await textgen.prepare(req.plan, req.params, req.conversation, "messages")
     message_id = textgen.new_id("msg_")
     if req.stream:

@@ -11,7 +11,7 @@ from gwlab.local.auth import require_key
 from gwlab.local.errors import APIError
 from gwlab.local.store import KeyRecord
 
-router = APIRouter(prefix="/v1", tags=["models"])
+router = APIRouter(tags=["models"])
 
 
 @router.get("/models")

@@ -28,7 +28,9 @@ from gwlab.local.realtime.session import RealtimeSession
 from gwlab.local.store import KeyRecord
 from gwlab.wire import realtime as rt
 from gwlab.wire.limits import (
+    API_PREFIX,
     EPHEMERAL_TOKEN_SECONDS,
+    OPENAI_BETA_HEADER,
     REALTIME_BETA,
     REALTIME_BETA_SUBPROTOCOL,
     REALTIME_KEY_SUBPROTOCOL_PREFIX,
@@ -36,7 +38,7 @@ from gwlab.wire.limits import (
 )
 
 log = logging.getLogger("gwlab.local")
-router = APIRouter(prefix="/v1", tags=["realtime"])
+router = APIRouter(tags=["realtime"])
 
 DEFAULT_MODEL = catalog.REALTIME_DEFAULT  # POST /realtime/sessions may omit the model
 EPHEMERAL_PREFIX = "ek_"
@@ -68,7 +70,7 @@ def resolve(conn: HTTPConnection, secret: str | None, *, ephemeral_only: bool = 
         return key, model, session
     if ephemeral_only:
         raise _unauthorized("WebRTC negotiation takes an ephemeral token (ek_...) from POST "
-                            "/v1/realtime/sessions, never a long-lived key")
+                            f"{API_PREFIX}/realtime/sessions, never a long-lived key")
     return authenticate(conn, secret), None, None  # type: ignore[arg-type]  # needs only headers and app
 
 
@@ -121,7 +123,7 @@ def _offered(websocket: WebSocket) -> list[str]:
 
 def _handshake(websocket: WebSocket) -> tuple[KeyRecord, str, dict[str, Any] | None]:
     offered = _offered(websocket)
-    beta = websocket.headers.get("openai-beta", "")
+    beta = websocket.headers.get(OPENAI_BETA_HEADER, "")
     if REALTIME_BETA not in [b.strip() for b in beta.split(",")] and REALTIME_BETA_SUBPROTOCOL not in offered:
         raise APIError(400, f"Missing header 'OpenAI-Beta: {REALTIME_BETA}' (or the subprotocol "
                        f"{REALTIME_BETA_SUBPROTOCOL})", param="OpenAI-Beta")

@@ -29,7 +29,7 @@ from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finish
 from gwlab.wire.tools import ToolSpec, to_responses
 
 log = logging.getLogger("gwlab.local")
-router = APIRouter(prefix="/v1", tags=["responses"])
+router = APIRouter(tags=["responses"])
 Key = Annotated[KeyRecord, Depends(require_key)]
 
 ROLES = ("user", "system", "developer", "assistant")

@@ -26,7 +26,7 @@ from gwlab.local.store import KeyRecord, Store
 from gwlab.wire import tasks
 from gwlab.wire.limits import VIDEO_DEFAULT_VARIANT, VIDEO_POLL_AFTER_HEADER, VIDEO_TERMINAL
 
-router = APIRouter(prefix="/v1", tags=["videos"])
+router = APIRouter(tags=["videos"])
 Key = Annotated[KeyRecord, Depends(require_key)]
 
 KIND = "video"
