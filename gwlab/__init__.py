@@ -6,22 +6,89 @@
 
 Importing gwlab registers `df.gw` (so pandas loads) but stays light otherwise: the embedded gateway,
 its models, the widgets and jsonschema load when first used.
+
+The names below are the public face, as httpx's: each is documented in docs/reference/gwlab.md (a test
+holds the two lists equal) and reports `gwlab` as its module, so reprs, tracebacks and help() show the
+name a user imports rather than the module it happens to live in today.
 """
 
 from __future__ import annotations
 
 from gwlab import errors
 from gwlab.client.dialect import Dialect
-from gwlab.client.gateway import AsyncGateway, Gateway, connect
-from gwlab.client.ledger import run
-from gwlab.errors import *  # noqa: F403  (so `except gwlab.GatewayError` catches everything of ours)
+from gwlab.client.gateway import AsyncGateway, Gateway
+from gwlab.client.ledger import label_calls
+from gwlab.client.streams import AsyncEventStream, EventStream
+from gwlab.connection import connect, current_gateway
+from gwlab.errors import (
+    AuthenticationFailed,
+    BadRequest,
+    ConnectionFailed,
+    GatewayError,
+    IncompleteStream,
+    InvalidEvent,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    ProtocolError,
+    RateLimited,
+    RealtimeError,
+    ServerError,
+    StatusError,
+    StreamError,
+    StreamInterrupted,
+    Timeout,
+)
+from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
+from gwlab.frames.budget import Budget
+from gwlab.frames.evaluate import evaluate
+from gwlab.wire.chat import ChatCompletion
+from gwlab.wire.decisions import DecisionResult
+from gwlab.wire.messages import Message
+from gwlab.wire.responses import Response
 
 __version__ = "0.1.0"
 
-__all__ = ["AsyncGateway", "Dialect", "Gateway", "connect", "errors", "evaluate", "run", *errors.__all__]
+__all__ = [
+    "AsyncEventStream",
+    "AsyncGateway",
+    "AuthenticationFailed",
+    "BadRequest",
+    "Budget",
+    "ChatCompletion",
+    "ConnectionFailed",
+    "DecisionResult",
+    "Dialect",
+    "EventStream",
+    "Gateway",
+    "GatewayError",
+    "IncompleteStream",
+    "InvalidEvent",
+    "InvalidRequest",
+    "Message",
+    "NotFound",
+    "PermissionDenied",
+    "ProtocolError",
+    "RateLimited",
+    "RealtimeError",
+    "Response",
+    "ServerError",
+    "StatusError",
+    "StreamError",
+    "StreamInterrupted",
+    "Timeout",
+    "connect",
+    "current_gateway",
+    "errors",
+    "evaluate",
+    "label_calls",
+]
 
-from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
-from gwlab.frames.evaluate import evaluate
+for _name in __all__:
+    _obj = globals()[_name]
+    if hasattr(_obj, "__module__") and _name != "errors":
+        _obj.__module__ = "gwlab"  # as httpx: the name a user imports, not the file it lives in
+del _name, _obj
 
 
 def load_ipython_extension(ipython: object) -> None:

@@ -32,7 +32,6 @@ __all__ = [
     "AuthenticationFailed",
     "BadRequest",
     "ConnectionFailed",
-    "ConnectionInterrupted",
     "GatewayError",
     "IncompleteStream",
     "InvalidEvent",
@@ -47,8 +46,6 @@ __all__ = [
     "StreamError",
     "StreamInterrupted",
     "Timeout",
-    "error_for_status",
-    "field_of",
 ]
 
 
@@ -80,9 +77,6 @@ class ConnectionFailed(GatewayError):
         self.method, self.path = method, path
         where = f" ({method} {path})" if method else ""
         super().__init__(f"{message}{where}")
-
-
-ConnectionInterrupted = ConnectionFailed
 
 
 class Timeout(ConnectionFailed):
@@ -189,19 +183,6 @@ class RateLimited(StatusError):
 
 class ServerError(StatusError):
     """5xx: a temporary platform or upstream failure."""
-
-
-_BY_STATUS: dict[int, type[StatusError]] = {
-    400: BadRequest, 401: AuthenticationFailed, 403: PermissionDenied, 404: NotFound,
-    413: BadRequest, 415: BadRequest, 422: BadRequest, 429: RateLimited,
-}
-
-
-def error_for_status(status: int) -> type[StatusError]:
-    """The most specific class for an HTTP status."""
-    if status in _BY_STATUS:
-        return _BY_STATUS[status]
-    return ServerError if status >= 500 else StatusError
 
 
 def field_of(body: Any) -> str | None:

@@ -1,7 +1,7 @@
 """IPython magics: `%load_ext gwlab`, then `%%gw chat`, `%%gw decide`, `%gw usage`, `%gw models`.
 
 They use the gateway the user connected: what `gwlab.connect()` returned last in this kernel
-(`gwlab.client.gateway.current_gateway()`), so `%gw usage` lists the notebook's calls and no second
+(`gwlab.current_gateway()`), so `%gw usage` lists the notebook's calls and no second
 embedded gateway starts. With none connected yet, the first magic calls `gwlab.connect()` (hosted when
 GWLAB_BASE_URL and GWLAB_API_KEY are set, else the process's embedded local gateway). `%gw use NAME`
 (or `%gw connect NAME`) makes the magics use another Gateway variable, `--gateway NAME` one cell.
@@ -29,7 +29,8 @@ from typing import Any
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from gwlab.client.gateway import ENV_API_KEY, Gateway, current_gateway
+from gwlab.client.gateway import Gateway
+from gwlab.connection import ENV_API_KEY, current_gateway
 from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.wire import models as _models
 
@@ -230,7 +231,7 @@ class GwMagics(Magics):
         print(f"[gw] the magics use {session_gateway()!r}")
 
     def _connect(self, args: argparse.Namespace, cell: str | None) -> None:
-        from gwlab.client.gateway import connect
+        from gwlab.connection import connect
 
         if args.gateway:
             use_gateway(self._evaluate(args.gateway, "gateway"), owned=False)

@@ -3,16 +3,18 @@
 A batch of a million decisions records a million calls; as frozen dataclasses they held 34 MB per
 100k calls, which was all of a long run's memory growth. Here numbers live in `array` columns (None as
 a sentinel), repeated strings (method, path, family, model, error, run) as codes into a table of
-distinct values, and request ids end to end in one bytearray.
+distinct values, and request ids end to end in one bytearray. numpy and pandas are imported inside
+`column()`: the client layer loads them only when a frame is asked for.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 _NONE = -(2**63)  # the missing integer: no count, status or token total can be this
 _BOOL_NONE = -1
@@ -29,6 +31,7 @@ class _Floats:
         return self.values[i]
 
     def column(self) -> np.ndarray:
+        import numpy as np
         return np.array(self.values, dtype=np.float64)
 
 
@@ -47,6 +50,7 @@ class _Ints:
         return None if value == _NONE else value
 
     def column(self) -> Any:
+        import numpy as np
         import pandas as pd
 
         values = np.array(self.values, dtype=np.int64)
@@ -66,6 +70,7 @@ class _Bools:
         return None if value == _BOOL_NONE else bool(value)
 
     def column(self) -> Any:
+        import numpy as np
         import pandas as pd
 
         values = np.array(self.values, dtype=np.int8)
@@ -94,6 +99,7 @@ class _Labels:
         return self.table[self.codes[i]]
 
     def column(self) -> np.ndarray:
+        import numpy as np
         return np.array(self.table, dtype=object)[np.array(self.codes, dtype=np.intp)]
 
 
@@ -118,6 +124,7 @@ class _Texts:
         return self.data[self.ends[i - 1] if i else 0:self.ends[i]].decode()
 
     def column(self) -> np.ndarray:
+        import numpy as np
         return np.array([self.get(i) for i in range(len(self.ends))], dtype=object)
 
 

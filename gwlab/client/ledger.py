@@ -1,7 +1,7 @@
 """The request ledger: one row per call, never a key, never an input (spec: response rule 5).
 
 Rows are kept in memory and, when a path is given, in SQLite (standard library) so a notebook can
-read yesterday's usage after a restart. `run("name")` labels every call made inside it, across
+read yesterday's usage after a restart. `label_calls("name")` labels every call made inside it, across
 threads of the sync facade and tasks of the async one, through a context variable.
 
 `ending` says how each call's answer ended, in one vocabulary for chat, responses and messages,
@@ -32,13 +32,13 @@ from gwlab.wire import endings
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Ledger", "LedgerEntry", "RealtimeErrorEntry", "current_run", "run", "settle_ending"]
+__all__ = ["Ledger", "LedgerEntry", "RealtimeErrorEntry", "current_run", "label_calls", "settle_ending"]
 
 _RUN: ContextVar[str | None] = ContextVar("gwlab_run", default=None)
 
 
 @contextmanager
-def run(name: str) -> Iterator[str]:
+def label_calls(name: str) -> Iterator[str]:
     """Label every call made inside the block with `name` (the ledger's `run` column)."""
     token = _RUN.set(name)
     try:

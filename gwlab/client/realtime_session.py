@@ -16,12 +16,11 @@ import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gwlab.client.ledger import Ledger
 from gwlab.client.transport import Call
 from gwlab.errors import ConnectionFailed, GatewayError, RealtimeError, StreamInterrupted, Timeout
-from gwlab.wire import audio
 from gwlab.wire import realtime as wire
 from gwlab.wire.limits import REALTIME_MAX_APPEND_BYTES
 from gwlab.wire.realtime_events import (
@@ -37,6 +36,9 @@ from gwlab.wire.realtime_events import (
     UnknownEvent,
     parse_event,
 )
+
+if TYPE_CHECKING:
+    from gwlab.wire import audio  # numpy: imported where audio is handled, not with the client
 
 __all__ = ["FunctionCall", "RealtimeSession", "Turn"]
 
@@ -99,6 +101,8 @@ class Turn:
     @property
     def pcm16(self) -> bytes:
         """The audio as pcm16 (24 kHz for pcm16 sessions, 8 kHz for G.711 ones)."""
+        from gwlab.wire import audio
+
         return audio.decode(self.audio, self.audio_format)
 
 
@@ -249,6 +253,8 @@ class RealtimeSession:
         `rate` (when not the format's) resamples through one streaming resampler, so 20 ms frames
         join without clicks; `commit` flushes its tail. Returns the last event_id sent.
         """
+        from gwlab.wire import audio
+
         fmt = self._session.get("input_audio_format", "pcm16")
         target = audio.FORMAT_RATES[fmt]
         if rate is not None and rate != target:
@@ -268,6 +274,8 @@ class RealtimeSession:
         if self._resampler is not None:
             tail, self._resampler = self._resampler.flush(), None
             if tail.size:
+                from gwlab.wire import audio
+
                 fmt = self._session.get("input_audio_format", "pcm16")
                 data = base64.b64encode(audio.encode(audio.float_to_pcm16(tail), fmt)).decode()
                 await self.send({"type": wire.INPUT_AUDIO_BUFFER_APPEND, "audio": data})

@@ -177,6 +177,13 @@ def _is_json(media_type: str) -> bool:
     return media_type == "application/json" or media_type.endswith("+json")
 
 
+# the most specific class per status; others: ServerError for 5xx, else StatusError
+_STATUS_CLASSES: dict[int, type[errors.StatusError]] = {
+    400: errors.BadRequest, 401: errors.AuthenticationFailed, 403: errors.PermissionDenied, 404: errors.NotFound,
+    413: errors.BadRequest, 415: errors.BadRequest, 422: errors.BadRequest, 429: errors.RateLimited,
+}
+
+
 def status_error(status: int, headers: Mapping[str, str] | list[tuple[str, str]], content: bytes | str | None, *,
                  method: str, path: str,
                  family: str = "", reason: str | None = None, request_id: str | None = None,
@@ -195,7 +202,7 @@ def status_error(status: int, headers: Mapping[str, str] | list[tuple[str, str]]
     request_id = request_id or request_id_of(headers)
     if request_id is None and isinstance(body, Mapping) and isinstance(body.get("request_id"), str):
         request_id = body["request_id"]
-    cls = errors.error_for_status(status)
+    cls = _STATUS_CLASSES.get(status, errors.ServerError if status >= 500 else errors.StatusError)
     message = _message(body) or reason or "HTTP error"
     hint = _hint(status, body, family, method, path)
     kwargs: dict[str, Any] = {"status": status, "body": body, "request_id": request_id, "method": method,

@@ -116,7 +116,7 @@ _default_lock = threading.Lock()
 def _default_gateway() -> Any:
     """The gateway the user connected (`gwlab.connect()`'s last), so a batch's calls land in its
     `gw.usage`; with none, `connect()` once (the hosted gateway if configured, else the local one)."""
-    from gwlab.client.gateway import current_gateway
+    from gwlab.connection import current_gateway
 
     return current_gateway()
 
@@ -129,7 +129,7 @@ def run_tag(conn: Connection, name: str) -> Iterator[None]:
     if ledger.current_run() is not None:
         yield
         return
-    with ledger.run(f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"):
+    with ledger.label_calls(f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"):
         yield
 
 

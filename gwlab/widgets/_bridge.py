@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from gwlab.client.gateway import AsyncGateway, Gateway, current_gateway
+from gwlab.client.gateway import AsyncGateway, Gateway
+from gwlab.connection import current_gateway
 
 __all__ = ["Bridge", "Throttle"]
 

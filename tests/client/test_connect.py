@@ -81,7 +81,7 @@ def test_connect_twice_starts_one_embedded_gateway_which_stops_with_its_last_use
 
 
 def test_the_gateway_connect_returned_last_is_the_current_one_while_open():
-    from gwlab.client.gateway import current_gateway
+    from gwlab.connection import current_gateway
 
     env = {"GWLAB_BASE_URL": "http://gw.example:8000", "GWLAB_API_KEY": CANARY_KEY}
     first, second = gwlab.connect(env=env), gwlab.connect(env=env)

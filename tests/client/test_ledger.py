@@ -39,7 +39,7 @@ async def test_every_call_is_a_row_with_the_spec_columns(make_gateway):
 async def test_sqlite_ledger_keeps_rows_across_sessions(make_gateway, tmp_path):
     path = tmp_path / "ledger.sqlite"
     gw = make_gateway(answer, ledger_path=path)
-    with gwlab.run("day-1"):
+    with gwlab.label_calls("day-1"):
         await gw.chat("hi", model="m")
     await gw.aclose()
     later = Ledger(path)

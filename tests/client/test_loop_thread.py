@@ -38,7 +38,7 @@ def test_sync_facade_works_inside_a_running_event_loop():
 def test_run_label_travels_from_the_calling_thread_to_the_ledger():
     gw = make()
     try:
-        with gwlab.run("batch-7"):
+        with gwlab.label_calls("batch-7"):
             gw.chat("hi", model="m")
         gw.chat("hi", model="m")
         assert [row.run for row in gw.ledger.entries()] == ["batch-7", None]
@@ -48,7 +48,7 @@ def test_run_label_travels_from_the_calling_thread_to_the_ledger():
 
 async def test_run_label_reaches_concurrent_async_calls(make_gateway):
     gw = make_gateway(ok)
-    with gwlab.run("fan-out"):
+    with gwlab.label_calls("fan-out"):
         await asyncio.gather(*(gw.chat("hi", model="m") for _ in range(3)))
     assert {row.run for row in gw.ledger.entries()} == {"fan-out"}
 
