@@ -20,10 +20,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from gwlab.client._ledger_columns import Columns
@@ -32,7 +32,7 @@ from gwlab.wire import endings
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Ledger", "LedgerEntry", "RealtimeErrorEntry", "current_run", "label_calls", "settle_ending"]
+__all__ = ["CallRecord", "Ledger", "LedgerEntry", "RealtimeErrorEntry", "current_run", "label_calls", "settle_ending"]
 
 _RUN: ContextVar[str | None] = ContextVar("gwlab_run", default=None)
 
@@ -204,3 +204,54 @@ class Ledger:
     def __repr__(self) -> str:
         where = f", path={self.path!r}" if self.path else ""
         return f"Ledger({len(self._rows)} calls{where})"
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """The ledger row of one call in the making: started when it is sent, recorded once when it ends."""
+
+    method: str
+    path: str
+    family: str
+    model: str | None
+    streamed: bool
+    started: float = field(default_factory=time.perf_counter)
+    time: float = field(default_factory=time.time)
+    run: str | None = field(default_factory=current_run)
+    status: int | None = None
+    request_id: str | None = None
+    retries: int = 0
+    recorded: bool = False
+
+    def record(self, ledger: Ledger, *, usage: Any = None, complete: bool | None = None,
+               error: BaseException | str | None = None, ending: str | None = None) -> None:
+        """One ledger row; `complete` follows from `ending` (gwlab/wire/endings.py) when one is given.
+
+        An error after a success status line arrived lost an answer that had begun (the body was cut):
+        `interrupted`, as a cut stream is; any other error is `failed`."""
+        if self.recorded:
+            return
+        self.recorded = True
+        if ending is None and error is not None and self.status is not None and self.status < 400:
+            ending = endings.INTERRUPTED
+        ending, complete = settle_ending(ending, complete, error)
+        tokens_in, tokens_out = _tokens(usage)
+        ledger.record(time=self.time, method=self.method, path=self.path, family=self.family,
+                      model=self.model, status=self.status, request_id=self.request_id,
+                      latency_s=time.perf_counter() - self.started, input_tokens=tokens_in,
+                      output_tokens=tokens_out, retries=self.retries, streamed=self.streamed,
+                      complete=complete, run=self.run,
+                      error=error if isinstance(error, str | None) else type(error).__name__, ending=ending)
+
+
+def _tokens(usage: Any) -> tuple[int | None, int | None]:
+    """Input and output tokens of a typed usage (any family) or a usage mapping."""
+    if usage is None:
+        return None, None
+    if isinstance(usage, Mapping):
+        tokens_in = usage.get("input_tokens", usage.get("prompt_tokens"))
+        tokens_out = usage.get("output_tokens", usage.get("completion_tokens"))
+    else:
+        tokens_in, tokens_out = getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
+    return (tokens_in if isinstance(tokens_in, int) else None,
+            tokens_out if isinstance(tokens_out, int) else None)

@@ -18,8 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gwlab.client.ledger import Ledger
-from gwlab.client.transport import Call
+from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.errors import ConnectionFailed, GatewayError, RealtimeError, StreamInterrupted, Timeout
 from gwlab.wire import realtime as wire
 from gwlab.wire.limits import REALTIME_MAX_APPEND_BYTES
@@ -217,7 +216,7 @@ class RealtimeSession:
                  ledger: Ledger | None = None) -> None:
         self.model = model
         self._ledger = ledger
-        self._call: Call | None = None  # the session's ledger row, written when it ends
+        self._call: CallRecord | None = None  # the session's ledger row, written when it ends
         self._usage: dict[str, int] = {}
         self._session: dict[str, Any] = _checked_session({}, session) if session else {}
         self._server_session: Mapping[str, Any] = {}  # as session.created/updated last described it

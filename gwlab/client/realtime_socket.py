@@ -26,9 +26,9 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-from gwlab.client.ledger import Ledger
+from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.client.realtime_session import RealtimeSession, _End, _Reconnected
-from gwlab.client.transport import Call, request_id_of, status_error
+from gwlab.client.transport import request_id_of, status_error
 from gwlab.errors import ConnectionFailed, GatewayError
 from gwlab.wire import realtime as wire
 from gwlab.wire.limits import API_KEY_HEADER, AUTHORIZATION_HEADER
@@ -90,7 +90,7 @@ class AsyncRealtimeConnection(RealtimeSession):
     async def open(self) -> None:
         """Connect (Connection-category failures retried within the budget), then send the session."""
         self._changed = asyncio.Condition()
-        self._call = Call("GET", "/realtime", "realtime", self.model, streamed=True)
+        self._call = CallRecord("GET", "/realtime", "realtime", self.model, streamed=True)
         try:
             ws = await self._connect_with_budget()
         except GatewayError as exc:

@@ -32,7 +32,7 @@ from gwlab.wire.sse import Event, SSEDecoder
 
 if TYPE_CHECKING:
     from gwlab.client._loop import LoopThread
-    from gwlab.client.transport import AsyncTransport, Call
+    from gwlab.client.ledger import CallRecord, Ledger
 
 __all__ = ["Accumulator", "AsyncEventStream", "EventStream"]
 
@@ -72,10 +72,11 @@ class Accumulator(Protocol[E, R]):
 class AsyncEventStream(Generic[E, R]):
     """Async iterator of typed events; `result` is the typed answer as far as it arrived."""
 
-    def __init__(self, transport: AsyncTransport, response: httpx.Response, call: Call,
-                 accumulator: Accumulator[E, R], *, allow_partial: bool = False,
-                 deadline_at: float | None = None) -> None:
-        self._transport = transport
+    def __init__(self, response: httpx.Response, call: CallRecord, accumulator: Accumulator[E, R], *,
+                 ledger: Ledger, allow_partial: bool = False, deadline_at: float | None = None,
+                 deadline_s: float | None = None) -> None:
+        self._ledger = ledger  # where the call's row goes when the stream ends, however it ends
+        self._deadline_s = deadline_s
         self._response = response
         self._call = call
         self._acc = accumulator
@@ -168,7 +169,7 @@ class AsyncEventStream(Generic[E, R]):
         """Stop reading; a stream closed before its end is recorded as not complete."""
         if not self._finished:
             self._finished = self._stopped = True
-            self._call.record(self._transport.ledger, usage=self._acc.usage, ending=STOPPED)
+            self._call.record(self._ledger, usage=self._acc.usage, ending=STOPPED)
         await self._response.aclose()
 
     async def __aenter__(self) -> AsyncEventStream[E, R]:
@@ -192,7 +193,7 @@ class AsyncEventStream(Generic[E, R]):
                 await self._conclude(cut=exc)
                 break
             except TimeoutError:
-                await self._conclude(cut=f"the overall deadline of {self._transport.deadline}s passed")
+                await self._conclude(cut=f"the overall deadline of {self._deadline_s}s passed")
                 break
             if chunk is None:
                 self._decoder.close()
@@ -233,14 +234,14 @@ class AsyncEventStream(Generic[E, R]):
                 failure.__cause__ = cut
             if not self._allow_partial:
                 self._raise = failure
-        call.record(self._transport.ledger, usage=acc.usage, ending=acc.ending, error=failure)
+        call.record(self._ledger, usage=acc.usage, ending=acc.ending, error=failure)
         await self._response.aclose()
 
     async def _finish_with(self, result: R) -> None:
         """The gateway answered a stream request with a whole JSON body: nothing left to read."""
         self._override = result
         self._finished = True
-        self._call.record(self._transport.ledger, usage=getattr(result, "usage", None),
+        self._call.record(self._ledger, usage=getattr(result, "usage", None),
                           ending=getattr(result, "ending", COMPLETE))
 
 

@@ -30,7 +30,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
@@ -40,7 +40,7 @@ import httpx
 from gwlab import errors
 from gwlab.client import dialect as _dialect  # `dialect` is AsyncTransport's parameter and property
 from gwlab.client._http11 import FastTransport
-from gwlab.client.ledger import Ledger, current_run, settle_ending
+from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.wire import endings, limits
 
 if TYPE_CHECKING:
@@ -266,57 +266,6 @@ class Reply:
     retries: int = 0
 
 
-@dataclass(slots=True)
-class Call:
-    """The ledger row of one call in the making."""
-
-    method: str
-    path: str
-    family: str
-    model: str | None
-    streamed: bool
-    started: float = field(default_factory=time.perf_counter)
-    time: float = field(default_factory=time.time)
-    run: str | None = field(default_factory=current_run)
-    status: int | None = None
-    request_id: str | None = None
-    retries: int = 0
-    recorded: bool = False
-
-    def record(self, ledger: Ledger, *, usage: Any = None, complete: bool | None = None,
-               error: BaseException | str | None = None, ending: str | None = None) -> None:
-        """One ledger row; `complete` follows from `ending` (gwlab/wire/endings.py) when one is given.
-
-        An error after a success status line arrived lost an answer that had begun (the body was cut):
-        `interrupted`, as a cut stream is; any other error is `failed`."""
-        if self.recorded:
-            return
-        self.recorded = True
-        if ending is None and error is not None and self.status is not None and self.status < 400:
-            ending = endings.INTERRUPTED
-        ending, complete = settle_ending(ending, complete, error)
-        tokens_in, tokens_out = _tokens(usage)
-        ledger.record(time=self.time, method=self.method, path=self.path, family=self.family,
-                      model=self.model, status=self.status, request_id=self.request_id,
-                      latency_s=time.perf_counter() - self.started, input_tokens=tokens_in,
-                      output_tokens=tokens_out, retries=self.retries, streamed=self.streamed,
-                      complete=complete, run=self.run,
-                      error=error if isinstance(error, str | None) else type(error).__name__, ending=ending)
-
-
-def _tokens(usage: Any) -> tuple[int | None, int | None]:
-    """Input and output tokens of a typed usage (any family) or a usage mapping."""
-    if usage is None:
-        return None, None
-    if isinstance(usage, Mapping):
-        tokens_in = usage.get("input_tokens", usage.get("prompt_tokens"))
-        tokens_out = usage.get("output_tokens", usage.get("completion_tokens"))
-    else:
-        tokens_in, tokens_out = getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
-    return (tokens_in if isinstance(tokens_in, int) else None,
-            tokens_out if isinstance(tokens_out, int) else None)
-
-
 def _ending_of(family: str, result: Any) -> str:
     """How a whole answer ended: a typed result says it, a raw body is read by its family's rule, and
     any other successful call (a listing, a decision) is simply complete."""
@@ -424,7 +373,7 @@ class AsyncTransport:
         retries by itself with `self.retry` between attempts."""
         policy = self._policy(retries)  # may refuse: nothing sent
         out = _dialect.adapt_request(self.dialect, family, method, path, json)  # may refuse: nothing sent
-        call = Call(method, _path(path, path_params), family, _model(json), streamed=False)
+        call = CallRecord(method, _path(path, path_params), family, _model(json), streamed=False)
         try:
             async with asyncio.timeout(self.deadline):
                 response, out = await self._exchange_in_dialect(
@@ -454,7 +403,7 @@ class AsyncTransport:
         from gwlab.client.streams import AsyncEventStream  # streams imports this module
 
         out = _dialect.adapt_request(self.dialect, family, method, path, json)  # may refuse: nothing sent
-        call = Call(method, _path(path, None), family, _model(json), streamed=True)
+        call = CallRecord(method, _path(path, None), family, _model(json), streamed=True)
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + self.deadline if self.deadline is not None else None
         try:
@@ -478,8 +427,8 @@ class AsyncTransport:
         except BaseException as exc:
             call.record(self.ledger, error=exc)
             raise
-        stream = AsyncEventStream(self, response, call, accumulator, allow_partial=allow_partial,
-                                  deadline_at=deadline_at)
+        stream = AsyncEventStream(response, call, accumulator, ledger=self.ledger, allow_partial=allow_partial,
+                                  deadline_at=deadline_at, deadline_s=self.deadline)
         if parse is not None and media_type != "text/event-stream":
             await stream._finish_with(parse(body, call.request_id))
         return stream
@@ -494,7 +443,7 @@ class AsyncTransport:
             raise errors.InvalidRequest("retries", f"a count of resends >= 0; got {retries!r}")
         return replace(self.retry, max_retries=retries)
 
-    def _deadline_passed(self, call: Call) -> errors.Timeout:
+    def _deadline_passed(self, call: CallRecord) -> errors.Timeout:
         return errors.Timeout(f"the overall deadline of {self.deadline}s passed", method=call.method,
                               path=call.path)
 
@@ -505,7 +454,7 @@ class AsyncTransport:
         """How this gateway differs from the spec, each setting with its provenance (client.dialect)."""
         return self.dialects.dialect
 
-    async def _exchange_in_dialect(self, call: Call, out: _dialect.Outgoing, *, path: str, json: Any = None,
+    async def _exchange_in_dialect(self, call: CallRecord, out: _dialect.Outgoing, *, path: str, json: Any = None,
                                    **kwargs: Any) -> tuple[httpx.Response, _dialect.Outgoing]:
         """`_exchange` of `out` (the route and body the dialect says); an error that is evidence for another
         setting (client.dialect.fallback) is answered by one resend under it, remembered if it works."""
@@ -533,7 +482,7 @@ class AsyncTransport:
                 self.dialects.learn(step.name, step.value, f"{step.evidence} {response.status_code}")
             return response, out
 
-    def _learn_from_answer(self, call: Call, path: str, body: Any) -> None:
+    def _learn_from_answer(self, call: CallRecord, path: str, body: Any) -> None:
         if call.family == "models" and call.method == "GET" and path == "/models":
             step = _dialect.from_models(body)
             if step is not None:
@@ -541,7 +490,7 @@ class AsyncTransport:
 
     # -- the exchange with retries ------------------------------------------------------------------
 
-    async def _exchange(self, call: Call, *, path: str, json: Any = None,
+    async def _exchange(self, call: CallRecord, *, path: str, json: Any = None,
                         params: Mapping[str, Any] | None = None,
                         path_params: Mapping[str, Any] | None = None, content: bytes | None = None,
                         files: Any = None, data: Any = None, headers: Mapping[str, str] | None = None,
@@ -577,11 +526,11 @@ class AsyncTransport:
             await asyncio.sleep(delay)
             call.retries += 1
 
-    def _may_wait(self, call: Call, delay: float) -> bool:
+    def _may_wait(self, call: CallRecord, delay: float) -> bool:
         """The policy said wait `delay`: only if the call's overall deadline outlives it."""
         return self.deadline is None or (time.perf_counter() - call.started) + delay < self.deadline
 
-    async def _status_error(self, response: httpx.Response, call: Call) -> errors.StatusError:
+    async def _status_error(self, response: httpx.Response, call: CallRecord) -> errors.StatusError:
         try:
             await response.aread()
         except httpx.HTTPError:
@@ -594,7 +543,7 @@ class AsyncTransport:
         call.request_id = error.request_id
         return error
 
-    async def _read_body(self, response: httpx.Response, call: Call, expect_json: bool) -> Any:
+    async def _read_body(self, response: httpx.Response, call: CallRecord, expect_json: bool) -> Any:
         """The body parsed by its Content-Type (spec: response rule 2)."""
         try:
             content = await response.aread()

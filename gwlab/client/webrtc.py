@@ -33,10 +33,10 @@ from aiortc import (
 from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
 
-from gwlab.client.ledger import Ledger
+from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.client.realtime import AsyncRealtime, EphemeralToken, realtime_url
 from gwlab.client.realtime_session import RealtimeSession, _End
-from gwlab.client.transport import Call, request_id_of, status_error
+from gwlab.client.transport import request_id_of, status_error
 from gwlab.errors import ConnectionFailed, InvalidRequest, Timeout
 from gwlab.wire import audio
 from gwlab.wire import realtime as wire
@@ -278,7 +278,7 @@ async def _open(realtime: AsyncRealtime, model: str, token: EphemeralToken | str
     value = await _ephemeral_value(realtime, model, token)
     config = RTCConfiguration(iceServers=[RTCIceServer(urls=url) for url in ice_servers])
     pc = RTCPeerConnection(config)
-    call = Call("POST", "/realtime", "realtime", model, streamed=True)  # the session's ledger row
+    call = CallRecord("POST", "/realtime", "realtime", model, streamed=True)  # the session's ledger row
     try:
         track = PcmAudioTrack()
         pc.addTrack(track)
@@ -314,7 +314,7 @@ async def _ephemeral_value(realtime: AsyncRealtime, model: str, token: Ephemeral
     return value
 
 
-async def _post_offer(url: str, offer: str, token: str, timeout: float, call: Call) -> str:
+async def _post_offer(url: str, offer: str, token: str, timeout: float, call: CallRecord) -> str:
     """POST the offer SDP with the ephemeral token (only), return the answer SDP.
 
     Plain httpx rather than the transport: the transport adds the long-lived key to every request.

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from gwlab.errors import RateLimited
 from gwlab.frames.outcome import RunInterrupted, RunSummary
-from gwlab.frames.runner import Batch, Reply, Runner, RunResult, Sender
+from gwlab.frames.runner import Answer, Batch, Runner, RunResult, Sender
 from gwlab.wire import limits
 
 T = TypeVar("T")
@@ -71,12 +71,12 @@ def connection(gateway: Any) -> Connection:
     else:
         raise TypeError(f"gateway= takes a gwlab Gateway or AsyncGateway; got {type(gateway).__name__}")
 
-    async def send(path: str, body: dict[str, Any]) -> Reply:
+    async def send(path: str, body: dict[str, Any]) -> Answer:
         # one attempt: the runner retries between attempts by the transport's own policy, so that a
         # 429 can pause every worker of the run instead of only the request that met it
         reply = await transport.request("POST", path, family=_FAMILIES.get(path, "decisions"), json=body,
                                         retries=0)
-        return Reply(reply.body, None, reply.request_id)
+        return Answer(reply.body, None, reply.request_id)
 
     async def input_limit(model: str) -> int | None:
         """`max_input_tokens` of `model` in GET /models; None when absent or when the listing fails (a

@@ -128,10 +128,9 @@ class RunResult:
         row_job = self.batch.row_job
         ok_rows = row_job >= 0
         take = np.where(ok_rows, row_job, 0)
-        done = (self.status == SENT) | (self.status == CACHED)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN means: no successful ask
-            per_job = self._combine(done)
+            per_job = self._combine(self.done())
         status = per_job.pop("__status")
         row_status = np.where(ok_rows, status[take] if len(status) else ERROR, ERROR)
         text = _STATUS_TEXT[row_status]
@@ -184,10 +183,6 @@ class RunResult:
                 out[f"{name}__std"] = np.nanstd(self.answers[name], axis=0, ddof=1)
             out["__repeats"] = done.sum(axis=0).astype(float)
         any_done = done.any(axis=0)
-        status = np.full(len(any_done), NOT_RUN, dtype=np.int8)
-        status[(self.status == ERROR).any(axis=0) & ~any_done] = ERROR
-        status[any_done] = CACHED
-        status[(self.status == SENT).any(axis=0)] = SENT
         tokens_in = np.where(done, np.nan_to_num(self.input_tokens), 0).sum(axis=0)
         tokens_out = np.where(done, np.nan_to_num(self.output_tokens), 0).sum(axis=0)
         out["__input_tokens"] = np.where(any_done, tokens_in, np.nan)
@@ -196,8 +191,22 @@ class RunResult:
         errors = self.error[0].copy()
         errors[any_done] = None
         out["__error"] = errors
-        out["__status"] = status
+        out["__status"] = self.job_status()
         return out
+
+    def done(self) -> np.ndarray:
+        """(repeats, jobs): which asks have an answer, sent in this run or read from the checkpoint."""
+        return (self.status == SENT) | (self.status == CACHED)
+
+    def job_status(self) -> np.ndarray:
+        """Per request: SENT if any repeat was sent now, else CACHED if any was answered, else ERROR if
+        any failed, else NOT_RUN (the status a row of that request shows)."""
+        any_done = self.done().any(axis=0)
+        status = np.full(len(any_done), NOT_RUN, dtype=np.int8)
+        status[(self.status == ERROR).any(axis=0) & ~any_done] = ERROR
+        status[any_done] = CACHED
+        status[(self.status == SENT).any(axis=0)] = SENT
+        return status
 
 
 def _first_done(values: np.ndarray, done: np.ndarray) -> np.ndarray:

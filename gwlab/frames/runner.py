@@ -33,11 +33,11 @@ from gwlab.frames.outcome import CACHED, ERROR, NOT_RUN, SENT, RunResult, RunSum
 from gwlab.frames.templates import Rows
 from gwlab.frames.usage import PriceTable, as_table
 
-__all__ = ["Batch", "Budget", "Reply", "RunResult", "RunSummary", "Runner", "Sender"]
+__all__ = ["Answer", "Batch", "Budget", "RunResult", "RunSummary", "Runner", "Sender"]
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
+class Answer:
     """What a sender returns: the parsed body, its text as received (for the checkpoint), the request ID."""
 
     data: Any
@@ -45,7 +45,7 @@ class Reply:
     request_id: str | None = None
 
 
-Sender = Callable[[str, dict[str, Any]], Awaitable[Reply]]
+Sender = Callable[[str, dict[str, Any]], Awaitable[Answer]]
 
 
 class Batch:
@@ -210,7 +210,7 @@ class Runner:
         finally:
             await spend.settle(held, tokens_in, tokens_out)
 
-    async def _send_with_pauses(self, body: dict[str, Any], estimate: int, counters: dict[str, int]) -> Reply:
+    async def _send_with_pauses(self, body: dict[str, Any], estimate: int, counters: dict[str, int]) -> Answer:
         """Send, retrying as the client's rules say; a 429 pauses every worker, not only this one."""
         for attempt in itertools.count():
             try:
@@ -255,8 +255,7 @@ class Runner:
     def _summary(self, result: RunResult, spend: Spend, counters: dict[str, int],
                  elapsed: float) -> RunSummary:
         batch = result.batch
-        done = (result.status == SENT) | (result.status == CACHED)
-        per_job = result._combine(done)["__status"]
+        per_job = result.job_status()
         row_status = np.where(batch.row_job >= 0, per_job[np.clip(batch.row_job, 0, None)], ERROR) \
             if len(batch) else np.full(len(batch.row_job), ERROR)
         sent_rows = row_status == SENT

@@ -18,7 +18,7 @@ from gwlab.frames._client import Connection, _transport_policy
 from gwlab.frames.checkpoint import Checkpoint, canonical
 from gwlab.frames.families import decisions_family
 from gwlab.frames.limiter import SharedTokenBucket, TokenBucket
-from gwlab.frames.runner import Budget, Reply
+from gwlab.frames.runner import Answer, Budget
 from gwlab.wire import limits
 
 QUESTIONS = {"urgent": {"type": "noul", "instructions": "Is this urgent?"},
@@ -32,7 +32,7 @@ class FakeGateway:
         self.bodies: list[dict[str, Any]] = []
         self.fail_on, self.limit_first, self.noul = fail_on, limit_first, noul
 
-    async def send(self, path: str, body: dict[str, Any]) -> Reply:
+    async def send(self, path: str, body: dict[str, Any]) -> Answer:
         self.bodies.append(body)
         n = len(self.bodies)
         await asyncio.sleep(0)
@@ -47,7 +47,7 @@ class FakeGateway:
                 "answers": {"urgent": {"type": "noul", "noul": noul},
                             "team": {"type": "choice", "choice": "tech", "confidence": 0.4,
                                      "probabilities": {"billing": 0.3, "tech": 0.7}}}}
-        return Reply(data, json.dumps(data), f"req_{n}")
+        return Answer(data, json.dumps(data), f"req_{n}")
 
     def connection(self) -> Connection:
         return Connection(self.send)
@@ -246,7 +246,7 @@ def test_a_server_error_is_retried_for_that_row_only(tickets: pd.DataFrame) -> N
     fake = FakeGateway()
     failures = [ServerError("down", status=503)]
 
-    async def flaky(path: str, body: dict[str, Any]) -> Reply:
+    async def flaky(path: str, body: dict[str, Any]) -> Answer:
         if failures:
             raise failures.pop()
         return await fake.send(path, body)
