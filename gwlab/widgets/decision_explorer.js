@@ -19,17 +19,6 @@ const CSS = `
 .gwlab-de pre { background: var(--jp-layout-color2, #f6f6f6); padding: 6px; overflow: auto; max-height: 220px; }
 `;
 
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") node.className = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value);
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined));
-  return node;
-}
-
 const pct = (p) => `${(100 * p).toFixed(1)}%`;
 
 function answerView(a) {

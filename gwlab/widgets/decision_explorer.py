@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import pathlib
 import pprint
 import threading
 from collections.abc import Mapping, Sequence
@@ -16,6 +15,7 @@ import traitlets
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.widgets._bridge import Bridge
+from gwlab.widgets._esm import esm_of
 from gwlab.wire import decisions
 from gwlab.wire.decisions import ChoiceAnswer, DecisionResult, NoulAnswer, ScoreAnswer
 from gwlab.wire.models import DEFAULT_MODELS
@@ -51,7 +51,7 @@ class DecisionExplorer(anywidget.AnyWidget):
     gives the edited questions back as a dict; the "copy as Python" box holds them as code.
     """
 
-    _esm = pathlib.Path(__file__).with_suffix(".js")
+    _esm = esm_of(__file__)
 
     model = traitlets.Unicode(DEFAULT_MODEL).tag(sync=True)
     state = traitlets.Unicode("").tag(sync=True)

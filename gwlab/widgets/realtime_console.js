@@ -110,16 +110,6 @@ const CSS = `
 
 const MARKS = { client: "▲ client", server: "▼ server", browser: "● browser" };
 
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined));
-  return node;
-}
-
 function pcm16ToFloat(view, fromRate, toRate) {
   const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength).slice(); // aligned copy
   const pcm = new Int16Array(bytes.buffer, 0, bytes.byteLength >> 1);

@@ -19,7 +19,6 @@ import asyncio
 import base64
 import contextlib
 import json
-import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.client.realtime import AsyncRealtimeConnection, parse_event, realtime_url
 from gwlab.errors import GatewayError
 from gwlab.widgets._bridge import Bridge, Throttle
+from gwlab.widgets._esm import esm_of
 from gwlab.widgets._realtime_view import ConversationView
 from gwlab.wire import audio
 from gwlab.wire import realtime as wire
@@ -79,7 +79,7 @@ class RealtimeConsole(anywidget.AnyWidget):
     >>> RealtimeConsole(gw, model="local/realtime-gemma-3-270m")      # doctest: +SKIP
     """
 
-    _esm = pathlib.Path(__file__).with_suffix(".js")
+    _esm = esm_of(__file__)
 
     model = traitlets.Unicode(DEFAULT_MODEL).tag(sync=True)
     mode = traitlets.Enum(("vad", "ptt"), default_value="vad").tag(sync=True)

@@ -22,17 +22,6 @@ const CSS = `
 const ENDED_BADLY = new Set(["capped", "filtered", "refused", "other", "stopped", "interrupted", "incomplete",
   "failed", "error"]);
 
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") node.className = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value);
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined));
-  return node;
-}
-
 function usageText(usage) {
   if (!usage || usage.input_tokens === undefined) return "usage: n/a";
   return `usage: ${usage.input_tokens} in / ${usage.output_tokens ?? "?"} out tokens`;

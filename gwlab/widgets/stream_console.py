@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import pathlib
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,6 +15,7 @@ import traitlets
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.widgets._bridge import Bridge, Throttle
+from gwlab.widgets._esm import esm_of
 
 __all__ = ["PROTOCOLS", "StreamConsole"]
 
@@ -58,7 +58,7 @@ class StreamConsole(anywidget.AnyWidget):
     >>> StreamConsole(gw, model="local/gemma-3-270m")            # doctest: +SKIP
     """
 
-    _esm = pathlib.Path(__file__).with_suffix(".js")
+    _esm = esm_of(__file__)
 
     model = traitlets.Unicode().tag(sync=True)
     protocol = traitlets.Enum(PROTOCOLS, default_value="chat").tag(sync=True)

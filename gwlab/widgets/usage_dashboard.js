@@ -17,16 +17,6 @@ const COLUMNS = [["time", "time (UTC)"], ["family", "family"], ["path", "path"],
   ["status", "status"], ["latency_ms", "ms"], ["input_tokens", "in"], ["output_tokens", "out"],
   ["ending", "ending"], ["run", "run"], ["error", "error"]];
 
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined));
-  return node;
-}
-
 const cell = (v) => (v === null || v === undefined ? "" : String(v));
 
 export default {

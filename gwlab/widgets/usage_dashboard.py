@@ -6,7 +6,6 @@ import asyncio
 import concurrent.futures
 import io
 import math
-import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +14,7 @@ import traitlets
 
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.widgets._bridge import Bridge
+from gwlab.widgets._esm import esm_of
 
 __all__ = ["UsageDashboard"]
 
@@ -37,7 +37,7 @@ class UsageDashboard(anywidget.AnyWidget):
         Draw `gwlab.plots.usage_over_time` and `latency` (redrawn only when rows were added).
     """
 
-    _esm = pathlib.Path(__file__).with_suffix(".js")
+    _esm = esm_of(__file__)
 
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)  # newest first
     summary = traitlets.Dict().tag(sync=True)

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from gwlab.wire.decisions import Question  # one definition, validated on the wire; re-exported here
+
+T = TypeVar("T")
+
+
+class LoadOnce(Generic[T]):
+    """A model built by `load` on first use, once per holder even when threads race for it (the weights
+    cost a second and hundreds of MB; a second copy would double both)."""
+
+    def __init__(self, load: Callable[[], T]) -> None:
+        self._load, self._value, self._lock = load, None, threading.Lock()
+        self._loaded = False
+
+    def __call__(self) -> T:
+        if not self._loaded:
+            with self._lock:
+                if not self._loaded:
+                    self._value, self._loaded = self._load(), True
+        return self._value  # type: ignore[return-value]
 
 
 class InputTooLong(ValueError):

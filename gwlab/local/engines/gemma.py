@@ -6,10 +6,10 @@ GEMMA_TERMS.html); they ship in the optional `gwlab[local]` extra only.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
+from gwlab.local.engines.base import LoadOnce
 from gwlab.local.engines.llama import LlamaGenerator, load_llama
 
 MODEL_ID = "local/gemma-3-270m"
@@ -53,20 +53,13 @@ def build_prompt(system: str | None, turns: Sequence[tuple[str, str]]) -> str:
     return "".join(parts)
 
 
-_llm: Any = None
-_load_lock = threading.Lock()
+def _build() -> Any:
+    from gwlab.local.engines._gguf import gemma_gguf_path
+
+    return load_llama(str(gemma_gguf_path()), N_CTX)
 
 
-def _load() -> Any:
-    """The process-wide Llama, built on first use (~1 s, ~400 MB)."""
-    global _llm
-    if _llm is None:
-        with _load_lock:
-            if _llm is None:
-                from gwlab.local.engines._gguf import gemma_gguf_path
-
-                _llm = load_llama(str(gemma_gguf_path()), N_CTX)
-    return _llm
+_load = LoadOnce(_build)  # the process-wide Llama, built on first use (~1 s, ~400 MB)
 
 
 class GemmaGenerator(LlamaGenerator):

