@@ -5,7 +5,9 @@ Run: .venv/bin/python bench/client_cpu.py [--requests 2000] [--rounds 5]
 gwlab is measured over every transport it can use, side by side in one run: the hand-written fast
 path (`http_transport="fast"`, what loopback gateways get), httpx's own transport (`"httpx"`, the
 kept library, what every other gateway gets) and httpx-aiohttp (aiohttp's C parser behind httpx,
-measured and rejected: docs/benchmarks.md says why); the openai SDK is the peer.
+measured and rejected: docs/benchmarks.md says why); the openai SDK is the peer. Last, it counts
+how often each transport sends a video creation whose connection drops after the request was read
+(once is right: a resend may create a second billable task).
 
 A tiny uvicorn app in a subprocess answers every POST /v1/chat/completions with a canned chat
 completion at once, so what is measured is the client's own work: `time.process_time()` of this
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import socket
 import statistics
@@ -110,6 +113,34 @@ async def measure(base_url: str, n: int, rounds: int) -> dict[str, list[float]]:
     return results
 
 
+async def dropped_post_sends() -> dict[str, int]:
+    """How often each transport sends a video creation whose connection drops after the request was
+    read: more than once means a second billable task (the retry policy must never resend it)."""
+    from httpx_aiohttp import AiohttpTransport
+
+    import gwlab
+    from gwlab import errors
+
+    sent: list[bytes] = []
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sent.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    counts = {}
+    for name, transport in (("fast path", "fast"), ("httpx (kept)", "httpx"), ("httpx-aiohttp", AiohttpTransport())):
+        sent.clear()
+        async with gwlab.AsyncGateway(url, KEY, http_transport=transport) as gw:
+            with contextlib.suppress(errors.GatewayError):
+                await gw.transport.request("POST", "/videos", family="tasks", json={"prompt": "a cat"})
+        counts[name] = len(sent)
+    server.close()
+    await server.wait_closed()
+    return counts
+
+
 def measure_sync(base_url: str, n: int) -> float:
     import gwlab
 
@@ -152,6 +183,9 @@ def main() -> None:
     fast, kept = medians["gwlab fast path"], medians["gwlab httpx (kept)"]
     print(f"  the fast path costs {fast / kept:.2f}x the kept library's CPU; "
           f"httpx-aiohttp {medians['gwlab httpx-aiohttp'] / kept:.2f}x (goal on loopback: <= 0.5x openai)")
+    sends = asyncio.run(dropped_post_sends())
+    print("a video creation dropped after sending (retry policy: send once), times sent: "
+          + ", ".join(f"{name} {count}" for name, count in sends.items()))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from test_connect import FakeLocal
 import gwlab
 from gwlab import errors
 from gwlab.client.transport_choice import choose, is_loopback
+from gwlab.wire import limits
 
 PROXY_VARIABLES = [name for base in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
                    for name in (base, base.upper())]
@@ -230,8 +231,9 @@ def test_http_proxy_carries_the_requests_and_sees_the_key_only_in_authorization(
     assert [(s.method, s.target) for s in proxy.log] == [
         ("GET", f"http://gateway.test:{port}/v1/models"), ("POST", f"http://gateway.test:{port}/v1/chat/completions")]
     key = gateway.api_key.encode()
+    authorization = limits.AUTHORIZATION_HEADER.encode() + b": Bearer " + key
     for head in proxy.raw:  # the key went through the proxy as it must, in the Authorization header only
-        assert [h for h in head.split(b"\r\n") if key in h] == [b"authorization: Bearer " + key]
+        assert [h for h in head.split(b"\r\n") if key in h] == [authorization]
     assert gateway.api_key not in shown
 
 
