@@ -228,6 +228,14 @@ async def test_the_deadline_bounds_a_call_the_server_never_answers(server: Serve
         assert gw.ledger.entries()[0].error == "Timeout"
 
 
+async def test_the_read_timeout_ends_a_silent_answer_as_a_timeout(server: Server, transport: str):
+    async with gwlab.AsyncGateway(base(server, "/hang"), CANARY_KEY, http_transport=transport, timeout=0.2,
+                                  max_retries=0) as gw:
+        with pytest.raises(errors.Timeout, match="waiting for the answer") as info:
+            await gw.models()
+        assert isinstance(info.value.__cause__, httpx.ReadTimeout)
+
+
 def test_sync_clients_over_real_sockets_close_quietly(server: Server, capfd, transport: str):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -76,6 +76,15 @@ def test_a_proxy_applies_to_loopback_unless_no_proxy_covers_it(monkeypatch, env,
     assert choice.proxy == ("http://proxy.example:3128" if proxied else None)
 
 
+def test_an_https_gateway_takes_https_proxy_and_not_http_proxy(monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "http://secure-proxy.example:3129")
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    choice = choose("https://api.example.com/v1")
+    assert (choice.name, choice.proxy) == ("httpx", "http://secure-proxy.example:3129")
+    monkeypatch.setenv("NO_PROXY", ".example.com")
+    assert choose("https://api.example.com/v1").proxy is None
+
+
 def test_the_proxy_is_shown_without_its_credentials(monkeypatch):
     monkeypatch.setenv("HTTP_PROXY", "http://alice:s3cret-pw@proxy.example:3128")
     gw = gwlab.AsyncGateway("http://gw.example/v1", CANARY_KEY)
