@@ -36,9 +36,11 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     env : where to read the variables; default `os.environ` (tests pass a dict). Not a default
         argument value: a signature holding os.environ would show every variable, key included,
         in `help(connect)` and Jupyter's `connect?`.
-    **options : `Gateway` options (timeout, deadline, max_retries, ledger_path, dialect, ...);
+    **options : `Gateway` options (timeout, deadline, max_retries, ledger_path, dialect, http_transport, ...);
         `dialect={"decisions_path": "/systemone"}` is the one place to say how a gateway differs from
-        the spec (docs/guide/byo-gateway.md).
+        the spec (docs/guide/byo-gateway.md). `http_transport="httpx"` (or "fast") overrides the
+        transport chosen by address and proxy settings; the embedded gateway is reached over the fast
+        path unless told otherwise, since it is this process's own server on loopback.
 
     Returns
     -------
@@ -69,6 +71,8 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
         print(message)
     else:
         log.info("gwlab: using the embedded local gateway already running at %s", lease.base_url)
+    # our own server on loopback: reached directly even when HTTP_PROXY leaves loopback uncovered
+    options.setdefault("http_transport", "fast")
     try:
         gateway = Gateway(lease.base_url, lease.api_key, **options)
     except BaseException:

@@ -1,14 +1,13 @@
-"""A lean HTTP/1.1 transport under httpx for plain-http gateways (the embedded one on loopback).
+"""A lean HTTP/1.1 transport under httpx for `http://` gateways on loopback (the embedded one).
 
-Why it exists: through httpcore, h11 and anyio a small request costs ~0.6 ms of client CPU here,
+Why it exists: through httpcore, h11 and anyio a small request costs ~0.5 ms of client CPU here,
 more than a local model's answer needs; this transport writes head and body in one send, parses
 the head with `bytes.split`, and hands httpx a body stream that yields bytes as they arrive (SSE
 stays incremental). It keeps idle connections alive per host, frames bodies by Content-Length,
 chunked encoding or connection close, and raises the httpx exceptions `transport.py` translates,
-so errors, retries and tests see no difference. https (TLS, certificates, proxies) goes to httpx's
-own transport, where CPU matters less than the network does.
+so errors, retries and tests see no difference. It serves only where CPU is the bound: no TLS, no
+proxy; `transport_choice.py` sends every other gateway through httpx's own transport.
 """
-
 from __future__ import annotations
 
 import asyncio
@@ -51,21 +50,18 @@ class _Stale(Exception):
 
 
 class FastTransport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 with keep-alive for `http://` URLs; everything else goes to `fallback`."""
+    """HTTP/1.1 with keep-alive for `http://` URLs, straight to the host: no TLS, no proxy."""
 
-    def __init__(self, *, max_idle_per_host: int = 32,
-                 fallback: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, *, max_idle_per_host: int = 32) -> None:
         self._idle: dict[tuple[str, int], list[_Connection]] = {}
         self._max_idle = max_idle_per_host
-        self._fallback = fallback
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         if url.scheme != "http":
-            if self._fallback is None:
-                self._fallback = httpx.AsyncHTTPTransport()
-            return await self._fallback.handle_async_request(request)
+            raise httpx.UnsupportedProtocol(f"the fast path speaks http:// only, not {url.scheme}://",
+                                            request=request)
         timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
         key = (url.host, url.port or 80)
         payload = _head(request, await request.aread())
@@ -128,8 +124,6 @@ class FastTransport(httpx.AsyncBaseTransport):
             for conn in idle:
                 conn.close()
         self._idle.clear()
-        if self._fallback is not None:
-            await self._fallback.aclose()
 
 
 def _head(request: httpx.Request, body: bytes) -> bytes:

@@ -27,6 +27,7 @@ from gwlab.client.responses import AsyncResponses, Responses
 from gwlab.client.tasks import AsyncVideos, Videos
 from gwlab.client.tools import AsyncTools, Tools
 from gwlab.client.transport import AsyncTransport
+from gwlab.client.transport_choice import TransportChoice
 from gwlab.wire import limits
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.models import DEFAULT_MODELS
@@ -50,7 +51,10 @@ class AsyncGateway:
     max_retries, retry_after_cap : the retry policy (see `gwlab.client.transport`).
     ledger_path : a SQLite file that keeps the request ledger across sessions.
     messages_auth, anthropic_version : the messages family's auth header and version.
-    headers : extra headers for every request; http_transport : an httpx transport (tests).
+    headers : extra headers for every request.
+    http_transport : "auto" (default: the fast path for an http:// gateway on loopback that no proxy
+        setting applies to, httpx's transport with the environment's proxies for any other), "fast",
+        "httpx", or an httpx transport object (tests). `gw.http_transport` shows the choice and why.
     dialect : how this gateway differs from the spec, e.g. `{"decisions_path": "/systemone"}` (a mapping
         or a `gwlab.Dialect`; keys decisions_path, decisions_shape, token_cap). Settings given here win;
         the others are detected and shown by `repr(gw)` and `gw.dialect` (docs/guide/byo-gateway.md).
@@ -63,7 +67,7 @@ class AsyncGateway:
                  retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
                  ledger_path: str | os.PathLike[str] | None = None, messages_auth: str = "x-api-key",
                  anthropic_version: str = limits.ANTHROPIC_VERSION, headers: Mapping[str, str] | None = None,
-                 http_transport: httpx.AsyncBaseTransport | None = None,
+                 http_transport: str | httpx.AsyncBaseTransport | None = None,
                  dialect: Dialect | Mapping[str, Any] | None = None) -> None:
         self.ledger = Ledger(ledger_path)
         self.transport = AsyncTransport(
@@ -96,6 +100,11 @@ class AsyncGateway:
         return self.transport.dialect
 
     @property
+    def http_transport(self) -> TransportChoice:
+        """How requests reach the gateway ("fast", "httpx" or "custom"), through which proxy, and why."""
+        return self.transport.http_transport
+
+    @property
     def usage(self) -> pd.DataFrame:
         """Every call so far, one row each (keys and inputs never included)."""
         return self.ledger.to_frame()
@@ -124,7 +133,8 @@ class AsyncGateway:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"AsyncGateway(base_url={self.base_url!r}{_dialect_repr(self.dialect)})"
+        via = _proxy_repr(self.http_transport)
+        return f"AsyncGateway(base_url={self.base_url!r}{via}{_dialect_repr(self.dialect)})"
 
 
 class Gateway:
@@ -142,7 +152,7 @@ class Gateway:
                  retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
                  ledger_path: str | os.PathLike[str] | None = None, messages_auth: str = "x-api-key",
                  anthropic_version: str = limits.ANTHROPIC_VERSION, headers: Mapping[str, str] | None = None,
-                 http_transport: httpx.AsyncBaseTransport | None = None,
+                 http_transport: str | httpx.AsyncBaseTransport | None = None,
                  dialect: Dialect | Mapping[str, Any] | None = None) -> None:
         self._loop = LoopThread()
         try:
@@ -178,6 +188,11 @@ class Gateway:
     def dialect(self) -> Dialect:
         """How this gateway differs from the spec: each setting with explicit/default/detected provenance."""
         return self._twin.dialect
+
+    @property
+    def http_transport(self) -> TransportChoice:
+        """How requests reach the gateway ("fast", "httpx" or "custom"), through which proxy, and why."""
+        return self._twin.http_transport
 
     @property
     def ledger(self) -> Ledger:
@@ -222,7 +237,13 @@ class Gateway:
 
     def __repr__(self) -> str:
         local = ", local" if self._owned else ""
-        return f"Gateway(base_url={self.base_url!r}{local}{_dialect_repr(self.dialect)})"
+        return (f"Gateway(base_url={self.base_url!r}{local}{_proxy_repr(self.http_transport)}"
+                f"{_dialect_repr(self.dialect)})")
+
+
+def _proxy_repr(choice: TransportChoice) -> str:
+    """A proxy from the environment is the one transport detail worth a surprise: shown, never its credentials."""
+    return f", via proxy {choice.proxy}" if choice.proxy else ""
 
 
 def _dialect_repr(dialect: Dialect) -> str:

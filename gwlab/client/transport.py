@@ -39,7 +39,7 @@ import httpx
 
 from gwlab import errors
 from gwlab.client import dialect as _dialect  # `dialect` is AsyncTransport's parameter and property
-from gwlab.client._http11 import FastTransport
+from gwlab.client import transport_choice
 from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.wire import endings, limits
 
@@ -308,7 +308,7 @@ class AsyncTransport:
                  retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
                  messages_auth: str = "x-api-key", anthropic_version: str = limits.ANTHROPIC_VERSION,
                  headers: Mapping[str, str] | None = None,
-                 http_transport: httpx.AsyncBaseTransport | None = None,
+                 http_transport: str | httpx.AsyncBaseTransport | None = None,
                  dialect: _dialect.Dialect | Mapping[str, Any] | None = None) -> None:
         if not isinstance(api_key, str) or not api_key.strip():
             raise errors.InvalidRequest("api_key", "required: a key issued by this gateway (GWLAB_API_KEY)")
@@ -323,11 +323,13 @@ class AsyncTransport:
         self.deadline = deadline
         self._key = _Secret(api_key, messages_auth, anthropic_version)
         self._urls: dict[str, httpx.URL] = {}
+        # the fast path on loopback, httpx (with the environment's proxies) elsewhere: transport_choice
+        self.http_transport = transport_choice.choose(self.base_url, http_transport)
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
             headers={"user-agent": "gwlab/0.1", "accept": "application/json", **(headers or {})},
-            transport=http_transport if http_transport is not None else FastTransport(),
-            follow_redirects=False,
+            transport=transport_choice.transport_for(self.http_transport, http_transport),
+            trust_env=self.http_transport.name == "httpx", follow_redirects=False,
         )
 
     def __repr__(self) -> str:

@@ -1,7 +1,8 @@
 """The client against the real embedded gateway (`gwlab serve` on loopback, real local models).
 
 Nothing is mocked here: each family's create and stream, previous_response_id, the messages auth,
-errors with request ids, and the ledger rows of every call. Gemma 3 270M is a base model, so the
+errors with request ids, and the ledger rows of every call, over both HTTP transports (the fast
+path and httpx's own, gwlab/client/transport_choice.py). Gemma 3 270M is a base model, so the
 prompts are completion prompts and the assertions are about protocol, not wisdom.
 """
 
@@ -20,17 +21,20 @@ session_loop = pytest.mark.asyncio(loop_scope="session")  # the loop the async f
 TEXT = "local/gemma-3-270m"
 DECIDE = "local/decide-e5-small"
 PROMPT = "Q: What is the capital of France?\nA:"
+TRANSPORTS = ["fast", "httpx"]
 
 
-@pytest.fixture
-async def agw(gateway) -> AsyncIterator[gwlab.AsyncGateway]:
-    async with gwlab.AsyncGateway(gateway.base_url, gateway.api_key) as client:
+@pytest.fixture(params=TRANSPORTS)
+async def agw(gateway, request) -> AsyncIterator[gwlab.AsyncGateway]:
+    async with gwlab.AsyncGateway(gateway.base_url, gateway.api_key, http_transport=request.param) as client:
+        assert client.http_transport.name == request.param
         yield client
 
 
-@pytest.fixture
-def sgw(gateway) -> Iterator[gwlab.Gateway]:
-    with gwlab.Gateway(gateway.base_url, gateway.api_key) as client:
+@pytest.fixture(params=TRANSPORTS)
+def sgw(gateway, request) -> Iterator[gwlab.Gateway]:
+    with gwlab.Gateway(gateway.base_url, gateway.api_key, http_transport=request.param) as client:
+        assert client.http_transport.name == request.param
         yield client
 
 

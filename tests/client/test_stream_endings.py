@@ -91,9 +91,9 @@ def raw_server() -> Iterator[str]:
     thread.join(timeout=10)
 
 
-@pytest.fixture
-def gw(raw_server: str) -> Iterator[gwlab.Gateway]:
-    with gwlab.Gateway(raw_server, KEY) as client:
+@pytest.fixture(params=["fast", "httpx"])  # both HTTP transports (gwlab/client/transport_choice.py)
+def gw(raw_server: str, request: pytest.FixtureRequest) -> Iterator[gwlab.Gateway]:
+    with gwlab.Gateway(raw_server, KEY, http_transport=request.param) as client:
         yield client
 
 
