@@ -111,7 +111,8 @@ class AsyncRealtime:
         auth = {AUTHORIZATION_HEADER: f"Bearer {token}"} if token else self._transport.auth_headers("realtime")
         return AsyncRealtimeConnection(url=realtime_url(self.base_url, model),
                                        headers={**auth, OPENAI_BETA_HEADER: REALTIME_BETA}, model=model,
-                                       session=session, max_reconnects=max_reconnects, ledger=self.ledger)
+                                       session=session, max_reconnects=max_reconnects, ledger=self.ledger,
+                                       via_proxy=self._transport.http_transport.proxy is not None)
 
     async def session_token(self, model: str, *, voice: str | None = None, **config: Any) -> EphemeralToken:
         """POST /realtime/sessions: an ephemeral token for one connection within a minute."""

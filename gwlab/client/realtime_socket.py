@@ -62,9 +62,14 @@ class AsyncRealtimeConnection(RealtimeSession):
     """
 
     def __init__(self, *, url: str, headers: Mapping[str, str], model: str, session: Mapping[str, Any] | None,
-                 max_reconnects: int, ledger: Ledger | None = None, open_timeout: float = 10.0) -> None:
+                 max_reconnects: int, ledger: Ledger | None = None, open_timeout: float = 10.0,
+                 via_proxy: bool = False) -> None:
         super().__init__(model=model, session=session, ledger=ledger)
         self.url = url
+        # the socket goes where the gateway's HTTP goes (client/transport_choice.py): through the
+        # environment's proxy when one applies, else direct; websockets alone would read HTTP_PROXY even
+        # for the embedded gateway that connect() reaches directly
+        self._proxy: bool | None = True if via_proxy else None
         self._headers = dict(headers)  # holds the credential: never shown, never logged
         self._open_timeout = open_timeout
         self.max_reconnects = max_reconnects
@@ -146,7 +151,8 @@ class AsyncRealtimeConnection(RealtimeSession):
     async def _connect_once(self) -> ClientConnection:
         try:
             return await ws_connect(self.url, additional_headers=self._headers, logger=_WS_LOGGER,
-                                    open_timeout=self._open_timeout, max_size=_MAX_MESSAGE_BYTES)
+                                    open_timeout=self._open_timeout, max_size=_MAX_MESSAGE_BYTES,
+                                    proxy=self._proxy)
         except InvalidStatus as exc:
             raise _handshake_error(exc) from exc
         except (OSError, TimeoutError, EOFError, InvalidHandshake) as exc:

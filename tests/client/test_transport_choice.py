@@ -28,6 +28,7 @@ from gwlab.wire import limits
 PROXY_VARIABLES = [name for base in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
                    for name in (base, base.upper())]
 TEXT = "local/gemma-3-270m"
+REALTIME = "local/realtime-gemma-3-270m"
 
 
 @pytest.fixture(autouse=True)
@@ -267,3 +268,19 @@ def test_a_loopback_gateway_goes_through_the_proxy_until_no_proxy_covers_it(gate
     with gwlab.Gateway(gateway.base_url, gateway.api_key) as gw:
         assert gw.http_transport.name == "fast" and TEXT in gw.models()
     assert len(proxy.log) == 1
+
+
+async def test_a_realtime_socket_goes_where_the_http_goes_and_skips_a_proxy_the_http_does_not_use(gateway, proxy,
+                                                                                                 monkeypatch):
+    """websockets reads HTTP_PROXY by itself: without being told, the realtime socket of a gateway reached
+    directly (here by an explicit 'fast'; the embedded gateway connect() starts is the everyday case) would
+    try the proxy."""
+    monkeypatch.setenv("http_proxy", proxy.url)
+    gw = gwlab.AsyncGateway(gateway.base_url, gateway.api_key, http_transport="fast")
+    try:
+        async with gw.realtime.connect(REALTIME, session={"modalities": ["text"]}) as conn:
+            created = await conn.wait_for("session.created", timeout=30)
+    finally:
+        await gw.aclose()
+    assert created.type == "session.created"
+    assert proxy.log == []
