@@ -9,7 +9,9 @@ Reconnects happen only for the spec's Connection category (a dropped socket, a r
 handshake, a 5xx at the upgrade), at most `max_reconnects` times; authentication and session failures
 are reported, never retried. A new socket is a new session: the session configuration is sent again
 before any queued send, but the conversation does not survive, so a turn cut by a reconnect is
-reported interrupted. A refused upgrade becomes an error by the transport's one `status_error`.
+reported interrupted. A refused upgrade becomes an error by the transport's one `status_error`, and the
+wait before each reconnect is the transport's one backoff (`RetryPolicy.backoff`); which failures are
+retried stays the spec's realtime rule (the Connection category), stricter than HTTP's.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.client.realtime_session import RealtimeSession, _End, _Reconnected
-from gwlab.client.transport import request_id_of, status_error
+from gwlab.client.transport import RetryPolicy, request_id_of, status_error
 from gwlab.errors import ConnectionFailed, GatewayError
 from gwlab.wire import realtime as wire
 from gwlab.wire.limits import API_KEY_HEADER, AUTHORIZATION_HEADER
@@ -38,7 +40,6 @@ __all__ = ["AsyncRealtimeConnection"]
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a server event (websockets' default of 1 MiB is tight for audio)
 _RECONNECT_CLOSE_CODES = frozenset({1006, 1011, 1012, 1013, 1014})  # abnormal, server error, restart, later
 _RETRYABLE_HANDSHAKE_STATUSES = frozenset({500, 502, 503, 504})
-_BACKOFF_SECONDS = 0.25
 _CREDENTIAL_HEADERS = frozenset({AUTHORIZATION_HEADER, API_KEY_HEADER, "proxy-authorization", "cookie"})
 
 
@@ -168,7 +169,7 @@ class AsyncRealtimeConnection(RealtimeSession):
                     getattr(exc, "status", None) in _RETRYABLE_HANDSHAKE_STATUSES
                 if not retryable or self.reconnects >= self.max_reconnects:
                     raise
-            await asyncio.sleep(_BACKOFF_SECONDS * 2 ** self.reconnects)
+            await asyncio.sleep(RetryPolicy.backoff(self.reconnects))
             self.reconnects += 1
 
     async def _read_forever(self) -> None:
@@ -199,7 +200,7 @@ class AsyncRealtimeConnection(RealtimeSession):
 
     async def _reconnect(self) -> None:
         """A new socket (within the budget), the session config re-sent, then queued sends let through."""
-        await asyncio.sleep(_BACKOFF_SECONDS * 2 ** self.reconnects)
+        await asyncio.sleep(RetryPolicy.backoff(self.reconnects))
         self.reconnects += 1
         ws = await self._connect_with_budget()
         if self._call is not None:
