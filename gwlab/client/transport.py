@@ -29,7 +29,7 @@ import contextlib
 import json
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -376,7 +376,7 @@ class AsyncTransport:
         policy = self._policy(retries)  # may refuse: nothing sent
         out = _dialect.adapt_request(self.dialect, family, method, path, json)  # may refuse: nothing sent
         call = CallRecord(method, _path(path, path_params), family, _model(json), streamed=False)
-        try:
+        with self._failure_recorded(call):
             async with asyncio.timeout(self.deadline):
                 response, out = await self._exchange_in_dialect(
                     call, out, json=json, params=params, path_params=path_params, content=content, files=files,
@@ -386,13 +386,6 @@ class AsyncTransport:
                 self._learn_from_answer(call, path, body)
             result: Any = parse(body, call.request_id) if parse is not None else Reply(
                 response.status_code, response.headers, body, call.request_id, call.retries)
-        except TimeoutError as exc:
-            error = self._deadline_passed(call)
-            call.record(self.ledger, error=error)
-            raise error from exc
-        except BaseException as exc:
-            call.record(self.ledger, error=exc)
-            raise
         call.record(self.ledger, usage=_usage_of(result), ending=_ending_of(call.family, result))
         return result
 
@@ -408,7 +401,7 @@ class AsyncTransport:
         call = CallRecord(method, _path(path, None), family, _model(json), streamed=True)
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + self.deadline if self.deadline is not None else None
-        try:
+        with self._failure_recorded(call):
             async with asyncio.timeout_at(deadline_at):
                 response, _ = await self._exchange_in_dialect(
                     call, out, json=json, headers={"accept": "text/event-stream", **(headers or {})},
@@ -422,13 +415,6 @@ class AsyncTransport:
                         raise errors.ProtocolError(f"expected text/event-stream, got {media_type}",
                                                    method=method, path=call.path, request_id=call.request_id,
                                                    content_type=media_type)
-        except TimeoutError as exc:
-            error = self._deadline_passed(call)
-            call.record(self.ledger, error=error)
-            raise error from exc
-        except BaseException as exc:
-            call.record(self.ledger, error=exc)
-            raise
         stream = AsyncEventStream(response, call, accumulator, ledger=self.ledger, allow_partial=allow_partial,
                                   deadline_at=deadline_at, deadline_s=self.deadline)
         if parse is not None and media_type != "text/event-stream":
@@ -444,6 +430,20 @@ class AsyncTransport:
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise errors.InvalidRequest("retries", f"a count of resends >= 0; got {retries!r}")
         return replace(self.retry, max_retries=retries)
+
+    @contextlib.contextmanager
+    def _failure_recorded(self, call: CallRecord) -> Iterator[None]:
+        """A call that fails before its answer is in gets its ledger row, and the overall deadline's
+        TimeoutError becomes gwlab's Timeout (requests and streams alike)."""
+        try:
+            yield
+        except TimeoutError as exc:
+            error = self._deadline_passed(call)
+            call.record(self.ledger, error=error)
+            raise error from exc
+        except BaseException as exc:
+            call.record(self.ledger, error=exc)
+            raise
 
     def _deadline_passed(self, call: CallRecord) -> errors.Timeout:
         return errors.Timeout(f"the overall deadline of {self.deadline}s passed", method=call.method,
