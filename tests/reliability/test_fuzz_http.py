@@ -4,8 +4,8 @@ never a hang (each request has a timeout), and every refusal is a JSON error bod
 
 FastAPI's /openapi.json describes no request bodies (the routes validate raw JSON themselves), so the
 cases come from openapi_gateway.yaml, which describes the real ones. Property tests of the SSE decoder,
-the decision validator and the migration helper live in tests/wire (test_sse.py, test_wire_decisions.py,
-test_wire_migration.py); the realtime event fuzzer is test_realtime_fuzz.py.
+the decision validator and the migration helper live in tests/wire (test_sse.py, test_decisions_wire.py,
+test_migration_wire.py); the realtime event fuzzer is test_realtime_fuzz.py.
 """
 
 from __future__ import annotations
