@@ -15,19 +15,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire import generation as gen
 from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, chat_ending
 from gwlab.wire.models import check_model_id
 from gwlab.wire.sse import Event, UnknownEvent
+from gwlab.wire.tools import ToolSpec, parse_tool
 
 __all__ = [
     "ChatAccumulator",
     "ChatChunk",
     "ChatCompletion",
     "ChatMessage",
+    "ChatRequest",
     "Choice",
     "ToolCall",
     "Usage",
     "build_request",
+    "parse_request",
     "parse_response",
 ]
 
@@ -46,21 +50,72 @@ def build_request(messages: str | Sequence[Mapping[str, Any]], *, model: str, st
     """The JSON body of `POST /chat/completions`; a bare string is one user message.
 
     A stream asks for the usage chunk (`stream_options.include_usage`) unless the caller set
-    `stream_options`, so the ledger can count tokens of streamed calls too.
+    `stream_options`, so the ledger can count tokens of streamed calls too. The body is checked by
+    `parse_request`, the validator the local gateway runs, before it leaves.
     """
-    body: dict[str, Any] = {"model": check_model_id(model), "messages": _messages(messages)}
-    conflict = cap_conflict(params)
-    if conflict:
-        raise InvalidRequest("max_tokens", conflict)
-    if params.get("tools") is not None:
-        _tools(params["tools"])
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    body: dict[str, Any] = {"model": model, "messages": messages}
     body.update((key, value) for key, value in params.items() if value is not None)
     if stream:
         body["stream"] = True
         body.setdefault("stream_options", {"include_usage": True})
     else:
         body.pop("stream_options", None)
+    parse_request(body)
+    body["messages"] = list(messages)
     return body
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A chat body the validator accepted: what a gateway needs, typed; the whole body in `body`."""
+
+    model: str
+    messages: list[Mapping[str, Any]]
+    tools: list[gen.Tool]  # function tools as ToolSpec; other types kept as sent
+    tool_choice: gen.ToolChoice
+    response_schema: dict[str, Any] | None  # structured output; `schema_field` says where it sat
+    schema_field: str
+    max_tokens: int | None
+    sampling: dict[str, float]
+    seed: int | None
+    stop: tuple[str, ...]
+    n: int
+    stream: bool
+    include_usage: bool
+    body: Mapping[str, Any] = field(repr=False)
+
+
+def parse_request(body: Any) -> ChatRequest:
+    """Validate a chat body; raises only `InvalidRequest`, naming the field as the gateway's `param`."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("body", f"must be a JSON object; got {type(body).__name__}")
+    model = check_model_id(body.get("model"))
+    messages = gen.object_list(body, "messages", "a non-empty array of {role, content} objects")
+    for i, message in enumerate(messages):
+        _message(message, f"messages[{i}]")
+    tools = gen.tools(body, _tool, "function.name")
+    choice = gen.tool_choice(body, gen.specs(tools), "chat")
+    schema, schema_field = _response_format(gen.optional(body, "response_format", dict))
+    limit, legacy = gen.count(body, "max_completion_tokens"), gen.count(body, "max_tokens")
+    conflict = cap_conflict(body)
+    if conflict:
+        raise InvalidRequest("max_tokens", conflict)
+    sampling = gen.sampling(body, "chat")
+    seed = gen.optional(body, "seed", int)
+    stop = gen.stop(body, "stop")
+    for name in ("logprobs", "parallel_tool_calls"):
+        gen.optional(body, name, bool)
+    gen.optional(body, "web_search_options", dict)
+    n = gen.count(body, "n") or 1
+    stream = bool(gen.optional(body, "stream", bool))
+    options = gen.optional(body, "stream_options", dict)
+    if options is not None and not stream:
+        raise InvalidRequest("stream_options", "only allowed with stream: true")
+    include_usage = bool(gen.optional(options or {}, "include_usage", bool, path="stream_options.include_usage"))
+    return ChatRequest(model, list(messages), tools, choice, schema, schema_field, limit or legacy, sampling,
+                       seed, stop, n, stream, include_usage, body)
 
 
 def cap_conflict(body: Mapping[str, Any]) -> str | None:
@@ -73,37 +128,62 @@ def cap_conflict(body: Mapping[str, Any]) -> str | None:
             f"output cap; pass one (gwlab sends it under both names)")
 
 
-def _messages(messages: Any) -> list[Mapping[str, Any]]:
-    if isinstance(messages, str):
-        return [{"role": "user", "content": messages}]
-    if not isinstance(messages, Sequence) or isinstance(messages, bytes | bytearray) or not messages:
-        raise InvalidRequest("messages", "required: a non-empty list of {role, content} objects, or a string")
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise InvalidRequest(f"messages[{i}]", f"must be an object with role and content; got "
-                                                   f"{type(message).__name__}")
-        role = message.get("role")
-        if role not in ROLES:
-            raise InvalidRequest(f"messages[{i}].role", f"must be one of {', '.join(ROLES)}; got {role!r}")
-        if role == "tool" and not message.get("tool_call_id"):
-            raise InvalidRequest(f"messages[{i}].tool_call_id", "required on a tool message: the id of the "
-                                                                "tool call it answers")
-        if "content" not in message and not (role == "assistant" and message.get("tool_calls")):
-            raise InvalidRequest(f"messages[{i}].content", "required")
-    return list(messages)
+_TEXT_PARTS = {"text": "text"}
+_ASSISTANT_PARTS = {"text": "text", "refusal": "refusal"}
 
 
-def _tools(tools: Any) -> None:
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        raise InvalidRequest("tools", "must be a list of tool objects")
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping):
-            raise InvalidRequest(f"tools[{i}]", "must be an object")
-        if tool.get("type", "function") == "function":
-            function = tool.get("function")
-            if not isinstance(function, Mapping) or not function.get("name"):
-                raise InvalidRequest(f"tools[{i}].function.name",
-                                     "required: chat tools nest name and parameters under `function`")
+def _message(message: Mapping[str, Any], where: str) -> None:
+    role = message.get("role")
+    if role not in ROLES:
+        raise InvalidRequest(f"{where}.role", f"must be one of {', '.join(ROLES)}; got {role!r}")
+    if role == "tool":
+        gen.required(message, "tool_call_id", str, path=f"{where}.tool_call_id",
+                     hint="the id of the tool call it answers")
+    if role != "assistant":
+        gen.content(message.get("content"), f"{where}.content", _TEXT_PARTS)
+        return
+    calls = gen.optional(message, "tool_calls", list, path=f"{where}.tool_calls", default=[])
+    for j, call in enumerate(calls):
+        _tool_call(call, f"{where}.tool_calls[{j}]")
+    if message.get("content") is None and not calls:
+        raise InvalidRequest(f"{where}.content", "required unless 'tool_calls' is given")
+    if message.get("content") is not None:
+        gen.content(message["content"], f"{where}.content", _ASSISTANT_PARTS)
+
+
+def _tool_call(call: Any, at: str) -> None:
+    if not isinstance(call, Mapping):
+        raise InvalidRequest(at, f"must be an object; got {type(call).__name__}")
+    if call.get("type", "function") != "function":
+        raise InvalidRequest(f"{at}.type", f"must be 'function'; got {call.get('type')!r}")
+    function = gen.required(call, "function", dict, path=f"{at}.function", hint="{name, arguments}")
+    gen.required(call, "id", str, path=f"{at}.id")
+    gen.required(function, "name", str, path=f"{at}.function.name")
+    gen.optional(function, "arguments", str, path=f"{at}.function.arguments")
+
+
+def _tool(tool: Mapping[str, Any], where: str) -> ToolSpec | None:
+    kind = gen.required(tool, "type", str, path=f"{where}.type", hint="'function' for a function tool")
+    if kind != "function":
+        return None  # custom tools are the protocol's too; the gateway says whether it has them
+    if "function" not in tool:
+        raise InvalidRequest(f"{where}.function.name", "required: chat tools nest name and parameters "
+                                                       "under `function`")
+    return parse_tool(tool, where)
+
+
+def _response_format(fmt: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
+    kind = None if fmt is None else fmt.get("type")
+    if kind in (None, "text"):
+        return None, ""
+    if kind == "json_object":
+        return {"type": "object"}, "response_format"
+    if kind == "json_schema":
+        spec = gen.required(fmt or {}, "json_schema", dict, path="response_format.json_schema")
+        gen.required(spec, "name", str, path="response_format.json_schema.name")
+        where = "response_format.json_schema.schema"
+        return gen.json_schema(spec.get("schema", {"type": "object"}), where), where
+    raise InvalidRequest("response_format.type", f"must be text, json_object or json_schema; got {kind!r}")
 
 
 # --- typed results -------------------------------------------------------------------------------

@@ -15,15 +15,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire import generation as gen
 from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, messages_ending
+from gwlab.wire.limits import ANTHROPIC_VERSION
 from gwlab.wire.models import check_model_id
 from gwlab.wire.sse import Event, UnknownEvent
+from gwlab.wire.tools import ToolSpec, parse_tool
 
 __all__ = [
     "EVENT_TYPES",
     "Message",
     "MessageEvent",
     "MessagesAccumulator",
+    "MessagesRequest",
     "TextBlock",
     "ThinkingBlock",
     "ToolUseBlock",
@@ -31,10 +35,15 @@ __all__ = [
     "Usage",
     "build_request",
     "parse_block",
+    "parse_request",
     "parse_response",
 ]
 
 ROLES = ("user", "assistant")
+# the version anthropic SDK 2.x sends refuses sampling parameters (protocols.md section 4.2)
+NO_SAMPLING_VERSION = "2026-10-21"
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k")
+_TEXT = {"text": "text"}
 
 
 # --- the request ---------------------------------------------------------------------------------
@@ -43,44 +52,99 @@ ROLES = ("user", "assistant")
 def build_request(messages: str | Sequence[Mapping[str, Any]], *, model: str, max_tokens: int,
                   stream: bool = False, **params: Any) -> dict[str, Any]:
     """The JSON body of `POST /messages`; a bare string is one user message. System text goes in
-    `system=`, not in a message (the protocol has no system role)."""
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise InvalidRequest("max_tokens", f"required: a positive integer; got {max_tokens!r}")
-    body: dict[str, Any] = {"model": check_model_id(model), "max_tokens": max_tokens,
-                            "messages": _messages(messages)}
-    if params.get("tools") is not None:
-        _tools(params["tools"])
+    `system=`, not in a message (the protocol has no system role). Checked by `parse_request`, the
+    gateway's validator, before it leaves."""
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
     body.update((key, value) for key, value in params.items() if value is not None)
     if stream:
         body["stream"] = True
+    parse_request(body)
+    body["messages"] = list(messages)
     return body
 
 
-def _messages(messages: Any) -> list[Mapping[str, Any]]:
-    if isinstance(messages, str):
-        return [{"role": "user", "content": messages}]
-    if not isinstance(messages, Sequence) or isinstance(messages, bytes | bytearray) or not messages:
-        raise InvalidRequest("messages", "required: a non-empty list of {role, content} objects, or a string")
+@dataclass(frozen=True, slots=True)
+class MessagesRequest:
+    """A messages body the validator accepted: what a gateway needs, typed; the whole body in `body`."""
+
+    model: str
+    max_tokens: int
+    system: str | list[Mapping[str, Any]] | None
+    messages: list[Mapping[str, Any]]
+    tools: list[gen.Tool]  # custom (function) tools as ToolSpec; server tools kept as sent
+    tool_choice: gen.ToolChoice
+    stop: tuple[str, ...]  # stop_sequences
+    sampling: dict[str, float]
+    stream: bool
+    body: Mapping[str, Any] = field(repr=False)
+    seed: int | None = None  # the protocol has neither: the same names as chat's, for the gateway's plan
+    response_schema: dict[str, Any] | None = None
+
+
+def parse_request(body: Any, version: str = ANTHROPIC_VERSION) -> MessagesRequest:
+    """Validate a messages body sent under `anthropic-version: version`; raises only `InvalidRequest`,
+    naming the field as the gateway's error message does."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("body", f"must be a JSON object; got {type(body).__name__}")
+    model = check_model_id(body.get("model"))
+    gen.required(body, "max_tokens", int, hint="a positive integer, the cap on the answer's tokens")
+    max_tokens = gen.count(body, "max_tokens") or 1
+    system = body.get("system")
+    if system is not None:
+        gen.content(system, "system", _TEXT)
+    messages = gen.object_list(body, "messages", "a non-empty array of {role, content} objects")
     for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise InvalidRequest(f"messages[{i}]", f"must be an object; got {type(message).__name__}")
-        role = message.get("role")
-        if role not in ROLES:
-            hint = "; put system text in system=" if role == "system" else ""
-            raise InvalidRequest(f"messages[{i}].role", f"must be 'user' or 'assistant'; got {role!r}{hint}")
-        if "content" not in message:
-            raise InvalidRequest(f"messages[{i}].content", "required")
-    return list(messages)
+        _message(message, f"messages[{i}]")
+    tools = gen.tools(body, _tool)
+    choice = gen.tool_choice(body, gen.specs(tools), "messages")
+    stop = gen.stop(body, "stop_sequences", allow_string=False)
+    if version == NO_SAMPLING_VERSION:
+        for name in SAMPLING_FIELDS:
+            if body.get(name) is not None:
+                raise InvalidRequest(name, f"is not accepted under anthropic-version {NO_SAMPLING_VERSION}")
+    sampling = gen.sampling(body, "messages")
+    gen.count(body, "top_k", 0)
+    for name in ("metadata", "thinking"):
+        gen.optional(body, name, dict)
+    return MessagesRequest(model, max_tokens, system, list(messages), tools, choice, stop, sampling,
+                           bool(gen.optional(body, "stream", bool)), body)
 
 
-def _tools(tools: Any) -> None:
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        raise InvalidRequest("tools", "must be a list of tool objects")
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping) or not tool.get("name"):
-            raise InvalidRequest(f"tools[{i}].name", "required")
-        if tool.get("type", "custom") == "custom" and not isinstance(tool.get("input_schema"), Mapping):
-            raise InvalidRequest(f"tools[{i}].input_schema", "required: a JSON Schema object")
+def _message(message: Mapping[str, Any], where: str) -> None:
+    role = message.get("role")
+    if role not in ROLES:
+        hint = "; put system text in system=" if role == "system" else ""
+        raise InvalidRequest(f"{where}.role", f"must be 'user' or 'assistant'; got {role!r}{hint}")
+    content = message.get("content")
+    gen.content(content, f"{where}.content", _TEXT)
+    for j, block in enumerate(content if isinstance(content, list) else ()):
+        _block(block, role, f"{where}.content[{j}]")
+
+
+def _block(block: Mapping[str, Any], role: str, at: str) -> None:
+    kind = block["type"]
+    if kind in _BLOCK_ROLES and _BLOCK_ROLES[kind] != role:
+        raise InvalidRequest(f"{at}.type", f"a {kind} block belongs in a{'n' if role == 'user' else ''} "
+                                           f"{_BLOCK_ROLES[kind]} message")
+    if kind == "tool_use":
+        for name, kind_of in (("id", str), ("name", str), ("input", dict)):
+            gen.required(block, name, kind_of, path=f"{at}.{name}")
+    elif kind == "tool_result":
+        gen.required(block, "tool_use_id", str, path=f"{at}.tool_use_id", hint="the id of the tool_use it answers")
+        gen.content(block.get("content", ""), f"{at}.content", _TEXT)
+        gen.optional(block, "is_error", bool, path=f"{at}.is_error")
+
+
+_BLOCK_ROLES = {"tool_use": "assistant", "tool_result": "user"}
+
+
+def _tool(tool: Mapping[str, Any], where: str) -> ToolSpec | None:
+    if tool.get("type", "custom") != "custom":
+        return None  # server tools (web search, code execution): the gateway says whether it has them
+    gen.required(tool, "input_schema", dict, path=f"{where}.input_schema", hint="a JSON Schema object")
+    return parse_tool(tool, where)
 
 
 # --- typed results -------------------------------------------------------------------------------

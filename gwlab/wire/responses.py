@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire import generation as gen
 from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, responses_ending
 from gwlab.wire.models import check_model_id
 from gwlab.wire.sse import Event, UnknownEvent
+from gwlab.wire.tools import ToolSpec, parse_tool
 
 __all__ = [
     "EVENT_TYPES",
@@ -28,59 +30,145 @@ __all__ = [
     "Response",
     "ResponseEvent",
     "ResponsesAccumulator",
+    "ResponsesRequest",
     "UnknownItem",
     "Usage",
     "WebSearchCall",
     "build_request",
     "parse_item",
+    "parse_request",
     "parse_response",
 ]
 
 # --- the request ---------------------------------------------------------------------------------
 
 
+ROLES = ("user", "system", "developer", "assistant")
+TRUNCATIONS = ("auto", "disabled")
+MAX_METADATA_KEYS = 16
+# the text each message content part carries; other part types (input_image, input_file) have no text
+_PARTS = {"input_text": "text", "output_text": "text", "refusal": "refusal"}
+_OUTPUT_PARTS = {"input_text": "text"}
+
+
 def build_request(input: str | Sequence[Mapping[str, Any]], *, model: str, stream: bool = False,
                   **params: Any) -> dict[str, Any]:
-    """The JSON body of `POST /responses`. `instructions` are never inherited through
-    `previous_response_id` (spec, migration rule 2): pass them again on every call that needs them."""
-    body: dict[str, Any] = {"model": check_model_id(model), "input": _input(input)}
-    if params.get("tools") is not None:
-        _tools(params["tools"])
+    """The JSON body of `POST /responses`, checked by `parse_request` (the gateway's validator) before it
+    leaves. `instructions` are never inherited through `previous_response_id` (spec, migration rule 2):
+    pass them again on every call that needs them."""
+    body: dict[str, Any] = {"model": model, "input": input}
     body.update((key, value) for key, value in params.items() if value is not None)
     if stream:
         body["stream"] = True
+    parse_request(body)
+    if not isinstance(input, str):
+        body["input"] = list(input)
     return body
 
 
-def _input(value: Any) -> Any:
+@dataclass(frozen=True, slots=True)
+class ResponsesRequest:
+    """A responses body the validator accepted: what a gateway needs, typed; the whole body in `body`."""
+
+    model: str
+    input: str | list[Mapping[str, Any]]  # items typed by `type` ("message" when only a role is given)
+    instructions: str | None
+    previous_response_id: str | None
+    tools: list[gen.Tool]  # function tools as ToolSpec; other types kept as sent
+    tool_choice: gen.ToolChoice
+    format: Mapping[str, Any]  # text.format as sent ({"type": "text"} when unset)
+    response_schema: dict[str, Any] | None
+    schema_field: str
+    max_tokens: int | None  # max_output_tokens
+    sampling: dict[str, float]
+    metadata: dict[str, str]
+    parallel_tool_calls: bool
+    store: bool
+    stream: bool
+    body: Mapping[str, Any] = field(repr=False)
+    seed: int | None = None  # the protocol has neither: the same names as chat's, for the gateway's plan
+    stop: tuple[str, ...] = ()
+
+
+def parse_request(body: Any) -> ResponsesRequest:
+    """Validate a responses body; raises only `InvalidRequest`, naming the field as the gateway's `param`."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("body", f"must be a JSON object; got {type(body).__name__}")
+    model = check_model_id(body.get("model"))
+    items = _input(body.get("input"))
+    tools = gen.tools(body, _tool)
+    choice = gen.tool_choice(body, gen.specs(tools), "responses")
+    text = gen.optional(body, "text", dict, default={})
+    fmt = gen.optional(text, "format", dict, path="text.format", default={"type": "text"})
+    schema, schema_field = _format(fmt)
+    metadata = gen.optional(body, "metadata", dict, default={})
+    if len(metadata) > MAX_METADATA_KEYS or not all(isinstance(v, str) for v in metadata.values()):
+        raise InvalidRequest("metadata", f"holds at most {MAX_METADATA_KEYS} string values")
+    if body.get("truncation") not in (None, *TRUNCATIONS):
+        raise InvalidRequest("truncation", f"must be 'auto' or 'disabled'; got {body['truncation']!r}")
+    for name, kind in (("background", bool), ("reasoning", dict), ("include", list)):
+        gen.optional(body, name, kind)
+    return ResponsesRequest(
+        model, items, gen.optional(body, "instructions", str), gen.optional(body, "previous_response_id", str),
+        tools, choice, fmt, schema, schema_field, gen.count(body, "max_output_tokens"),
+        gen.sampling(body, "responses"), dict(metadata),
+        gen.optional(body, "parallel_tool_calls", bool, default=True), gen.optional(body, "store", bool, default=True),
+        bool(gen.optional(body, "stream", bool)), body)
+
+
+def _input(value: Any) -> str | list[Mapping[str, Any]]:
     if isinstance(value, str):
         if not value:
             raise InvalidRequest("input", "must not be empty")
         return value
-    if not isinstance(value, Sequence) or isinstance(value, bytes | bytearray) or not value:
-        raise InvalidRequest("input", "required: text, or a non-empty list of input items")
-    for i, item in enumerate(value):
-        if not isinstance(item, Mapping):
-            raise InvalidRequest(f"input[{i}]", f"must be an object; got {type(item).__name__}")
-        if item.get("type") == "function_call_output" and not item.get("call_id"):
-            raise InvalidRequest(f"input[{i}].call_id", "required: the call_id of the call it answers")
-        if "type" not in item and "role" not in item:
-            raise InvalidRequest(f"input[{i}]", "needs a `type` or a `role`")
-    return list(value)
+    if value is None or isinstance(value, Mapping | bytes | bytearray) or not isinstance(value, Sequence):
+        got = "nothing" if value is None else type(value).__name__
+        raise InvalidRequest("input", f"required: text, or a non-empty array of input items; got {got}")
+    items = gen.object_list({"input": value}, "input", "text, or a non-empty array of input items")
+    return [_item(item, f"input[{i}]") for i, item in enumerate(items)]
 
 
-def _tools(tools: Any) -> None:
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        raise InvalidRequest("tools", "must be a list of tool objects")
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping) or not tool.get("type"):
-            raise InvalidRequest(f"tools[{i}].type", "required")
-        if tool["type"] == "function":
-            if isinstance(tool.get("function"), Mapping):
-                raise InvalidRequest(f"tools[{i}].function",
-                                     "responses tools are flat: name and parameters sit on the tool itself")
-            if not tool.get("name"):
-                raise InvalidRequest(f"tools[{i}].name", "required")
+def _item(item: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    kind = item.get("type", "message" if "role" in item else None)
+    if not isinstance(kind, str):
+        raise InvalidRequest(f"{where}.type", "required: an input item needs a `type` or a `role`")
+    if kind == "message":
+        role = item.get("role")
+        if role not in ROLES:
+            raise InvalidRequest(f"{where}.role", f"must be one of {', '.join(ROLES)}; got {role!r}")
+        gen.content(item.get("content"), f"{where}.content", _PARTS)
+    elif kind == "function_call":
+        for name in ("call_id", "name", "arguments"):
+            gen.required(item, name, str, path=f"{where}.{name}")
+    elif kind == "function_call_output":
+        gen.required(item, "call_id", str, path=f"{where}.call_id", hint="the call_id of the call it answers")
+        gen.content(item.get("output"), f"{where}.output", _OUTPUT_PARTS)
+    elif kind == "item_reference":
+        gen.required(item, "id", str, path=f"{where}.id")
+    return {**item, "type": kind}
+
+
+def _tool(tool: Mapping[str, Any], where: str) -> ToolSpec | None:
+    kind = gen.required(tool, "type", str, path=f"{where}.type", hint="'function' for a function tool")
+    if kind != "function":
+        return None  # web_search, file_search, mcp ...: the gateway says whether it has them
+    if "function" in tool:
+        raise InvalidRequest(f"{where}.function", "responses tools are flat: name and parameters sit on the "
+                                                  "tool itself")
+    return parse_tool(tool, where)
+
+
+def _format(fmt: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    kind = fmt.get("type")
+    if kind == "text":
+        return None, ""
+    if kind == "json_object":
+        return {"type": "object"}, "text.format"
+    if kind == "json_schema":
+        gen.required(fmt, "name", str, path="text.format.name")
+        schema = gen.required(fmt, "schema", dict, path="text.format.schema")
+        return gen.json_schema(schema, "text.format.schema"), "text.format.schema"
+    raise InvalidRequest("text.format.type", f"must be text, json_object or json_schema; got {kind!r}")
 
 
 # --- typed results -------------------------------------------------------------------------------
