@@ -8,16 +8,16 @@ stream and any replay of recorded bytes assemble answers the same way.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire import generation as gen
-from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, chat_ending
-from gwlab.wire.models import check_model_id
+from gwlab.wire._answers import Accumulated, kept, payload, shown, stream_status, summary, table, usage_text
+from gwlab.wire._answers import Usage as TokenUsage
+from gwlab.wire.endings import chat_ending
 from gwlab.wire.sse import Event, UnknownEvent
 from gwlab.wire.tools import ToolSpec, parse_tool
 
@@ -53,18 +53,10 @@ def build_request(messages: str | Sequence[Mapping[str, Any]], *, model: str, st
     `stream_options`, so the ledger can count tokens of streamed calls too. The body is checked by
     `parse_request`, the validator the local gateway runs, before it leaves.
     """
-    if isinstance(messages, str):
-        messages = [{"role": "user", "content": messages}]
-    body: dict[str, Any] = {"model": model, "messages": messages}
-    body.update((key, value) for key, value in params.items() if value is not None)
-    if stream:
-        body["stream"] = True
-        body.setdefault("stream_options", {"include_usage": True})
-    else:
-        body.pop("stream_options", None)
-    parse_request(body)
-    body["messages"] = list(messages)
-    return body
+    options = params.get("stream_options")
+    options = (options if options is not None else {"include_usage": True}) if stream else None
+    fields = {"model": model, "messages": gen.turns(messages)}
+    return gen.build(parse_request, fields, {**params, "stream_options": options}, stream)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +81,7 @@ class ChatRequest:
 
 def parse_request(body: Any) -> ChatRequest:
     """Validate a chat body; raises only `InvalidRequest`, naming the field as the gateway's `param`."""
-    if not isinstance(body, Mapping):
-        raise InvalidRequest("body", f"must be a JSON object; got {type(body).__name__}")
-    model = check_model_id(body.get("model"))
+    model = gen.model_of(body)
     messages = gen.object_list(body, "messages", "a non-empty array of {role, content} objects")
     for i, message in enumerate(messages):
         _message(message, f"messages[{i}]")
@@ -190,29 +180,18 @@ def _response_format(fmt: Mapping[str, Any] | None) -> tuple[dict[str, Any] | No
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    """Chat token counts under their wire names; `input_tokens`/`output_tokens` for the ledger."""
+class Usage(TokenUsage):
+    """Chat token counts: `prompt_tokens`/`completion_tokens` on the wire, input/output for the ledger."""
 
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    WIRE_NAMES: ClassVar[tuple[str, str, str]] = ("prompt_tokens", "completion_tokens", "total_tokens")
 
     @property
-    def input_tokens(self) -> int | None:
-        return self.prompt_tokens
+    def prompt_tokens(self) -> int | None:
+        return self.input_tokens
 
     @property
-    def output_tokens(self) -> int | None:
-        return self.completion_tokens
-
-    @classmethod
-    def from_wire(cls, data: Any) -> Usage | None:
-        """None when usage is absent or null (the spec allows both)."""
-        if not isinstance(data, Mapping):
-            return None
-        return cls(_int(data.get("prompt_tokens")), _int(data.get("completion_tokens")),
-                   _int(data.get("total_tokens")), raw=dict(data))
+    def completion_tokens(self) -> int | None:
+        return self.output_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,22 +289,18 @@ class ChatCompletion:
                    data.get("created"), request_id, raw=dict(data))
 
     def __repr__(self) -> str:
-        calls = f", tool_calls={[c.name for c in self.tool_calls]}" if self.tool_calls else ""
-        return (f"ChatCompletion(model={self.model!r}, text={_clip(self.text)!r}{calls}, "
-                f"finish_reason={self.finish_reason!r}, usage={_usage_text(self.usage)})")
+        return summary("ChatCompletion", model=self.model, text=self.text,
+                       tool_calls=[c.name for c in self.tool_calls], finish_reason=self.finish_reason,
+                       usage=self.usage)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for c in self.choices:
-            calls = "".join(f"<br><code>{html.escape(str(t.name))}({html.escape(t.arguments)})</code>"
-                            for t in c.message.tool_calls)
-            rows.append(f"<tr><td>{c.index}</td><td style='white-space:pre-wrap'>"
-                        f"{html.escape(c.message.content or '')}{calls}</td>"
-                        f"<td>{html.escape(str(c.finish_reason))}</td></tr>")
-        caption = html.escape(f"{self.model or '?'} · {_usage_text(self.usage)}"
-                              + (f" · request {self.request_id}" if self.request_id else ""))
-        return (f"<table><caption>{caption}</caption><thead><tr><th>#</th><th>message</th>"
-                f"<th>finish</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        return table(f"{self.model or '?'} · {usage_text(self.usage)}", self.request_id, ("#", "finish", "message"),
+                     ((c.index, c.finish_reason, _shown(c.message)) for c in self.choices))
+
+
+def _shown(message: ChatMessage) -> str:
+    calls = [shown(call) for call in message.tool_calls]
+    return "\n".join([message.content or "", *calls]).strip()
 
 
 def parse_response(data: Any, request_id: str | None = None) -> ChatCompletion:
@@ -365,7 +340,7 @@ class _ChoiceState:
         self.calls: dict[int, dict[str, Any]] = {}  # tool_calls[].index -> {id, type, name, arguments[]}
 
 
-class ChatAccumulator:
+class ChatAccumulator(Accumulated):
     """Assembles a chat stream: content per choice, tool-call fragments by their `index`, the usage
     chunk (empty `choices`). An `error` payload sets `error`.
 
@@ -385,46 +360,21 @@ class ChatAccumulator:
     @property
     def status(self) -> str:
         """in_progress | completed | interrupted (`[DONE]` before every finish_reason) | error."""
-        if self.error is not None:
-            return "error"
-        if not self.done:
-            return "in_progress"
-        finished = self._choices and all(state.finish_reason for state in self._choices.values())
-        return "completed" if finished else "interrupted"
-
-    @property
-    def ending(self) -> str:
-        """How the answer ended (gwlab/wire/endings.py), as far as the stream tells."""
-        status = self.status
-        if status == "error":
-            return FAILED
-        return self.result().ending if status == "completed" else INTERRUPTED
-
-    @property
-    def complete(self) -> bool:
-        """The model ended its answer: `[DONE]`, every choice finished, none capped or filtered."""
-        return self.ending == COMPLETE
+        finished = bool(self._choices) and all(state.finish_reason for state in self._choices.values())
+        return stream_status(self.error, self.done, finished)
 
     def add(self, event: Event) -> list[ChatChunk | UnknownEvent]:
         """Take one SSE event; return the typed events it produced (none for `[DONE]`)."""
-        data = event.data
-        if data.startswith(DONE):
+        if event.data.startswith(DONE):
             self.done = True
             return []
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            chunk = None
-        if not isinstance(chunk, dict):
-            unknown = UnknownEvent(event.event, {"data": data})
-            self.events.append(unknown)
-            return [unknown]
+        chunk = payload(event, self.events)
+        if isinstance(chunk, UnknownEvent):
+            return [chunk]
         if "error" in chunk and "choices" not in chunk:
             error = chunk["error"]
             self.error = error if isinstance(error, Mapping) else {"message": str(error)}
-            unknown = UnknownEvent("error", chunk)
-            self.events.append(unknown)
-            return [unknown]
+            return [kept(self.events, UnknownEvent("error", chunk))]
         if not self._head:
             self._head = {k: chunk.get(k) for k in ("id", "model", "created", "system_fingerprint")}
         choices = chunk.get("choices") or []
@@ -503,20 +453,3 @@ def _calls(state: _ChoiceState) -> list[ToolCall]:
                 "function": {"name": call["name"], "arguments": "".join(call["arguments"])}}
         out.append(ToolCall.from_wire(wire))
     return out
-
-
-# --- small helpers -------------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _usage_text(usage: Any) -> str:
-    if usage is None:
-        return "usage n/a"
-    return f"{usage.input_tokens} in / {usage.output_tokens} out tokens"

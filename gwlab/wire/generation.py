@@ -22,9 +22,11 @@ from gwlab.wire.tools import ToolSpec, parse_tool
 __all__ = [
     "MAX_STOP_SEQUENCES",
     "ToolChoice",
+    "build",
     "content",
     "count",
     "json_schema",
+    "model_of",
     "named_choice",
     "number",
     "object_list",
@@ -34,6 +36,7 @@ __all__ = [
     "stop",
     "tool_choice",
     "tools",
+    "turns",
 ]
 
 MAX_STOP_SEQUENCES = 16
@@ -50,6 +53,35 @@ SAMPLING: dict[str, dict[str, tuple[float, float]]] = {
 
 _JSON_TYPES: dict[type, str] = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
                                 list: "an array", dict: "an object"}
+
+
+# --- the body -------------------------------------------------------------------------------------
+
+
+def build(validate: Callable[[dict[str, Any]], Any], fields: Mapping[str, Any], params: Mapping[str, Any],
+          stream: bool) -> dict[str, Any]:
+    """What a client sends: `fields`, every parameter that is not None (unset ones are omitted, as the
+    spec asks) and `stream: true` for a stream, checked by the family's validator before it leaves."""
+    body = {**fields, **{key: value for key, value in params.items() if value is not None}}
+    if stream:
+        body["stream"] = True
+    validate(body)
+    return body
+
+
+def turns(messages: Any) -> Any:
+    """A bare string as one user message; a list copied (no aliasing with the caller); else as given,
+    for the validator to refuse."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    return list(messages) if _is_array(messages) else messages
+
+
+def model_of(body: Any) -> str:
+    """The model of a body, which must be a JSON object naming one."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("body", f"must be a JSON object; got {_kind(body)}")
+    return check_model_id(body.get("model"))
 
 
 # --- typed fields ---------------------------------------------------------------------------------
@@ -317,10 +349,6 @@ def _allowed(value: Mapping[str, Any], functions: Sequence[ToolSpec], shape: _Sh
 
 
 # --- small helpers --------------------------------------------------------------------------------
-
-
-def model(body: Mapping[str, Any]) -> str:
-    return check_model_id(body.get("model"))
 
 
 def _is_array(value: Any) -> bool:

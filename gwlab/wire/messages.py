@@ -8,7 +8,6 @@ joined and parsed at `content_block_stop`. The message is complete only at `mess
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,9 +15,9 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire import generation as gen
-from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, messages_ending
+from gwlab.wire._answers import Accumulated, Answer, Usage, integer, items_table, stream_status, summary, typed_payload
+from gwlab.wire.endings import messages_ending
 from gwlab.wire.limits import ANTHROPIC_VERSION
-from gwlab.wire.models import check_model_id
 from gwlab.wire.sse import Event, UnknownEvent
 from gwlab.wire.tools import ToolSpec, parse_tool
 
@@ -54,15 +53,8 @@ def build_request(messages: str | Sequence[Mapping[str, Any]], *, model: str, ma
     """The JSON body of `POST /messages`; a bare string is one user message. System text goes in
     `system=`, not in a message (the protocol has no system role). Checked by `parse_request`, the
     gateway's validator, before it leaves."""
-    if isinstance(messages, str):
-        messages = [{"role": "user", "content": messages}]
-    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
-    body.update((key, value) for key, value in params.items() if value is not None)
-    if stream:
-        body["stream"] = True
-    parse_request(body)
-    body["messages"] = list(messages)
-    return body
+    fields = {"model": model, "max_tokens": max_tokens, "messages": gen.turns(messages)}
+    return gen.build(parse_request, fields, params, stream)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +78,7 @@ class MessagesRequest:
 def parse_request(body: Any, version: str = ANTHROPIC_VERSION) -> MessagesRequest:
     """Validate a messages body sent under `anthropic-version: version`; raises only `InvalidRequest`,
     naming the field as the gateway's error message does."""
-    if not isinstance(body, Mapping):
-        raise InvalidRequest("body", f"must be a JSON object; got {type(body).__name__}")
-    model = check_model_id(body.get("model"))
+    model = gen.model_of(body)
     gen.required(body, "max_tokens", int, hint="a positive integer, the cap on the answer's tokens")
     max_tokens = gen.count(body, "max_tokens") or 1
     system = body.get("system")
@@ -151,33 +141,10 @@ def _tool(tool: Mapping[str, Any], where: str) -> ToolSpec | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def total_tokens(self) -> int | None:
-        if self.input_tokens is None or self.output_tokens is None:
-            return None
-        return self.input_tokens + self.output_tokens
-
-    @classmethod
-    def from_wire(cls, data: Any) -> Usage | None:
-        if not isinstance(data, Mapping):
-            return None
-        return cls(_int(data.get("input_tokens")), _int(data.get("output_tokens")), raw=dict(data))
-
-
-@dataclass(frozen=True, slots=True)
 class TextBlock:
     text: str
     type: str = "text"
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> TextBlock:
-        return cls(data.get("text") or "", raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +159,11 @@ class ToolUseBlock:
     type: str = "tool_use"
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
+    @property
+    def arguments(self) -> str:
+        """The input as a JSON string, as the other families carry a call's arguments."""
+        return json.dumps(self.input) if self.input is not None else self.input_json or ""
+
     def result(self, content: Any, *, is_error: bool = False) -> dict[str, Any]:
         """The `tool_result` block answering this call (send it in the next user message)."""
         block = {"type": "tool_result", "tool_use_id": self.id, "content": content}
@@ -205,13 +177,11 @@ class ToolUseBlock:
 
 @dataclass(frozen=True, slots=True)
 class ThinkingBlock:
+    """The model's visible reasoning; `raw` keeps its `signature`, which must be sent back unchanged."""
+
     thinking: str
     type: str = "thinking"
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> ThinkingBlock:
-        return cls(data.get("thinking") or "", raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,10 +192,15 @@ class UnknownBlock:
 
 Block = TextBlock | ToolUseBlock | ThinkingBlock | UnknownBlock
 
+def _text_block(cls: Callable[..., Block], key: str) -> Callable[[Mapping[str, Any]], Block]:
+    """A reader for a block whose content is the one string field `key` (text, thinking)."""
+    return lambda data: cls(str(data.get(key) or ""), raw=dict(data))
+
+
 _BLOCK_TYPES: dict[str, Callable[[Mapping[str, Any]], Block]] = {
-    "text": TextBlock.from_wire,
+    "text": _text_block(TextBlock, "text"),
     "tool_use": ToolUseBlock.from_wire,
-    "thinking": ThinkingBlock.from_wire,
+    "thinking": _text_block(ThinkingBlock, "thinking"),
 }
 
 
@@ -238,8 +213,10 @@ def parse_block(data: Any) -> Block:
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class Message(Answer):
     """A messages-protocol answer: typed content blocks and usage; everything else in `raw`."""
+
+    ITEMS, TEXT_ITEM, CALL_ITEM = "content", TextBlock, ToolUseBlock
 
     id: str | None
     model: str | None
@@ -249,14 +226,6 @@ class Message:
     usage: Usage | None = None
     request_id: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def text(self) -> str:
-        return "".join(block.text for block in self.content if isinstance(block, TextBlock))
-
-    @property
-    def tool_calls(self) -> list[ToolUseBlock]:
-        return [block for block in self.content if isinstance(block, ToolUseBlock)]
 
     @property
     def ending(self) -> str:
@@ -271,27 +240,11 @@ class Message:
                    Usage.from_wire(data.get("usage")), request_id, raw=dict(data))
 
     def __repr__(self) -> str:
-        calls = f", tool_calls={[c.name for c in self.tool_calls]}" if self.tool_calls else ""
-        usage = ("usage n/a" if self.usage is None
-                 else f"{self.usage.input_tokens} in / {self.usage.output_tokens} out tokens")
-        return (f"Message(model={self.model!r}, text={_clip(self.text)!r}{calls}, "
-                f"stop_reason={self.stop_reason!r}, usage={usage})")
+        return summary("Message", model=self.model, text=self.text, tool_calls=[c.name for c in self.tool_calls],
+                       stop_reason=self.stop_reason, usage=self.usage)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for i, block in enumerate(self.content):
-            if isinstance(block, TextBlock):
-                shown = block.text
-            elif isinstance(block, ToolUseBlock):
-                shown = f"{block.name}({json.dumps(block.input)}) id={block.id}"
-            else:
-                shown = json.dumps(dict(block.raw), default=str)[:200]
-            rows.append(f"<tr><td>{i}</td><td>{html.escape(block.type)}</td>"
-                        f"<td style='white-space:pre-wrap'>{html.escape(shown)}</td></tr>")
-        caption = html.escape(f"{self.model or '?'} · stop {self.stop_reason}"
-                              + (f" · request {self.request_id}" if self.request_id else ""))
-        return (f"<table><caption>{caption}</caption><thead><tr><th>#</th><th>block</th><th>content</th></tr>"
-                f"</thead><tbody>{''.join(rows)}</tbody></table>")
+        return items_table(f"{self.model or '?'} · stop {self.stop_reason}", self.request_id, "block", self.content)
 
 
 def parse_response(data: Any, request_id: str | None = None) -> Message:
@@ -319,7 +272,7 @@ class MessageEvent:
         return ""
 
 
-class MessagesAccumulator:
+class MessagesAccumulator(Accumulated):
     """Assembles a messages stream by content-block `index`; complete only at `message_stop`."""
 
     def __init__(self) -> None:
@@ -334,46 +287,14 @@ class MessagesAccumulator:
     @property
     def status(self) -> str:
         """in_progress | completed | interrupted (`message_stop` with no stop_reason) | error."""
-        if self.error is not None:
-            return "error"
-        if not self.stopped:
-            return "in_progress"
-        return "completed" if self._message.get("stop_reason") else "interrupted"
-
-    @property
-    def ending(self) -> str:
-        """How the answer ended (gwlab/wire/endings.py), as far as the stream tells."""
-        status = self.status
-        if status == "error":
-            return FAILED
-        return messages_ending(self._message.get("stop_reason")) if status == "completed" else INTERRUPTED
-
-    @property
-    def complete(self) -> bool:
-        """The model ended its turn: `message_stop` after a stop_reason that is not a cap or refusal."""
-        return self.ending == COMPLETE
+        return stream_status(self.error, self.stopped, bool(self._message.get("stop_reason")))
 
     def add(self, event: Event) -> list[MessageEvent | UnknownEvent]:
-        try:
-            data = json.loads(event.data)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            unknown = UnknownEvent(event.event, {"data": event.data})
-            self.events.append(unknown)
-            return [unknown]
-        kind = data.get("type") if isinstance(data.get("type"), str) else event.event
-        if kind not in EVENT_TYPES:
-            unknown = UnknownEvent(kind, data)
-            self.events.append(unknown)
-            return [unknown]
+        data = typed_payload(event, EVENT_TYPES, self.events)
+        if isinstance(data, UnknownEvent):
+            return [data]
         delta = data.get("delta") if isinstance(data.get("delta"), Mapping) else None
-        typed = MessageEvent(kind, _int(data.get("index")), delta, data)
-        self.events.append(typed)
-        handler = _HANDLERS.get(kind)
-        if handler is not None:
-            handler(self, typed, data)
-        return [typed]
+        return self._apply(MessageEvent(data["type"], integer(data.get("index")), delta, data), data, _HANDLERS)
 
     def _on_message_start(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         message = data.get("message")
@@ -462,11 +383,3 @@ _HANDLERS: dict[str, _Handler] = {
     "message_stop": MessagesAccumulator._on_message_stop,
     "error": MessagesAccumulator._on_error,
 }
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -9,7 +9,6 @@ the SDK 3.54 union becomes `UnknownEvent`. A round is complete only at `response
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,8 +16,18 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire import generation as gen
-from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, responses_ending
-from gwlab.wire.models import check_model_id
+from gwlab.wire._answers import (
+    Accumulated,
+    Answer,
+    Usage,
+    integer,
+    items_table,
+    mapping,
+    summary,
+    typed_payload,
+    usage_text,
+)
+from gwlab.wire.endings import responses_ending
 from gwlab.wire.sse import Event, UnknownEvent
 from gwlab.wire.tools import ToolSpec, parse_tool
 
@@ -56,14 +65,8 @@ def build_request(input: str | Sequence[Mapping[str, Any]], *, model: str, strea
     """The JSON body of `POST /responses`, checked by `parse_request` (the gateway's validator) before it
     leaves. `instructions` are never inherited through `previous_response_id` (spec, migration rule 2):
     pass them again on every call that needs them."""
-    body: dict[str, Any] = {"model": model, "input": input}
-    body.update((key, value) for key, value in params.items() if value is not None)
-    if stream:
-        body["stream"] = True
-    parse_request(body)
-    if not isinstance(input, str):
-        body["input"] = list(input)
-    return body
+    return gen.build(parse_request, {"model": model, "input": input if isinstance(input, str) else gen.turns(input)},
+                     params, stream)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +95,7 @@ class ResponsesRequest:
 
 def parse_request(body: Any) -> ResponsesRequest:
     """Validate a responses body; raises only `InvalidRequest`, naming the field as the gateway's `param`."""
-    if not isinstance(body, Mapping):
-        raise InvalidRequest("body", f"must be a JSON object; got {type(body).__name__}")
-    model = check_model_id(body.get("model"))
+    model = gen.model_of(body)
     items = _input(body.get("input"))
     tools = gen.tools(body, _tool)
     choice = gen.tool_choice(body, gen.specs(tools), "responses")
@@ -175,21 +176,6 @@ def _format(fmt: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    total_tokens: int | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def from_wire(cls, data: Any) -> Usage | None:
-        if not isinstance(data, Mapping):
-            return None
-        return cls(_int(data.get("input_tokens")), _int(data.get("output_tokens")),
-                   _int(data.get("total_tokens")), raw=dict(data))
-
-
-@dataclass(frozen=True, slots=True)
 class MessageItem:
     id: str | None
     role: str | None
@@ -200,17 +186,26 @@ class MessageItem:
 
     @property
     def text(self) -> str:
-        return "".join(p.get("text") or "" for p in self.content if p.get("type") == "output_text")
+        return _joined(self.content, "output_text")
 
     @property
     def refusal(self) -> str | None:
-        parts = [p.get("refusal") or "" for p in self.content if p.get("type") == "refusal"]
-        return "".join(parts) if parts else None
+        """The refusal parts' text; None when the model did not refuse."""
+        refused = any(p.get("type") == "refusal" for p in self.content)
+        return _joined(self.content, "refusal", "refusal") if refused else None
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> MessageItem:
-        content = [p for p in data.get("content") or () if isinstance(p, Mapping)]
-        return cls(data.get("id"), data.get("role"), content, data.get("status"), raw=dict(data))
+        return cls(data.get("id"), data.get("role"), _parts(data, "content"), data.get("status"), raw=dict(data))
+
+
+def _parts(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    return [p for p in data.get(key) or () if isinstance(p, Mapping)]
+
+
+def _joined(parts: Sequence[Mapping[str, Any]], kind: str | None = None, key: str = "text") -> str:
+    """The text of the parts of one `kind` (every part when None), joined."""
+    return "".join(p.get(key) or "" for p in parts if kind is None or p.get("type") == kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,12 +244,12 @@ class ReasoningItem:
 
     @property
     def text(self) -> str:
-        return "".join(p.get("text") or "" for p in self.summary)
+        """The summary's text (the reasoning itself is not sent)."""
+        return _joined(self.summary)
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ReasoningItem:
-        summary = [p for p in data.get("summary") or () if isinstance(p, Mapping)]
-        return cls(data.get("id"), summary, data.get("status"), raw=dict(data))
+        return cls(data.get("id"), _parts(data, "summary"), data.get("status"), raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,8 +297,11 @@ def parse_item(data: Any) -> OutputItem:
 
 
 @dataclass(frozen=True, slots=True)
-class Response:
-    """A response object: typed output items, usage, status; everything else in `raw`."""
+class Response(Answer):
+    """A response object: typed output items, usage, status; everything else in `raw`. Its `text` is the
+    text of every message item, in output order (the SDK's `output_text`)."""
+
+    ITEMS, TEXT_ITEM, CALL_ITEM = "output", MessageItem, FunctionCall
 
     id: str | None
     status: str | None
@@ -316,16 +314,7 @@ class Response:
     request_id: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
-    @property
-    def text(self) -> str:
-        """The text of every message item, in output order (the SDK's `output_text`)."""
-        return "".join(item.text for item in self.output if isinstance(item, MessageItem))
-
-    output_text = text
-
-    @property
-    def tool_calls(self) -> list[FunctionCall]:
-        return [item for item in self.output if isinstance(item, FunctionCall)]
+    output_text = Answer.text
 
     @property
     def ending(self) -> str:
@@ -338,31 +327,17 @@ class Response:
         data = data if isinstance(data, Mapping) else {}
         output = [parse_item(item) for item in data.get("output") or ()]
         return cls(data.get("id"), data.get("status"), data.get("model"), output,
-                   Usage.from_wire(data.get("usage")), _mapping(data.get("error")),
-                   _mapping(data.get("incomplete_details")), data.get("previous_response_id"), request_id,
+                   Usage.from_wire(data.get("usage")), mapping(data.get("error")),
+                   mapping(data.get("incomplete_details")), data.get("previous_response_id"), request_id,
                    raw=dict(data))
 
     def __repr__(self) -> str:
-        kinds = [item.type for item in self.output]
-        return (f"Response(id={self.id!r}, status={self.status!r}, model={self.model!r}, output={kinds}, "
-                f"text={_clip(self.text)!r}, usage={_usage_text(self.usage)})")
+        return summary("Response", id=self.id, status=self.status, model=self.model,
+                       output=[item.type for item in self.output], text=self.text, usage=self.usage)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for i, item in enumerate(self.output):
-            if isinstance(item, MessageItem):
-                shown = item.text
-            elif isinstance(item, FunctionCall):
-                shown = f"{item.name}({item.arguments}) call_id={item.call_id}"
-            else:
-                shown = json.dumps(dict(item.raw), default=str)[:200]
-            rows.append(f"<tr><td>{i}</td><td>{html.escape(item.type)}</td>"
-                        f"<td style='white-space:pre-wrap'>{html.escape(shown)}</td></tr>")
-        caption = html.escape(f"{self.id or '?'} · {self.status} · {self.model or '?'} · "
-                              f"{_usage_text(self.usage)}"
-                              + (f" · request {self.request_id}" if self.request_id else ""))
-        return (f"<table><caption>{caption}</caption><thead><tr><th>#</th><th>type</th><th>content</th></tr>"
-                f"</thead><tbody>{''.join(rows)}</tbody></table>")
+        caption = f"{self.id or '?'} · {self.status} · {self.model or '?'} · {usage_text(self.usage)}"
+        return items_table(caption, self.request_id, "type", self.output)
 
 
 def parse_response(data: Any, request_id: str | None = None) -> Response:
@@ -423,11 +398,11 @@ class ResponseEvent:
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ResponseEvent:
-        return cls(data["type"], _int(data.get("sequence_number")), _int(data.get("output_index")),
-                   _int(data.get("content_index")), data.get("item_id"), data.get("delta"), raw=data)
+        return cls(data["type"], integer(data.get("sequence_number")), integer(data.get("output_index")),
+                   integer(data.get("content_index")), data.get("item_id"), data.get("delta"), raw=data)
 
 
-class ResponsesAccumulator:
+class ResponsesAccumulator(Accumulated):
     """Assembles a responses stream. Events repeating a `sequence_number` already applied are
     skipped (counted in `duplicates`), so a replayed event cannot double text."""
 
@@ -444,35 +419,10 @@ class ResponsesAccumulator:
         self._seen: set[int] = set()
         self._index_of: dict[str, int] = {}  # item_id -> output_index, for events that carry only the id
 
-    @property
-    def ending(self) -> str:
-        """How the answer ended (gwlab/wire/endings.py), as far as the stream tells."""
-        if self.status == "error":
-            return FAILED
-        return self.result().ending if self.status != "in_progress" else INTERRUPTED
-
-    @property
-    def complete(self) -> bool:
-        """`response.completed` arrived (and the answer is no refusal)."""
-        return self.ending == COMPLETE
-
     def add(self, event: Event) -> list[ResponseEvent | UnknownEvent]:
-        try:
-            data = json.loads(event.data)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            unknown = UnknownEvent(event.event, {"data": event.data})
-            self.events.append(unknown)
-            return [unknown]
-        kind = data.get("type")
-        if not isinstance(kind, str):
-            kind = event.event
-            data["type"] = kind
-        if kind not in EVENT_TYPES:
-            unknown = UnknownEvent(kind, data)
-            self.events.append(unknown)
-            return [unknown]
+        data = typed_payload(event, EVENT_TYPES, self.events)
+        if isinstance(data, UnknownEvent):
+            return [data]
         typed = ResponseEvent.from_wire(data)
         seq = typed.sequence_number
         if seq is not None:
@@ -480,13 +430,7 @@ class ResponsesAccumulator:
                 self.duplicates += 1
                 return []
             self._seen.add(seq)
-        self.events.append(typed)
-        handler = _HANDLERS.get(kind)
-        if handler is not None:
-            handler(self, typed, data)
-        return [typed]
-
-    # handlers: one per event type that changes state (a table, not a chain of branches)
+        return self._apply(typed, data, _HANDLERS)
 
     def _on_lifecycle(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         response = data.get("response")
@@ -499,7 +443,7 @@ class ResponsesAccumulator:
         if event.type != "error":
             self._final = self._snapshot
         if event.type == "response.failed":
-            self.error = _mapping(self._snapshot.get("error")) or {"message": "response.failed"}
+            self.error = mapping(self._snapshot.get("error")) or {"message": "response.failed"}
         elif event.type == "error":
             self.error = {k: data.get(k) for k in ("code", "message", "param") if k in data}
 
@@ -597,22 +541,3 @@ _HANDLERS: dict[str, _Handler] = {
     "response.function_call_arguments.delta": ResponsesAccumulator._on_args_delta,
     "response.function_call_arguments.done": ResponsesAccumulator._on_args_done,
 }
-
-
-# --- small helpers -------------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _mapping(value: Any) -> Mapping[str, Any] | None:
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _usage_text(usage: Usage | None) -> str:
-    return "usage n/a" if usage is None else f"{usage.input_tokens} in / {usage.output_tokens} out tokens"
