@@ -7,20 +7,30 @@ import html
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED
 from gwlab.wire.sse import Event, UnknownEvent
 
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., None])
+
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class Kept:
+    """Base of every typed answer, item, block and event of the text families: whatever the gateway sent
+    stays in `raw` (tolerant reader). Keyword-only, so each subclass lists only its own fields."""
+
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage(Kept):
     """Token counts; `total_tokens` is the sum when the wire leaves it out (messages never sends one)."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_tokens: int | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     WIRE_NAMES: ClassVar[tuple[str, str, str]] = ("input_tokens", "output_tokens", "total_tokens")
 
@@ -33,6 +43,30 @@ class Usage:
         if total is None and given is not None and taken is not None:
             total = given + taken
         return cls(given, taken, total, raw=dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Kept):
+    """A function the model asks the caller to run; `arguments` is the JSON text the model wrote, which
+    may be invalid: the application validates it before running anything (spec, migration rule 4)."""
+
+    id: str | None
+    name: str | None
+    arguments: str = ""
+
+    def parsed_arguments(self) -> Any:
+        """The arguments as JSON; raises ValueError when the model wrote invalid JSON."""
+        return json.loads(self.arguments or "{}")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply(Kept):
+    """What an answer of every text family carries: its id and model, token usage, the request id."""
+
+    id: str | None
+    model: str | None
+    usage: Any = field(default=None, kw_only=True)  # the family's Usage, or None when not reported
+    request_id: str | None = field(default=None, kw_only=True)
 
 
 class Answer:
@@ -51,6 +85,17 @@ class Answer:
     @property
     def tool_calls(self) -> list[Any]:
         return [item for item in getattr(self, self.ITEMS) if isinstance(item, self.CALL_ITEM)]
+
+
+def by_type(data: Any, readers: Mapping[str, Callable[[Mapping[str, Any]], T]],
+            unknown: Callable[[str, Mapping[str, Any]], T]) -> T:
+    """An output item or content block typed by its `type` through `readers`; another type (or not an
+    object at all) is kept whole by `unknown(type, raw)`, never dropped (spec, migration rule 1)."""
+    if not isinstance(data, Mapping):
+        return unknown(type(data).__name__, {"value": data})
+    kind = data.get("type")
+    read = readers.get(kind) if isinstance(kind, str) else None
+    return read(data) if read is not None else unknown(str(kind), dict(data))
 
 
 def integer(value: Any) -> int | None:
@@ -140,6 +185,16 @@ def kept(events: list[Any], unknown: UnknownEvent) -> UnknownEvent:
     return unknown
 
 
+def handles(*kinds: str) -> Callable[[F], F]:
+    """Mark an accumulator method as the handler of these stream event types (see Accumulated)."""
+
+    def mark(method: F) -> F:
+        method.handles = kinds  # type: ignore[attr-defined]
+        return method
+
+    return mark
+
+
 def stream_status(error: Any, ended: bool, finished: bool) -> str:
     """in_progress | completed | interrupted (ended before the answer finished) | error."""
     if error is not None:
@@ -158,11 +213,18 @@ class Accumulated:
     def result(self) -> Any:  # pragma: no cover - each family's accumulator defines it
         raise NotImplementedError
 
-    def _apply(self, typed: Any, data: Mapping[str, Any], handlers: Mapping[str, Callable[..., None]]) -> list[Any]:
+    HANDLERS: ClassVar[dict[str, Callable[..., None]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Collect the subclass's `@handles` methods into its table: event type -> handler."""
+        super().__init_subclass__(**kwargs)
+        cls.HANDLERS = {kind: method for method in vars(cls).values() for kind in getattr(method, "handles", ())}
+
+    def _dispatch(self, typed: Any, data: Mapping[str, Any]) -> list[Any]:
         """Keep a typed event and let the handler of its type (a table, not a chain of branches) update
         the state; the typed event is what `add` returns."""
         self.events.append(typed)  # type: ignore[attr-defined]
-        handler = handlers.get(typed.type)
+        handler = self.HANDLERS.get(typed.type)
         if handler is not None:
             handler(self, typed, data)
         return [typed]

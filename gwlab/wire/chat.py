@@ -8,14 +8,14 @@ stream and any replay of recorded bytes assemble answers the same way.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire import _answers as ans
 from gwlab.wire import generation as gen
-from gwlab.wire._answers import Accumulated, kept, payload, shown, stream_status, summary, table, usage_text
+from gwlab.wire._answers import Accumulated, Call, Kept, Reply
 from gwlab.wire._answers import Usage as TokenUsage
 from gwlab.wire.endings import chat_ending
 from gwlab.wire.sse import Event, UnknownEvent
@@ -195,18 +195,10 @@ class Usage(TokenUsage):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A function call the model asks for; `arguments` is a JSON string, possibly invalid."""
+class ToolCall(Call):
+    """A function call the model asks for (`id`, `name`, `arguments`: see Call)."""
 
-    id: str | None
-    name: str | None
-    arguments: str = ""
     type: str = "function"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    def parsed_arguments(self) -> Any:
-        """The arguments as JSON; raises ValueError when the model wrote invalid JSON."""
-        return json.loads(self.arguments or "{}")
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ToolCall:
@@ -216,14 +208,13 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
-class ChatMessage:
+class ChatMessage(Kept):
     """The assistant message of one choice."""
 
     role: str | None
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     refusal: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_wire(cls, data: Any) -> ChatMessage:
@@ -236,11 +227,10 @@ class ChatMessage:
 
 
 @dataclass(frozen=True, slots=True)
-class Choice:
+class Choice(Kept):
     index: int
     message: ChatMessage
     finish_reason: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any], position: int) -> Choice:
@@ -250,16 +240,11 @@ class Choice:
 
 
 @dataclass(frozen=True, slots=True)
-class ChatCompletion:
+class ChatCompletion(Reply):
     """A chat completion: typed choices and usage; everything the gateway sent stays in `raw`."""
 
-    id: str | None
-    model: str | None
     choices: list[Choice]
-    usage: Usage | None = None
     created: int | float | None = None
-    request_id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -285,21 +270,22 @@ class ChatCompletion:
         data = data if isinstance(data, Mapping) else {}
         choices = [Choice.from_wire(c, i) for i, c in enumerate(data.get("choices") or ())
                    if isinstance(c, Mapping)]
-        return cls(data.get("id"), data.get("model"), choices, Usage.from_wire(data.get("usage")),
-                   data.get("created"), request_id, raw=dict(data))
+        return cls(data.get("id"), data.get("model"), choices, data.get("created"),
+                   usage=Usage.from_wire(data.get("usage")), request_id=request_id, raw=dict(data))
 
     def __repr__(self) -> str:
-        return summary("ChatCompletion", model=self.model, text=self.text,
+        return ans.summary("ChatCompletion", model=self.model, text=self.text,
                        tool_calls=[c.name for c in self.tool_calls], finish_reason=self.finish_reason,
                        usage=self.usage)
 
     def _repr_html_(self) -> str:
-        return table(f"{self.model or '?'} · {usage_text(self.usage)}", self.request_id, ("#", "finish", "message"),
-                     ((c.index, c.finish_reason, _shown(c.message)) for c in self.choices))
+        caption = f"{self.model or '?'} · {ans.usage_text(self.usage)}"
+        return ans.table(caption, self.request_id, ("#", "finish", "message"),
+                         ((c.index, c.finish_reason, _shown(c.message)) for c in self.choices))
 
 
 def _shown(message: ChatMessage) -> str:
-    calls = [shown(call) for call in message.tool_calls]
+    calls = [ans.shown(call) for call in message.tool_calls]
     return "\n".join([message.content or "", *calls]).strip()
 
 
@@ -312,13 +298,12 @@ def parse_response(data: Any, request_id: str | None = None) -> ChatCompletion:
 
 
 @dataclass(frozen=True, slots=True)
-class ChatChunk:
+class ChatChunk(Kept):
     """One `chat.completion.chunk`; `text` is what it adds to choice 0."""
 
     id: str | None
     choices: list[Mapping[str, Any]]
     usage: Usage | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -361,20 +346,20 @@ class ChatAccumulator(Accumulated):
     def status(self) -> str:
         """in_progress | completed | interrupted (`[DONE]` before every finish_reason) | error."""
         finished = bool(self._choices) and all(state.finish_reason for state in self._choices.values())
-        return stream_status(self.error, self.done, finished)
+        return ans.stream_status(self.error, self.done, finished)
 
     def add(self, event: Event) -> list[ChatChunk | UnknownEvent]:
         """Take one SSE event; return the typed events it produced (none for `[DONE]`)."""
         if event.data.startswith(DONE):
             self.done = True
             return []
-        chunk = payload(event, self.events)
+        chunk = ans.payload(event, self.events)
         if isinstance(chunk, UnknownEvent):
             return [chunk]
         if "error" in chunk and "choices" not in chunk:
             error = chunk["error"]
             self.error = error if isinstance(error, Mapping) else {"message": str(error)}
-            return [kept(self.events, UnknownEvent("error", chunk))]
+            return [ans.kept(self.events, UnknownEvent("error", chunk))]
         if not self._head:
             self._head = {k: chunk.get(k) for k in ("id", "model", "created", "system_fingerprint")}
         choices = chunk.get("choices") or []

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire import _answers as ans
 from gwlab.wire import generation as gen
-from gwlab.wire._answers import Accumulated, Answer, Usage, integer, items_table, stream_status, summary, typed_payload
+from gwlab.wire._answers import Accumulated, Answer, Kept, Reply, Usage
 from gwlab.wire.endings import messages_ending
 from gwlab.wire.limits import ANTHROPIC_VERSION
 from gwlab.wire.sse import Event, UnknownEvent
@@ -141,14 +142,13 @@ def _tool(tool: Mapping[str, Any], where: str) -> ToolSpec | None:
 
 
 @dataclass(frozen=True, slots=True)
-class TextBlock:
+class TextBlock(Kept):
     text: str
     type: str = "text"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
-class ToolUseBlock:
+class ToolUseBlock(Kept):
     """A tool the model asks the caller to run; `input` is a JSON object (not a string). When the
     streamed fragments did not form valid JSON, `input` is None and `input_json` keeps them."""
 
@@ -157,7 +157,6 @@ class ToolUseBlock:
     input: Any
     input_json: str | None = None
     type: str = "tool_use"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def arguments(self) -> str:
@@ -176,56 +175,46 @@ class ToolUseBlock:
 
 
 @dataclass(frozen=True, slots=True)
-class ThinkingBlock:
-    """The model's visible reasoning; `raw` keeps its `signature`, which must be sent back unchanged."""
+class ThinkingBlock(Kept):
+    """The model's visible reasoning; send it back with its `signature` unchanged in the next turn."""
 
     thinking: str
+    signature: str | None = None
     type: str = "thinking"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> ThinkingBlock:
+        return cls(str(data.get("thinking") or ""), data.get("signature"), raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class UnknownBlock:
+class UnknownBlock(Kept):
     type: str
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 Block = TextBlock | ToolUseBlock | ThinkingBlock | UnknownBlock
 
-def _text_block(cls: Callable[..., Block], key: str) -> Callable[[Mapping[str, Any]], Block]:
-    """A reader for a block whose content is the one string field `key` (text, thinking)."""
-    return lambda data: cls(str(data.get(key) or ""), raw=dict(data))
-
-
 _BLOCK_TYPES: dict[str, Callable[[Mapping[str, Any]], Block]] = {
-    "text": _text_block(TextBlock, "text"),
+    "text": lambda data: TextBlock(str(data.get("text") or ""), raw=dict(data)),
     "tool_use": ToolUseBlock.from_wire,
-    "thinking": _text_block(ThinkingBlock, "thinking"),
+    "thinking": ThinkingBlock.from_wire,
 }
 
 
 def parse_block(data: Any) -> Block:
-    if not isinstance(data, Mapping):
-        return UnknownBlock(type(data).__name__, {"value": data})
-    kind = data.get("type")
-    parse = _BLOCK_TYPES.get(kind) if isinstance(kind, str) else None
-    return parse(data) if parse is not None else UnknownBlock(str(kind), dict(data))
+    """One content block, typed by its `type`; unknown types (and non-objects) kept as UnknownBlock."""
+    return ans.by_type(data, _BLOCK_TYPES, lambda kind, raw: UnknownBlock(kind, raw=raw))
 
 
 @dataclass(frozen=True, slots=True)
-class Message(Answer):
+class Message(Reply, Answer):
     """A messages-protocol answer: typed content blocks and usage; everything else in `raw`."""
 
     ITEMS, TEXT_ITEM, CALL_ITEM = "content", TextBlock, ToolUseBlock
 
-    id: str | None
-    model: str | None
     role: str | None
     content: list[Block]
     stop_reason: str | None = None
-    usage: Usage | None = None
-    request_id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def ending(self) -> str:
@@ -237,14 +226,14 @@ class Message(Answer):
         data = data if isinstance(data, Mapping) else {}
         content = [parse_block(block) for block in data.get("content") or ()]
         return cls(data.get("id"), data.get("model"), data.get("role"), content, data.get("stop_reason"),
-                   Usage.from_wire(data.get("usage")), request_id, raw=dict(data))
+                   usage=Usage.from_wire(data.get("usage")), request_id=request_id, raw=dict(data))
 
     def __repr__(self) -> str:
-        return summary("Message", model=self.model, text=self.text, tool_calls=[c.name for c in self.tool_calls],
+        return ans.summary("Message", model=self.model, text=self.text, tool_calls=[c.name for c in self.tool_calls],
                        stop_reason=self.stop_reason, usage=self.usage)
 
     def _repr_html_(self) -> str:
-        return items_table(f"{self.model or '?'} · stop {self.stop_reason}", self.request_id, "block", self.content)
+        return ans.items_table(f"{self.model or '?'} · stop {self.stop_reason}", self.request_id, "block", self.content)
 
 
 def parse_response(data: Any, request_id: str | None = None) -> Message:
@@ -258,11 +247,10 @@ EVENT_TYPES = frozenset({"message_start", "content_block_start", "content_block_
 
 
 @dataclass(frozen=True, slots=True)
-class MessageEvent:
+class MessageEvent(Kept):
     type: str
     index: int | None = None
     delta: Mapping[str, Any] | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -287,15 +275,16 @@ class MessagesAccumulator(Accumulated):
     @property
     def status(self) -> str:
         """in_progress | completed | interrupted (`message_stop` with no stop_reason) | error."""
-        return stream_status(self.error, self.stopped, bool(self._message.get("stop_reason")))
+        return ans.stream_status(self.error, self.stopped, bool(self._message.get("stop_reason")))
 
     def add(self, event: Event) -> list[MessageEvent | UnknownEvent]:
-        data = typed_payload(event, EVENT_TYPES, self.events)
+        data = ans.typed_payload(event, EVENT_TYPES, self.events)
         if isinstance(data, UnknownEvent):
             return [data]
         delta = data.get("delta") if isinstance(data.get("delta"), Mapping) else None
-        return self._apply(MessageEvent(data["type"], integer(data.get("index")), delta, data), data, _HANDLERS)
+        return self._dispatch(MessageEvent(data["type"], ans.integer(data.get("index")), delta, raw=data), data)
 
+    @ans.handles("message_start")
     def _on_message_start(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         message = data.get("message")
         if isinstance(message, Mapping):
@@ -303,12 +292,14 @@ class MessagesAccumulator(Accumulated):
             if isinstance(message.get("usage"), Mapping):
                 self._usage.update(message["usage"])
 
+    @ans.handles("content_block_start")
     def _on_block_start(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         block = data.get("content_block")
         if event.index is not None and isinstance(block, Mapping):
             self._blocks[event.index] = dict(block)
             self._parts[event.index] = []
 
+    @ans.handles("content_block_delta")
     def _on_block_delta(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         delta, index = event.delta, event.index
         if delta is None or index is None:
@@ -317,20 +308,24 @@ class MessagesAccumulator(Accumulated):
         if key is not None and isinstance(delta.get(key), str):
             self._parts.setdefault(index, []).append(delta[key])
 
+    @ans.handles("content_block_stop")
     def _on_block_stop(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         if event.index is not None and event.index in self._blocks:
             self._blocks[event.index] = self._assembled(event.index)
             self._parts[event.index] = []
 
+    @ans.handles("message_delta")
     def _on_message_delta(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         if event.delta is not None:
             self._message.update({k: v for k, v in event.delta.items() if k in _DELTA_MESSAGE_FIELDS})
         if isinstance(data.get("usage"), Mapping):
             self._usage.update(data["usage"])  # output_tokens is cumulative: the latest wins
 
+    @ans.handles("message_stop")
     def _on_message_stop(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         self.stopped = True
 
+    @ans.handles("error")
     def _on_error(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         error = data.get("error")
         self.error = dict(error) if isinstance(error, Mapping) else {"message": str(error)}
@@ -373,13 +368,3 @@ class MessagesAccumulator(Accumulated):
 _DELTA_MESSAGE_FIELDS = ("stop_reason", "stop_sequence")
 _DELTA_FIELDS = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
 
-_Handler = Callable[[MessagesAccumulator, MessageEvent, Mapping[str, Any]], None]
-_HANDLERS: dict[str, _Handler] = {
-    "message_start": MessagesAccumulator._on_message_start,
-    "content_block_start": MessagesAccumulator._on_block_start,
-    "content_block_delta": MessagesAccumulator._on_block_delta,
-    "content_block_stop": MessagesAccumulator._on_block_stop,
-    "message_delta": MessagesAccumulator._on_message_delta,
-    "message_stop": MessagesAccumulator._on_message_stop,
-    "error": MessagesAccumulator._on_error,
-}

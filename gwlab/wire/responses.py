@@ -9,24 +9,14 @@ the SDK 3.54 union becomes `UnknownEvent`. A round is complete only at `response
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire import _answers as ans
 from gwlab.wire import generation as gen
-from gwlab.wire._answers import (
-    Accumulated,
-    Answer,
-    Usage,
-    integer,
-    items_table,
-    mapping,
-    summary,
-    typed_payload,
-    usage_text,
-)
+from gwlab.wire._answers import Accumulated, Answer, Call, Kept, Reply, Usage
 from gwlab.wire.endings import responses_ending
 from gwlab.wire.sse import Event, UnknownEvent
 from gwlab.wire.tools import ToolSpec, parse_tool
@@ -176,13 +166,18 @@ def _format(fmt: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class MessageItem:
+class Item(Kept):
+    """What every output item carries: its id, and its status (in_progress, completed, incomplete, ...)."""
+
     id: str | None
+    status: str | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageItem(Item):
     role: str | None
     content: list[Mapping[str, Any]]
-    status: str | None = None
     type: str = "message"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -196,7 +191,8 @@ class MessageItem:
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> MessageItem:
-        return cls(data.get("id"), data.get("role"), _parts(data, "content"), data.get("status"), raw=dict(data))
+        return cls(data.get("id"), data.get("role"), _parts(data, "content"), status=data.get("status"),
+                   raw=dict(data))
 
 
 def _parts(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
@@ -209,20 +205,12 @@ def _joined(parts: Sequence[Mapping[str, Any]], kind: str | None = None, key: st
 
 
 @dataclass(frozen=True, slots=True)
-class FunctionCall:
-    """A function the model asks the caller to run; answer with a function_call_output of `call_id`."""
+class FunctionCall(Call):
+    """A function call item (`id` is the item's; see Call); answer with a function_call_output of `call_id`."""
 
-    id: str | None
-    call_id: str | None
-    name: str | None
-    arguments: str = ""
-    status: str | None = None
+    call_id: str | None = None
     type: str = "function_call"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    def parsed_arguments(self) -> Any:
-        """The arguments as JSON; raises ValueError when the model wrote invalid JSON."""
-        return json.loads(self.arguments or "{}")
+    status: str | None = field(default=None, kw_only=True)
 
     def output(self, output: str) -> dict[str, Any]:
         """The input item answering this call."""
@@ -230,17 +218,14 @@ class FunctionCall:
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> FunctionCall:
-        return cls(data.get("id"), data.get("call_id"), data.get("name"), data.get("arguments") or "",
-                   data.get("status"), raw=dict(data))
+        return cls(data.get("id"), data.get("name"), data.get("arguments") or "", data.get("call_id"),
+                   status=data.get("status"), raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class ReasoningItem:
-    id: str | None
+class ReasoningItem(Item):
     summary: list[Mapping[str, Any]]
-    status: str | None = None
     type: str = "reasoning"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -249,30 +234,26 @@ class ReasoningItem:
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ReasoningItem:
-        return cls(data.get("id"), _parts(data, "summary"), data.get("status"), raw=dict(data))
+        return cls(data.get("id"), _parts(data, "summary"), status=data.get("status"), raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class WebSearchCall:
-    id: str | None
-    status: str | None
+class WebSearchCall(Item):
     action: Mapping[str, Any] = field(default_factory=dict)
     type: str = "web_search_call"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> WebSearchCall:
         action = data.get("action") if isinstance(data.get("action"), Mapping) else {}
-        return cls(data.get("id"), data.get("status"), dict(action), raw=dict(data))
+        return cls(data.get("id"), dict(action), status=data.get("status"), raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class UnknownItem:
+class UnknownItem(Kept):
     """An output item of a type this version does not know: kept whole in `raw`."""
 
     type: str
     id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 OutputItem = MessageItem | FunctionCall | ReasoningItem | WebSearchCall | UnknownItem
@@ -287,32 +268,21 @@ _ITEM_TYPES: dict[str, Callable[[Mapping[str, Any]], OutputItem]] = {
 
 def parse_item(data: Any) -> OutputItem:
     """One output item, typed by its `type`; unknown types (and non-objects) kept as UnknownItem."""
-    if not isinstance(data, Mapping):
-        return UnknownItem(type(data).__name__, None, {"value": data})
-    kind = data.get("type")
-    parse = _ITEM_TYPES.get(kind) if isinstance(kind, str) else None
-    if parse is None:
-        return UnknownItem(str(kind), data.get("id"), dict(data))
-    return parse(data)
+    return ans.by_type(data, _ITEM_TYPES, lambda kind, raw: UnknownItem(kind, raw.get("id"), raw=raw))
 
 
 @dataclass(frozen=True, slots=True)
-class Response(Answer):
+class Response(Reply, Answer):
     """A response object: typed output items, usage, status; everything else in `raw`. Its `text` is the
     text of every message item, in output order (the SDK's `output_text`)."""
 
     ITEMS, TEXT_ITEM, CALL_ITEM = "output", MessageItem, FunctionCall
 
-    id: str | None
     status: str | None
-    model: str | None
     output: list[OutputItem]
-    usage: Usage | None = None
     error: Mapping[str, Any] | None = None
     incomplete_details: Mapping[str, Any] | None = None
     previous_response_id: str | None = None
-    request_id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     output_text = Answer.text
 
@@ -326,18 +296,17 @@ class Response(Answer):
     def from_wire(cls, data: Any, request_id: str | None = None) -> Response:
         data = data if isinstance(data, Mapping) else {}
         output = [parse_item(item) for item in data.get("output") or ()]
-        return cls(data.get("id"), data.get("status"), data.get("model"), output,
-                   Usage.from_wire(data.get("usage")), mapping(data.get("error")),
-                   mapping(data.get("incomplete_details")), data.get("previous_response_id"), request_id,
-                   raw=dict(data))
+        return cls(data.get("id"), data.get("model"), data.get("status"), output, ans.mapping(data.get("error")),
+                   ans.mapping(data.get("incomplete_details")), data.get("previous_response_id"),
+                   usage=Usage.from_wire(data.get("usage")), request_id=request_id, raw=dict(data))
 
     def __repr__(self) -> str:
-        return summary("Response", id=self.id, status=self.status, model=self.model,
+        return ans.summary("Response", id=self.id, status=self.status, model=self.model,
                        output=[item.type for item in self.output], text=self.text, usage=self.usage)
 
     def _repr_html_(self) -> str:
-        caption = f"{self.id or '?'} · {self.status} · {self.model or '?'} · {usage_text(self.usage)}"
-        return items_table(caption, self.request_id, "type", self.output)
+        caption = f"{self.id or '?'} · {self.status} · {self.model or '?'} · {ans.usage_text(self.usage)}"
+        return ans.items_table(caption, self.request_id, "type", self.output)
 
 
 def parse_response(data: Any, request_id: str | None = None) -> Response:
@@ -380,7 +349,7 @@ TERMINAL_EVENTS = {"response.completed": "completed", "response.failed": "failed
 
 
 @dataclass(frozen=True, slots=True)
-class ResponseEvent:
+class ResponseEvent(Kept):
     """A known stream event; the addressing fields typed, the whole payload in `raw`."""
 
     type: str
@@ -389,7 +358,6 @@ class ResponseEvent:
     content_index: int | None = None
     item_id: str | None = None
     delta: Any = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -398,8 +366,8 @@ class ResponseEvent:
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ResponseEvent:
-        return cls(data["type"], integer(data.get("sequence_number")), integer(data.get("output_index")),
-                   integer(data.get("content_index")), data.get("item_id"), data.get("delta"), raw=data)
+        return cls(data["type"], ans.integer(data.get("sequence_number")), ans.integer(data.get("output_index")),
+                   ans.integer(data.get("content_index")), data.get("item_id"), data.get("delta"), raw=data)
 
 
 class ResponsesAccumulator(Accumulated):
@@ -420,7 +388,7 @@ class ResponsesAccumulator(Accumulated):
         self._index_of: dict[str, int] = {}  # item_id -> output_index, for events that carry only the id
 
     def add(self, event: Event) -> list[ResponseEvent | UnknownEvent]:
-        data = typed_payload(event, EVENT_TYPES, self.events)
+        data = ans.typed_payload(event, EVENT_TYPES, self.events)
         if isinstance(data, UnknownEvent):
             return [data]
         typed = ResponseEvent.from_wire(data)
@@ -430,23 +398,26 @@ class ResponsesAccumulator(Accumulated):
                 self.duplicates += 1
                 return []
             self._seen.add(seq)
-        return self._apply(typed, data, _HANDLERS)
+        return self._dispatch(typed, data)
 
+    @ans.handles("response.created", "response.in_progress", "response.queued")
     def _on_lifecycle(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         response = data.get("response")
         if isinstance(response, Mapping):
             self._snapshot = dict(response)
 
+    @ans.handles(*TERMINAL_EVENTS)
     def _on_terminal(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         self._on_lifecycle(event, data)
         self.status = TERMINAL_EVENTS[event.type]
         if event.type != "error":
             self._final = self._snapshot
         if event.type == "response.failed":
-            self.error = mapping(self._snapshot.get("error")) or {"message": "response.failed"}
+            self.error = ans.mapping(self._snapshot.get("error")) or {"message": "response.failed"}
         elif event.type == "error":
             self.error = {k: data.get(k) for k in ("code", "message", "param") if k in data}
 
+    @ans.handles("response.output_item.added", "response.output_item.done")
     def _on_item(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         item = data.get("item")
         index = event.output_index
@@ -467,21 +438,25 @@ class ResponsesAccumulator(Accumulated):
             return event.output_index
         return self._index_of.get(event.item_id) if event.item_id else None
 
+    @ans.handles("response.output_text.delta")
     def _on_text_delta(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         index = self._index(event)
         if index is not None and isinstance(event.delta, str):
             self._texts.setdefault((index, event.content_index or 0), []).append(event.delta)
 
+    @ans.handles("response.output_text.done")
     def _on_text_done(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         index = self._index(event)
         if index is not None and isinstance(data.get("text"), str):
             self._texts[(index, event.content_index or 0)] = [data["text"]]
 
+    @ans.handles("response.function_call_arguments.delta")
     def _on_args_delta(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         index = self._index(event)
         if index is not None and isinstance(event.delta, str):
             self._args.setdefault(index, []).append(event.delta)
 
+    @ans.handles("response.function_call_arguments.done")
     def _on_args_done(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         index = self._index(event)
         if index is not None and isinstance(data.get("arguments"), str):
@@ -528,16 +503,3 @@ class ResponsesAccumulator(Accumulated):
         return item
 
 
-_Handler = Callable[[ResponsesAccumulator, ResponseEvent, Mapping[str, Any]], None]
-_HANDLERS: dict[str, _Handler] = {
-    "response.created": ResponsesAccumulator._on_lifecycle,
-    "response.in_progress": ResponsesAccumulator._on_lifecycle,
-    "response.queued": ResponsesAccumulator._on_lifecycle,
-    **{kind: ResponsesAccumulator._on_terminal for kind in TERMINAL_EVENTS},
-    "response.output_item.added": ResponsesAccumulator._on_item,
-    "response.output_item.done": ResponsesAccumulator._on_item,
-    "response.output_text.delta": ResponsesAccumulator._on_text_delta,
-    "response.output_text.done": ResponsesAccumulator._on_text_done,
-    "response.function_call_arguments.delta": ResponsesAccumulator._on_args_delta,
-    "response.function_call_arguments.done": ResponsesAccumulator._on_args_done,
-}
