@@ -76,7 +76,7 @@ def parse(body: dict[str, Any], model: str) -> ChatRun:
     if req.n > MAX_CHOICES:
         raise APIError(400, f"'n' must be an integer from 1 to {MAX_CHOICES} on the local model", param="n")
     plan = textgen.plan_for(req, tools, model=model)
-    params = {t.name: f"tools[{i}].function.parameters" for i, t in enumerate(req.tools) if t in tools}
+    params = {t.name: f"tools[{i}].function.parameters" for i, t in enumerate(tools)}
     params[""] = req.schema_field
     return ChatRun(req, _conversation(req.messages), plan, params)
 
