@@ -17,7 +17,7 @@ from typing import Any
 from gwlab.errors import InvalidRequest
 from gwlab.wire.limits import TEMPERATURE_RANGE
 from gwlab.wire.models import check_model_id
-from gwlab.wire.tools import ToolSpec, parse_tool
+from gwlab.wire.tools import ToolSpec
 
 __all__ = [
     "MAX_STOP_SEQUENCES",
@@ -33,6 +33,7 @@ __all__ = [
     "optional",
     "required",
     "sampling",
+    "specs",
     "stop",
     "tool_choice",
     "tools",
@@ -225,12 +226,8 @@ def tools(body: Mapping[str, Any], read: Callable[[Mapping[str, Any], str], Tool
     return out
 
 
-def function_tool(tool: Mapping[str, Any], where: str) -> ToolSpec:
-    """A function tool in any family's shape (wire.tools reads them all)."""
-    return parse_tool(tool, where)
-
-
 def specs(tools: Sequence[Tool]) -> list[ToolSpec]:
+    """The function tools of a `tools` list (those a tool_choice may name)."""
     return [t for t in tools if isinstance(t, ToolSpec)]
 
 
@@ -263,6 +260,7 @@ def named_choice(tools: Sequence[ToolSpec], name: Any, path: str) -> ToolChoice:
 @dataclass(frozen=True, slots=True)
 class _Shape:
     modes: Mapping[str, str]
+    named: str  # the type of a choice that names one function
     name: tuple[str, ...]  # keys from the choice object to the function name
     allowed: tuple[str, ...] | None  # keys to the allowed_tools object (holding mode and tools)
     tool_name: tuple[str, ...]  # keys from an allowed entry to its name
@@ -271,14 +269,13 @@ class _Shape:
 
 
 _SHAPES = {
-    "chat": _Shape({"none": "none", "auto": "auto", "required": "required"}, ("function", "name"),
+    "chat": _Shape({"none": "none", "auto": "auto", "required": "required"}, "function", ("function", "name"),
                    ("allowed_tools",), ("function", "name"), strings=True, hosted=False),
-    "responses": _Shape({"none": "none", "auto": "auto", "required": "required"}, ("name",), (),
+    "responses": _Shape({"none": "none", "auto": "auto", "required": "required"}, "function", ("name",), (),
                         ("name",), strings=True, hosted=True),
-    "messages": _Shape({"none": "none", "auto": "auto", "any": "required"}, ("name",), None, ("name",),
+    "messages": _Shape({"none": "none", "auto": "auto", "any": "required"}, "tool", ("name",), None, ("name",),
                        strings=False, hosted=False),
 }
-_NAMED = {"chat": "function", "responses": "function", "messages": "tool"}
 
 
 def tool_choice(body: Mapping[str, Any], functions: Sequence[ToolSpec], family: str) -> ToolChoice:
@@ -295,18 +292,18 @@ def tool_choice(body: Mapping[str, Any], functions: Sequence[ToolSpec], family: 
         wanted = "a string or an object" if shape.strings else "an object with a type"
         raise InvalidRequest("tool_choice", f"must be {wanted}; got {_kind(value)}")
     kind = value.get("type")
-    if family == "messages":
+    if not shape.strings:  # the messages spelling: {"type": mode}, each with disable_parallel_tool_use
         optional(value, "disable_parallel_tool_use", bool, path="tool_choice.disable_parallel_tool_use")
         if kind in shape.modes:
             return _mode(shape.modes[kind], functions)
-    if kind == _NAMED[family]:
-        return _named(value, functions, shape)
+    if kind == shape.named:
+        chosen, path = _walk(value, shape.name[:-1], "tool_choice")
+        return named_choice(functions, chosen.get(shape.name[-1]), f"{path}.{shape.name[-1]}")
     if kind == "allowed_tools" and shape.allowed is not None:
         return _allowed(value, functions, shape)
     if shape.hosted and isinstance(kind, str) and kind:
         return ToolChoice("hosted", kind)
-    named = _NAMED[family]
-    kinds = ([m for m in shape.modes] if not shape.strings else []) + [named] + (
+    kinds = ([] if shape.strings else list(shape.modes)) + [shape.named] + (
         ["allowed_tools"] if shape.allowed is not None else [])
     raise InvalidRequest("tool_choice.type", f"must be {_listed(kinds)}; got {kind!r}")
 
@@ -317,23 +314,16 @@ def _mode(mode: str, functions: Sequence[ToolSpec]) -> ToolChoice:
     return ToolChoice(mode if functions else "none")
 
 
-def _dig(value: Mapping[str, Any], keys: Sequence[str], path: str) -> tuple[Any, str]:
-    for key in keys[:-1]:
-        value = required(value, key, dict, path=f"{path}.{key}")
+def _walk(value: Mapping[str, Any], keys: Sequence[str], path: str) -> tuple[Mapping[str, Any], str]:
+    """The object `keys` lead to (each step a required object), and its path."""
+    for key in keys:
         path = f"{path}.{key}"
-    return value.get(keys[-1]), f"{path}.{keys[-1]}"
-
-
-def _named(value: Mapping[str, Any], functions: Sequence[ToolSpec], shape: _Shape) -> ToolChoice:
-    name, path = _dig(value, shape.name, "tool_choice")
-    return named_choice(functions, name, path)
+        value = required(value, key, dict, path=path)
+    return value, path
 
 
 def _allowed(value: Mapping[str, Any], functions: Sequence[ToolSpec], shape: _Shape) -> ToolChoice:
-    path = "tool_choice"
-    for key in shape.allowed or ():
-        value = required(value, key, dict, path=f"{path}.{key}")
-        path = f"{path}.{key}"
+    value, path = _walk(value, shape.allowed or (), "tool_choice")
     mode = value.get("mode")
     if mode not in ("auto", "required"):
         raise InvalidRequest(f"{path}.mode", f"must be 'auto' or 'required'; got {mode!r}")
@@ -343,8 +333,8 @@ def _allowed(value: Mapping[str, Any], functions: Sequence[ToolSpec], shape: _Sh
         where = f"{path}.tools[{j}]"
         if not isinstance(entry, Mapping):
             raise InvalidRequest(where, f"must be an object; got {_kind(entry)}")
-        name, at = _dig(entry, shape.tool_name, where)
-        names.append(named_choice(functions, name, at).name or "")
+        entry, at = _walk(entry, shape.tool_name[:-1], where)
+        names.append(named_choice(functions, entry.get(shape.tool_name[-1]), f"{at}.{shape.tool_name[-1]}").name or "")
     return ToolChoice(mode, allowed=tuple(names))
 
 
