@@ -123,9 +123,7 @@ _ASSISTANT_PARTS = {"text": "text", "refusal": "refusal"}
 
 
 def _message(message: Mapping[str, Any], where: str) -> None:
-    role = message.get("role")
-    if role not in ROLES:
-        raise InvalidRequest(f"{where}.role", f"must be one of {', '.join(ROLES)}; got {role!r}")
+    role = gen.role(message, where, ROLES)
     if role == "tool":
         gen.required(message, "tool_call_id", str, path=f"{where}.tool_call_id",
                      hint="the id of the tool call it answers")

@@ -32,6 +32,7 @@ __all__ = [
     "object_list",
     "optional",
     "required",
+    "role",
     "sampling",
     "specs",
     "stop",
@@ -154,6 +155,15 @@ def stop(body: Mapping[str, Any], name: str, *, allow_string: bool = True) -> tu
     if len(stops) > MAX_STOP_SEQUENCES:
         raise InvalidRequest(name, f"may hold at most {MAX_STOP_SEQUENCES} sequences; got {len(stops)}")
     return tuple(stops)
+
+
+def role(message: Mapping[str, Any], where: str, roles: Sequence[str], hint: str = "") -> str:
+    """The message's role, which must be one of the family's `roles` (chat, responses and messages each
+    name theirs once, in their module)."""
+    value = message.get("role")
+    if value not in roles:
+        raise InvalidRequest(f"{where}.role", f"must be {_listed(roles)}; got {value!r}{hint}")
+    return value
 
 
 def object_list(body: Mapping[str, Any], name: str, hint: str) -> list[Mapping[str, Any]]:

@@ -104,10 +104,8 @@ def parse_request(body: Any, version: str = ANTHROPIC_VERSION) -> MessagesReques
 
 
 def _message(message: Mapping[str, Any], where: str) -> None:
-    role = message.get("role")
-    if role not in ROLES:
-        hint = "; put system text in system=" if role == "system" else ""
-        raise InvalidRequest(f"{where}.role", f"must be 'user' or 'assistant'; got {role!r}{hint}")
+    hint = "; put system text in system=" if message.get("role") == "system" else ""
+    role = gen.role(message, where, ROLES, hint)
     content = message.get("content")
     gen.content(content, f"{where}.content", _TEXT)
     for j, block in enumerate(content if isinstance(content, list) else ()):

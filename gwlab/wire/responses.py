@@ -124,9 +124,7 @@ def _item(item: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     if not isinstance(kind, str):
         raise InvalidRequest(f"{where}.type", "required: an input item needs a `type` or a `role`")
     if kind == "message":
-        role = item.get("role")
-        if role not in ROLES:
-            raise InvalidRequest(f"{where}.role", f"must be one of {', '.join(ROLES)}; got {role!r}")
+        gen.role(item, where, ROLES)
         gen.content(item.get("content"), f"{where}.content", _PARTS)
     elif kind == "function_call":
         for name in ("call_id", "name", "arguments"):
