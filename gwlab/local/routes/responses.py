@@ -37,7 +37,9 @@ _OUTPUT_PARTS = {"input_text": "text"}
 
 
 @dataclass(slots=True)
-class ResponsesRequest:
+class ResponsesRun:
+    """A validated responses request as the local gateway runs and stores it."""
+
     model: str
     conversation: Conversation
     plan: Plan
@@ -74,7 +76,7 @@ async def retrieve_response(request: Request, response_id: str, key: Key) -> dic
 
 
 # --- request ---------------------------------------------------------------------------------------------
-def parse(body: dict[str, Any], model: str, store: Any, key: KeyRecord) -> ResponsesRequest:
+def parse(body: dict[str, Any], model: str, store: Any, key: KeyRecord) -> ResponsesRun:
     """The body checked by the responses validator (gwlab.wire.responses), then refused where the local
     gateway cannot honour it; every refusal is a 400 naming the field (an unknown stored id a 404)."""
     req = wire_responses.parse_request(body)
@@ -110,7 +112,7 @@ def parse(body: dict[str, Any], model: str, store: Any, key: KeyRecord) -> Respo
         "tools": [{**to_responses(t), "description": t.description, "strict": t.strict} for t in tools],
         "text": {"format": req.format, "verbosity": text.get("verbosity") or "medium"},
     }
-    return ResponsesRequest(model, conversation, plan, items, echo, store=req.store, stream=req.stream,
+    return ResponsesRun(model, conversation, plan, items, echo, store=req.store, stream=req.stream,
                             params=params)
 
 
@@ -181,7 +183,7 @@ def _usage(result: Finished) -> dict[str, Any]:
             "total_tokens": used.prompt_tokens + used.completion_tokens}
 
 
-def _body(req: ResponsesRequest, status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None,
+def _body(req: ResponsesRun, status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None,
           incomplete: dict[str, str] | None = None) -> dict[str, Any]:
     """The whole response object: every field a strict client expects is present (section 3.2)."""
     return {
@@ -194,7 +196,7 @@ def _body(req: ResponsesRequest, status: str, output: list[dict[str, Any]], usag
     }
 
 
-def _done(request: Request, req: ResponsesRequest, key: KeyRecord, result: Finished,
+def _done(request: Request, req: ResponsesRun, key: KeyRecord, result: Finished,
           output: list[dict[str, Any]]) -> dict[str, Any]:
     """The final object; stored (with its history) before the caller can see its id."""
     status, incomplete = _status(result)
@@ -212,7 +214,7 @@ def _stored(item: dict[str, Any]) -> dict[str, Any]:
     return _message("assistant", "".join(p["text"] for p in item["content"]))
 
 
-async def _stream(request: Request, req: ResponsesRequest, key: KeyRecord) -> AsyncIterator[bytes]:
+async def _stream(request: Request, req: ResponsesRun, key: KeyRecord) -> AsyncIterator[bytes]:
     """The event sequence of section 3.6: sequence numbers from 0, the terminal event last."""
     numbers = itertools.count()
 
