@@ -80,10 +80,12 @@ class Answer:
 
     @property
     def text(self) -> str:
+        """The text of the text items, in order."""
         return "".join(item.text for item in getattr(self, self.ITEMS) if isinstance(item, self.TEXT_ITEM))
 
     @property
     def tool_calls(self) -> list[Any]:
+        """The items that ask the caller to run a function, in order."""
         return [item for item in getattr(self, self.ITEMS) if isinstance(item, self.CALL_ITEM)]
 
 
@@ -99,18 +101,22 @@ def by_type(data: Any, readers: Mapping[str, Callable[[Mapping[str, Any]], T]],
 
 
 def integer(value: Any) -> int | None:
+    """An integer the wire sent, or None (a boolean is not a count)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def mapping(value: Any) -> Mapping[str, Any] | None:
+    """A copy of an object the wire sent, or None."""
     return dict(value) if isinstance(value, Mapping) else None
 
 
 def clip(text: str, limit: int = 60) -> str:
+    """Text cut to `limit` characters for a repr (an answer may be a whole document)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def usage_text(usage: Usage | None) -> str:
+    """Token counts as a reader wants them in a repr or caption."""
     return "usage n/a" if usage is None else f"{usage.input_tokens} in / {usage.output_tokens} out tokens"
 
 
@@ -181,6 +187,7 @@ def typed_payload(event: Event, known: frozenset[str], events: list[Any]) -> dic
 
 
 def kept(events: list[Any], unknown: UnknownEvent) -> UnknownEvent:
+    """Keep an event the family does not type (tolerant reader: never dropped)."""
     events.append(unknown)
     return unknown
 

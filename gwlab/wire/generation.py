@@ -117,6 +117,7 @@ def required(body: Mapping[str, Any], name: str, kind: type | tuple[type, ...], 
 
 
 def number(body: Mapping[str, Any], name: str, bounds: tuple[float, float]) -> float | None:
+    """A number field within `bounds` (inclusive), or None when absent; booleans are not numbers."""
     value = body.get(name)
     if value is None:
         return None
