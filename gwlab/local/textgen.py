@@ -27,17 +27,17 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from gwlab.errors import InvalidRequest
 from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage, Question
 from gwlab.local.errors import APIError
 from gwlab.local.streaming import iterate_in_thread
-from gwlab.wire.tools import ToolSpec, parse_tool
+from gwlab.wire.generation import Tool, ToolChoice
+from gwlab.wire.generation import named_choice as named_choice  # the realtime session's tool choice, too
+from gwlab.wire.tools import ToolSpec
 
 log = logging.getLogger("gwlab.local")
 
 DEFAULT_MAX_TOKENS = 256  # when the caller sets no limit: a base model left alone tends to loop
 DEFAULT_TEMPERATURE = 0.7
-MAX_STOP_SEQUENCES = 16
 JSON_ATTEMPTS = 3  # schemas the grammar cannot fully express are generated again until one validates
 STRING_CAP, ARRAY_CAP, ENUM_RANGE_CAP = 120, 8, 64
 # arguments must say what the user said ("Oslo", not "O"): a 270M model sampled hot misspells them
@@ -105,12 +105,6 @@ class Conversation:
         self.turns.append(Turn("tool", text, call_id=call_id, name=name))
 
 
-@dataclass(frozen=True, slots=True)
-class ToolChoice:
-    mode: str = "auto"  # none | auto | required
-    name: str | None = None  # required: this tool
-
-
 @dataclass(slots=True)
 class Plan:
     max_tokens: int = DEFAULT_MAX_TOKENS
@@ -163,89 +157,45 @@ class Finished:
 Event = Started | Text | CallStarted | CallArguments | Finished
 
 
-# --- request checks the three routes share ----------------------------------------------------------------
-def check_schema(schema: Any, param: str) -> dict[str, Any]:
-    """A JSON Schema object, or a 400 naming where it sits."""
-    if not isinstance(schema, dict):
-        raise APIError(400, f"'{param}' must be a JSON Schema object", param=param)
-    import jsonschema  # imported when used: see gwlab/wire/tools.py
-
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise APIError(400, f"'{param}' is not a valid JSON Schema: {exc.message}", param=param) from None
-    return schema
+# --- what the local model refuses, and the plan, for the three routes ---------------------------------------
+# A body reaching here passed its family's validator (gwlab.wire.chat, .responses, .messages); what is
+# left is what the local text model cannot do, whatever the protocol allows.
+def function_tools(tools: Sequence[Tool]) -> list[ToolSpec]:
+    """The function tools; a tool of another type (hosted search, custom) is refused by index."""
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, ToolSpec):
+            raise APIError(400, f"'tools[{i}].type' {tool.get('type')!r} is not available on the local model "
+                           "(function tools only)", param=f"tools[{i}].type")
+    return [t for t in tools if isinstance(t, ToolSpec)]
 
 
-def read_tool(tool: dict[str, Any], where: str) -> ToolSpec:
-    """A function tool in any family's shape, read by wire.tools (errors name the field under `where`)."""
-    try:
-        return parse_tool(tool, where)
-    except InvalidRequest as exc:
-        raise APIError(400, str(exc), param=exc.field or where) from None
+def plan_for(request: Any, tools: Sequence[ToolSpec], *, model: str, call_prefix: str = "call_") -> Plan:
+    """The engine settings of a validated chat, responses or messages request (they share these names)."""
+    choice: ToolChoice = request.tool_choice
+    if choice.mode == "hosted":
+        raise APIError(400, f"'tool_choice.type' {choice.name!r}: the local model has no hosted tools",
+                       param="tool_choice.type")
+    plan = Plan(call_prefix=call_prefix, model=model, tools=choice.offered(tools), choice=choice,
+                schema=request.response_schema, seed=request.seed, stop=request.stop)
+    plan.max_tokens = request.max_tokens or plan.max_tokens
+    plan.temperature = request.sampling.get("temperature", plan.temperature)
+    return plan
 
 
-def check_tools(tools: Sequence[ToolSpec], param: str) -> None:
-    names = [t.name for t in tools]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise APIError(400, f"Duplicate tool name '{name}'", param=f"{param}[{i}].name")
-
-
-def named_choice(tools: Sequence[ToolSpec], name: Any, param: str) -> ToolChoice:
-    if not isinstance(name, str) or name not in {t.name for t in tools}:
-        raise APIError(400, f"'{param}' names a tool that is not in tools: {name!r}", param=param)
-    return ToolChoice("required", name)
-
-
-def check_stop(value: Any, param: str) -> tuple[str, ...]:
-    stops = [value] if isinstance(value, str) else value
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
-        raise APIError(400, f"'{param}' must be a non-empty string or an array of them", param=param)
-    if len(stops) > MAX_STOP_SEQUENCES:
-        raise APIError(400, f"'{param}' may hold at most {MAX_STOP_SEQUENCES} sequences", param=param)
-    return tuple(stops)
-
-
-def check_number(value: Any, param: str, low: float, high: float) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise APIError(400, f"'{param}' must be a number from {low:g} to {high:g}", param=param)
-    return float(value)
-
-
-def check_count(value: Any, param: str, low: int = 1, high: int | None = None) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
-        bound = f"from {low} to {high}" if high else f"of at least {low}"
-        raise APIError(400, f"'{param}' must be an integer {bound}", param=param)
-    return value
-
-
-def text_of_parts(content: Any, param: str, kinds: Mapping[str, str]) -> str:
-    """The text of a string or of a list of typed parts; `kinds` maps accepted part types to their field.
+def text_of_parts(content: str | Sequence[Mapping[str, Any]], param: str, kinds: Mapping[str, str]) -> str:
+    """The text of a validated string or list of typed parts; `kinds` maps the part types read to their field.
 
     Parts the local text model cannot read (images, audio, files) are refused by name rather than
     silently dropped, so the caller never gets an answer to a question it did not ask."""
     if isinstance(content, str):
         return content
-    if not isinstance(content, list):
-        raise APIError(400, f"'{param}' must be a string or an array of content parts", param=param)
     texts = []
     for j, part in enumerate(content):
-        where = f"{param}[{j}]"
-        if not isinstance(part, dict):
-            raise APIError(400, f"'{where}' must be an object", param=where)
-        kind = part.get("type")
+        kind = part["type"]
         if kind not in kinds:
-            raise APIError(400, f"'{where}.type' {kind!r} is not supported here; use "
-                           + " or ".join(repr(k) for k in kinds), param=f"{where}.type")
-        text = part.get(kinds[kind])
-        if not isinstance(text, str):
-            raise APIError(400, f"'{where}.{kinds[kind]}' must be a string", param=f"{where}.{kinds[kind]}")
-        texts.append(text)
+            raise APIError(400, f"'{param}[{j}].type' {kind!r} is not supported here; use "
+                           + " or ".join(repr(k) for k in kinds), param=f"{param}[{j}].type")
+        texts.append(part[kinds[kind]])
     return "\n".join(texts)
 
 

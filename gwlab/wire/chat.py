@@ -8,26 +8,30 @@ stream and any replay of recorded bytes assemble answers the same way.
 
 from __future__ import annotations
 
-import html
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from gwlab.errors import InvalidRequest
-from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, chat_ending
-from gwlab.wire.models import check_model_id
+from gwlab.wire import _answers as ans
+from gwlab.wire import generation as gen
+from gwlab.wire._answers import Accumulated, Call, Kept, Reply
+from gwlab.wire._answers import Usage as TokenUsage
+from gwlab.wire.endings import chat_ending
 from gwlab.wire.sse import Event, UnknownEvent
+from gwlab.wire.tools import ToolSpec, parse_tool
 
 __all__ = [
     "ChatAccumulator",
     "ChatChunk",
     "ChatCompletion",
     "ChatMessage",
+    "ChatRequest",
     "Choice",
     "ToolCall",
     "Usage",
     "build_request",
+    "parse_request",
     "parse_response",
 ]
 
@@ -46,21 +50,62 @@ def build_request(messages: str | Sequence[Mapping[str, Any]], *, model: str, st
     """The JSON body of `POST /chat/completions`; a bare string is one user message.
 
     A stream asks for the usage chunk (`stream_options.include_usage`) unless the caller set
-    `stream_options`, so the ledger can count tokens of streamed calls too.
+    `stream_options`, so the ledger can count tokens of streamed calls too. The body is checked by
+    `parse_request`, the validator the local gateway runs, before it leaves.
     """
-    body: dict[str, Any] = {"model": check_model_id(model), "messages": _messages(messages)}
-    conflict = cap_conflict(params)
+    options = params.get("stream_options")
+    options = (options if options is not None else {"include_usage": True}) if stream else None
+    fields = {"model": model, "messages": gen.turns(messages)}
+    return gen.build(parse_request, fields, {**params, "stream_options": options}, stream)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A chat body the validator accepted: what a gateway needs, typed; the whole body in `body`."""
+
+    model: str
+    messages: list[Mapping[str, Any]]
+    tools: list[gen.Tool]  # function tools as ToolSpec; other types kept as sent
+    tool_choice: gen.ToolChoice
+    response_schema: dict[str, Any] | None  # structured output; `schema_field` says where it sat
+    schema_field: str
+    max_tokens: int | None
+    sampling: dict[str, float]
+    seed: int | None
+    stop: tuple[str, ...]
+    n: int
+    stream: bool
+    include_usage: bool
+    body: Mapping[str, Any] = field(repr=False)
+
+
+def parse_request(body: Any) -> ChatRequest:
+    """Validate a chat body; raises only `InvalidRequest`, naming the field as the gateway's `param`."""
+    model = gen.model_of(body)
+    messages = gen.object_list(body, "messages", "a non-empty array of {role, content} objects")
+    for i, message in enumerate(messages):
+        _message(message, f"messages[{i}]")
+    tools = gen.tools(body, _tool, "function.name")
+    choice = gen.tool_choice(body, gen.specs(tools), "chat")
+    schema, schema_field = _response_format(gen.optional(body, "response_format", dict))
+    limit, legacy = gen.count(body, "max_completion_tokens"), gen.count(body, "max_tokens")
+    conflict = cap_conflict(body)
     if conflict:
         raise InvalidRequest("max_tokens", conflict)
-    if params.get("tools") is not None:
-        _tools(params["tools"])
-    body.update((key, value) for key, value in params.items() if value is not None)
-    if stream:
-        body["stream"] = True
-        body.setdefault("stream_options", {"include_usage": True})
-    else:
-        body.pop("stream_options", None)
-    return body
+    sampling = gen.sampling(body, "chat")
+    seed = gen.optional(body, "seed", int)
+    stop = gen.stop(body, "stop")
+    for name in ("logprobs", "parallel_tool_calls"):
+        gen.optional(body, name, bool)
+    gen.optional(body, "web_search_options", dict)
+    n = gen.count(body, "n") or 1
+    stream = bool(gen.optional(body, "stream", bool))
+    options = gen.optional(body, "stream_options", dict)
+    if options is not None and not stream:
+        raise InvalidRequest("stream_options", "only allowed with stream: true")
+    include_usage = bool(gen.optional(options or {}, "include_usage", bool, path="stream_options.include_usage"))
+    return ChatRequest(model, list(messages), tools, choice, schema, schema_field, limit or legacy, sampling,
+                       seed, stop, n, stream, include_usage, body)
 
 
 def cap_conflict(body: Mapping[str, Any]) -> str | None:
@@ -73,81 +118,85 @@ def cap_conflict(body: Mapping[str, Any]) -> str | None:
             f"output cap; pass one (gwlab sends it under both names)")
 
 
-def _messages(messages: Any) -> list[Mapping[str, Any]]:
-    if isinstance(messages, str):
-        return [{"role": "user", "content": messages}]
-    if not isinstance(messages, Sequence) or isinstance(messages, bytes | bytearray) or not messages:
-        raise InvalidRequest("messages", "required: a non-empty list of {role, content} objects, or a string")
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise InvalidRequest(f"messages[{i}]", f"must be an object with role and content; got "
-                                                   f"{type(message).__name__}")
-        role = message.get("role")
-        if role not in ROLES:
-            raise InvalidRequest(f"messages[{i}].role", f"must be one of {', '.join(ROLES)}; got {role!r}")
-        if role == "tool" and not message.get("tool_call_id"):
-            raise InvalidRequest(f"messages[{i}].tool_call_id", "required on a tool message: the id of the "
-                                                                "tool call it answers")
-        if "content" not in message and not (role == "assistant" and message.get("tool_calls")):
-            raise InvalidRequest(f"messages[{i}].content", "required")
-    return list(messages)
+_TEXT_PARTS = {"text": "text"}
+_ASSISTANT_PARTS = {"text": "text", "refusal": "refusal"}
 
 
-def _tools(tools: Any) -> None:
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        raise InvalidRequest("tools", "must be a list of tool objects")
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping):
-            raise InvalidRequest(f"tools[{i}]", "must be an object")
-        if tool.get("type", "function") == "function":
-            function = tool.get("function")
-            if not isinstance(function, Mapping) or not function.get("name"):
-                raise InvalidRequest(f"tools[{i}].function.name",
-                                     "required: chat tools nest name and parameters under `function`")
+def _message(message: Mapping[str, Any], where: str) -> None:
+    role = gen.role(message, where, ROLES)
+    if role == "tool":
+        gen.required(message, "tool_call_id", str, path=f"{where}.tool_call_id",
+                     hint="the id of the tool call it answers")
+    if role != "assistant":
+        gen.content(message.get("content"), f"{where}.content", _TEXT_PARTS)
+        return
+    calls = gen.optional(message, "tool_calls", list, path=f"{where}.tool_calls", default=[])
+    for j, call in enumerate(calls):
+        _tool_call(call, f"{where}.tool_calls[{j}]")
+    if message.get("content") is None and not calls:
+        raise InvalidRequest(f"{where}.content", "required unless 'tool_calls' is given")
+    if message.get("content") is not None:
+        gen.content(message["content"], f"{where}.content", _ASSISTANT_PARTS)
+
+
+def _tool_call(call: Any, at: str) -> None:
+    if not isinstance(call, Mapping):
+        raise InvalidRequest(at, f"must be an object; got {type(call).__name__}")
+    if call.get("type", "function") != "function":
+        raise InvalidRequest(f"{at}.type", f"must be 'function'; got {call.get('type')!r}")
+    function = gen.required(call, "function", dict, path=f"{at}.function", hint="{name, arguments}")
+    gen.required(call, "id", str, path=f"{at}.id")
+    gen.required(function, "name", str, path=f"{at}.function.name")
+    gen.optional(function, "arguments", str, path=f"{at}.function.arguments")
+
+
+def _tool(tool: Mapping[str, Any], where: str) -> ToolSpec | None:
+    kind = gen.required(tool, "type", str, path=f"{where}.type", hint="'function' for a function tool")
+    if kind != "function":
+        return None  # custom tools are the protocol's too; the gateway says whether it has them
+    if "function" not in tool:
+        raise InvalidRequest(f"{where}.function.name", "required: chat tools nest name and parameters "
+                                                       "under `function`")
+    return parse_tool(tool, where)
+
+
+def _response_format(fmt: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
+    kind = None if fmt is None else fmt.get("type")
+    if kind in (None, "text"):
+        return None, ""
+    if kind == "json_object":
+        return {"type": "object"}, "response_format"
+    if kind == "json_schema":
+        spec = gen.required(fmt or {}, "json_schema", dict, path="response_format.json_schema")
+        gen.required(spec, "name", str, path="response_format.json_schema.name")
+        where = "response_format.json_schema.schema"
+        return gen.json_schema(spec.get("schema", {"type": "object"}), where), where
+    raise InvalidRequest("response_format.type", f"must be text, json_object or json_schema; got {kind!r}")
 
 
 # --- typed results -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    """Chat token counts under their wire names; `input_tokens`/`output_tokens` for the ledger."""
+class Usage(TokenUsage):
+    """Chat token counts: `prompt_tokens`/`completion_tokens` on the wire, input/output for the ledger."""
 
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    WIRE_NAMES: ClassVar[tuple[str, str, str]] = ("prompt_tokens", "completion_tokens", "total_tokens")
 
     @property
-    def input_tokens(self) -> int | None:
-        return self.prompt_tokens
+    def prompt_tokens(self) -> int | None:
+        return self.input_tokens
 
     @property
-    def output_tokens(self) -> int | None:
-        return self.completion_tokens
-
-    @classmethod
-    def from_wire(cls, data: Any) -> Usage | None:
-        """None when usage is absent or null (the spec allows both)."""
-        if not isinstance(data, Mapping):
-            return None
-        return cls(_int(data.get("prompt_tokens")), _int(data.get("completion_tokens")),
-                   _int(data.get("total_tokens")), raw=dict(data))
+    def completion_tokens(self) -> int | None:
+        return self.output_tokens
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A function call the model asks for; `arguments` is a JSON string, possibly invalid."""
+class ToolCall(Call):
+    """A function call the model asks for (`id`, `name`, `arguments`: see Call)."""
 
-    id: str | None
-    name: str | None
-    arguments: str = ""
     type: str = "function"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    def parsed_arguments(self) -> Any:
-        """The arguments as JSON; raises ValueError when the model wrote invalid JSON."""
-        return json.loads(self.arguments or "{}")
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ToolCall:
@@ -157,14 +206,13 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
-class ChatMessage:
+class ChatMessage(Kept):
     """The assistant message of one choice."""
 
     role: str | None
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     refusal: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_wire(cls, data: Any) -> ChatMessage:
@@ -177,11 +225,10 @@ class ChatMessage:
 
 
 @dataclass(frozen=True, slots=True)
-class Choice:
+class Choice(Kept):
     index: int
     message: ChatMessage
     finish_reason: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any], position: int) -> Choice:
@@ -191,16 +238,11 @@ class Choice:
 
 
 @dataclass(frozen=True, slots=True)
-class ChatCompletion:
+class ChatCompletion(Reply):
     """A chat completion: typed choices and usage; everything the gateway sent stays in `raw`."""
 
-    id: str | None
-    model: str | None
     choices: list[Choice]
-    usage: Usage | None = None
     created: int | float | None = None
-    request_id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -226,26 +268,23 @@ class ChatCompletion:
         data = data if isinstance(data, Mapping) else {}
         choices = [Choice.from_wire(c, i) for i, c in enumerate(data.get("choices") or ())
                    if isinstance(c, Mapping)]
-        return cls(data.get("id"), data.get("model"), choices, Usage.from_wire(data.get("usage")),
-                   data.get("created"), request_id, raw=dict(data))
+        return cls(data.get("id"), data.get("model"), choices, data.get("created"),
+                   usage=Usage.from_wire(data.get("usage")), request_id=request_id, raw=dict(data))
 
     def __repr__(self) -> str:
-        calls = f", tool_calls={[c.name for c in self.tool_calls]}" if self.tool_calls else ""
-        return (f"ChatCompletion(model={self.model!r}, text={_clip(self.text)!r}{calls}, "
-                f"finish_reason={self.finish_reason!r}, usage={_usage_text(self.usage)})")
+        return ans.summary("ChatCompletion", model=self.model, text=self.text,
+                       tool_calls=[c.name for c in self.tool_calls], finish_reason=self.finish_reason,
+                       usage=self.usage)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for c in self.choices:
-            calls = "".join(f"<br><code>{html.escape(str(t.name))}({html.escape(t.arguments)})</code>"
-                            for t in c.message.tool_calls)
-            rows.append(f"<tr><td>{c.index}</td><td style='white-space:pre-wrap'>"
-                        f"{html.escape(c.message.content or '')}{calls}</td>"
-                        f"<td>{html.escape(str(c.finish_reason))}</td></tr>")
-        caption = html.escape(f"{self.model or '?'} · {_usage_text(self.usage)}"
-                              + (f" · request {self.request_id}" if self.request_id else ""))
-        return (f"<table><caption>{caption}</caption><thead><tr><th>#</th><th>message</th>"
-                f"<th>finish</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        caption = f"{self.model or '?'} · {ans.usage_text(self.usage)}"
+        return ans.table(caption, self.request_id, ("#", "finish", "message"),
+                         ((c.index, c.finish_reason, _shown(c.message)) for c in self.choices))
+
+
+def _shown(message: ChatMessage) -> str:
+    calls = [ans.shown(call) for call in message.tool_calls]
+    return "\n".join([message.content or "", *calls]).strip()
 
 
 def parse_response(data: Any, request_id: str | None = None) -> ChatCompletion:
@@ -257,13 +296,12 @@ def parse_response(data: Any, request_id: str | None = None) -> ChatCompletion:
 
 
 @dataclass(frozen=True, slots=True)
-class ChatChunk:
+class ChatChunk(Kept):
     """One `chat.completion.chunk`; `text` is what it adds to choice 0."""
 
     id: str | None
     choices: list[Mapping[str, Any]]
     usage: Usage | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -285,7 +323,7 @@ class _ChoiceState:
         self.calls: dict[int, dict[str, Any]] = {}  # tool_calls[].index -> {id, type, name, arguments[]}
 
 
-class ChatAccumulator:
+class ChatAccumulator(Accumulated):
     """Assembles a chat stream: content per choice, tool-call fragments by their `index`, the usage
     chunk (empty `choices`). An `error` payload sets `error`.
 
@@ -305,46 +343,21 @@ class ChatAccumulator:
     @property
     def status(self) -> str:
         """in_progress | completed | interrupted (`[DONE]` before every finish_reason) | error."""
-        if self.error is not None:
-            return "error"
-        if not self.done:
-            return "in_progress"
-        finished = self._choices and all(state.finish_reason for state in self._choices.values())
-        return "completed" if finished else "interrupted"
-
-    @property
-    def ending(self) -> str:
-        """How the answer ended (gwlab/wire/endings.py), as far as the stream tells."""
-        status = self.status
-        if status == "error":
-            return FAILED
-        return self.result().ending if status == "completed" else INTERRUPTED
-
-    @property
-    def complete(self) -> bool:
-        """The model ended its answer: `[DONE]`, every choice finished, none capped or filtered."""
-        return self.ending == COMPLETE
+        finished = bool(self._choices) and all(state.finish_reason for state in self._choices.values())
+        return ans.stream_status(self.error, self.done, finished)
 
     def add(self, event: Event) -> list[ChatChunk | UnknownEvent]:
         """Take one SSE event; return the typed events it produced (none for `[DONE]`)."""
-        data = event.data
-        if data.startswith(DONE):
+        if event.data.startswith(DONE):
             self.done = True
             return []
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            chunk = None
-        if not isinstance(chunk, dict):
-            unknown = UnknownEvent(event.event, {"data": data})
-            self.events.append(unknown)
-            return [unknown]
+        chunk = ans.payload(event, self.events)
+        if isinstance(chunk, UnknownEvent):
+            return [chunk]
         if "error" in chunk and "choices" not in chunk:
             error = chunk["error"]
             self.error = error if isinstance(error, Mapping) else {"message": str(error)}
-            unknown = UnknownEvent("error", chunk)
-            self.events.append(unknown)
-            return [unknown]
+            return [ans.kept(self.events, UnknownEvent("error", chunk))]
         if not self._head:
             self._head = {k: chunk.get(k) for k in ("id", "model", "created", "system_fingerprint")}
         choices = chunk.get("choices") or []
@@ -423,20 +436,3 @@ def _calls(state: _ChoiceState) -> list[ToolCall]:
                 "function": {"name": call["name"], "arguments": "".join(call["arguments"])}}
         out.append(ToolCall.from_wire(wire))
     return out
-
-
-# --- small helpers -------------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _usage_text(usage: Any) -> str:
-    if usage is None:
-        return "usage n/a"
-    return f"{usage.input_tokens} in / {usage.output_tokens} out tokens"

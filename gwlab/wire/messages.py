@@ -8,22 +8,26 @@ joined and parsed at `content_block_stop`. The message is complete only at `mess
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
-from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, messages_ending
-from gwlab.wire.models import check_model_id
+from gwlab.wire import _answers as ans
+from gwlab.wire import generation as gen
+from gwlab.wire._answers import Accumulated, Answer, Kept, Reply, Usage
+from gwlab.wire.endings import messages_ending
+from gwlab.wire.limits import ANTHROPIC_VERSION
 from gwlab.wire.sse import Event, UnknownEvent
+from gwlab.wire.tools import ToolSpec, parse_tool
 
 __all__ = [
     "EVENT_TYPES",
     "Message",
     "MessageEvent",
     "MessagesAccumulator",
+    "MessagesRequest",
     "TextBlock",
     "ThinkingBlock",
     "ToolUseBlock",
@@ -31,10 +35,15 @@ __all__ = [
     "Usage",
     "build_request",
     "parse_block",
+    "parse_request",
     "parse_response",
 ]
 
 ROLES = ("user", "assistant")
+# the version anthropic SDK 2.x sends refuses sampling parameters (protocols.md section 4.2)
+NO_SAMPLING_VERSION = "2026-10-21"
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k")
+_TEXT = {"text": "text"}
 
 
 # --- the request ---------------------------------------------------------------------------------
@@ -43,81 +52,101 @@ ROLES = ("user", "assistant")
 def build_request(messages: str | Sequence[Mapping[str, Any]], *, model: str, max_tokens: int,
                   stream: bool = False, **params: Any) -> dict[str, Any]:
     """The JSON body of `POST /messages`; a bare string is one user message. System text goes in
-    `system=`, not in a message (the protocol has no system role)."""
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise InvalidRequest("max_tokens", f"required: a positive integer; got {max_tokens!r}")
-    body: dict[str, Any] = {"model": check_model_id(model), "max_tokens": max_tokens,
-                            "messages": _messages(messages)}
-    if params.get("tools") is not None:
-        _tools(params["tools"])
-    body.update((key, value) for key, value in params.items() if value is not None)
-    if stream:
-        body["stream"] = True
-    return body
+    `system=`, not in a message (the protocol has no system role). Checked by `parse_request`, the
+    gateway's validator, before it leaves."""
+    fields = {"model": model, "max_tokens": max_tokens, "messages": gen.turns(messages)}
+    return gen.build(parse_request, fields, params, stream)
 
 
-def _messages(messages: Any) -> list[Mapping[str, Any]]:
-    if isinstance(messages, str):
-        return [{"role": "user", "content": messages}]
-    if not isinstance(messages, Sequence) or isinstance(messages, bytes | bytearray) or not messages:
-        raise InvalidRequest("messages", "required: a non-empty list of {role, content} objects, or a string")
+@dataclass(frozen=True, slots=True)
+class MessagesRequest:
+    """A messages body the validator accepted: what a gateway needs, typed; the whole body in `body`."""
+
+    model: str
+    max_tokens: int
+    system: str | list[Mapping[str, Any]] | None
+    messages: list[Mapping[str, Any]]
+    tools: list[gen.Tool]  # custom (function) tools as ToolSpec; server tools kept as sent
+    tool_choice: gen.ToolChoice
+    stop: tuple[str, ...]  # stop_sequences
+    sampling: dict[str, float]
+    stream: bool
+    body: Mapping[str, Any] = field(repr=False)
+    seed: int | None = None  # the protocol has neither: the same names as chat's, for the gateway's plan
+    response_schema: dict[str, Any] | None = None
+
+
+def parse_request(body: Any, version: str = ANTHROPIC_VERSION) -> MessagesRequest:
+    """Validate a messages body sent under `anthropic-version: version`; raises only `InvalidRequest`,
+    naming the field as the gateway's error message does."""
+    model = gen.model_of(body)
+    gen.required(body, "max_tokens", int, hint="a positive integer, the cap on the answer's tokens")
+    max_tokens = gen.count(body, "max_tokens") or 1
+    system = body.get("system")
+    if system is not None:
+        gen.content(system, "system", _TEXT)
+    messages = gen.object_list(body, "messages", "a non-empty array of {role, content} objects")
     for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise InvalidRequest(f"messages[{i}]", f"must be an object; got {type(message).__name__}")
-        role = message.get("role")
-        if role not in ROLES:
-            hint = "; put system text in system=" if role == "system" else ""
-            raise InvalidRequest(f"messages[{i}].role", f"must be 'user' or 'assistant'; got {role!r}{hint}")
-        if "content" not in message:
-            raise InvalidRequest(f"messages[{i}].content", "required")
-    return list(messages)
+        _message(message, f"messages[{i}]")
+    tools = gen.tools(body, _tool)
+    choice = gen.tool_choice(body, gen.specs(tools), "messages")
+    stop = gen.stop(body, "stop_sequences", allow_string=False)
+    if version == NO_SAMPLING_VERSION:
+        for name in SAMPLING_FIELDS:
+            if body.get(name) is not None:
+                raise InvalidRequest(name, f"is not accepted under anthropic-version {NO_SAMPLING_VERSION}")
+    sampling = gen.sampling(body, "messages")
+    gen.count(body, "top_k", 0)
+    for name in ("metadata", "thinking"):
+        gen.optional(body, name, dict)
+    return MessagesRequest(model, max_tokens, system, list(messages), tools, choice, stop, sampling,
+                           bool(gen.optional(body, "stream", bool)), body)
 
 
-def _tools(tools: Any) -> None:
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        raise InvalidRequest("tools", "must be a list of tool objects")
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping) or not tool.get("name"):
-            raise InvalidRequest(f"tools[{i}].name", "required")
-        if tool.get("type", "custom") == "custom" and not isinstance(tool.get("input_schema"), Mapping):
-            raise InvalidRequest(f"tools[{i}].input_schema", "required: a JSON Schema object")
+def _message(message: Mapping[str, Any], where: str) -> None:
+    hint = "; put system text in system=" if message.get("role") == "system" else ""
+    role = gen.role(message, where, ROLES, hint)
+    content = message.get("content")
+    gen.content(content, f"{where}.content", _TEXT)
+    for j, block in enumerate(content if isinstance(content, list) else ()):
+        _block(block, role, f"{where}.content[{j}]")
+
+
+def _block(block: Mapping[str, Any], role: str, at: str) -> None:
+    kind = block["type"]
+    if kind in _BLOCK_ROLES and _BLOCK_ROLES[kind] != role:
+        raise InvalidRequest(f"{at}.type", f"a {kind} block belongs in a{'n' if role == 'user' else ''} "
+                                           f"{_BLOCK_ROLES[kind]} message")
+    if kind == "tool_use":
+        for name, kind_of in (("id", str), ("name", str), ("input", dict)):
+            gen.required(block, name, kind_of, path=f"{at}.{name}")
+    elif kind == "tool_result":
+        gen.required(block, "tool_use_id", str, path=f"{at}.tool_use_id", hint="the id of the tool_use it answers")
+        gen.content(block.get("content", ""), f"{at}.content", _TEXT)
+        gen.optional(block, "is_error", bool, path=f"{at}.is_error")
+
+
+_BLOCK_ROLES = {"tool_use": "assistant", "tool_result": "user"}
+
+
+def _tool(tool: Mapping[str, Any], where: str) -> ToolSpec | None:
+    if tool.get("type", "custom") != "custom":
+        return None  # server tools (web search, code execution): the gateway says whether it has them
+    gen.required(tool, "input_schema", dict, path=f"{where}.input_schema", hint="a JSON Schema object")
+    return parse_tool(tool, where)
 
 
 # --- typed results -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def total_tokens(self) -> int | None:
-        if self.input_tokens is None or self.output_tokens is None:
-            return None
-        return self.input_tokens + self.output_tokens
-
-    @classmethod
-    def from_wire(cls, data: Any) -> Usage | None:
-        if not isinstance(data, Mapping):
-            return None
-        return cls(_int(data.get("input_tokens")), _int(data.get("output_tokens")), raw=dict(data))
-
-
-@dataclass(frozen=True, slots=True)
-class TextBlock:
+class TextBlock(Kept):
     text: str
     type: str = "text"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> TextBlock:
-        return cls(data.get("text") or "", raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class ToolUseBlock:
+class ToolUseBlock(Kept):
     """A tool the model asks the caller to run; `input` is a JSON object (not a string). When the
     streamed fragments did not form valid JSON, `input` is None and `input_json` keeps them."""
 
@@ -126,7 +155,11 @@ class ToolUseBlock:
     input: Any
     input_json: str | None = None
     type: str = "tool_use"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def arguments(self) -> str:
+        """The input as a JSON string, as the other families carry a call's arguments."""
+        return json.dumps(self.input) if self.input is not None else self.input_json or ""
 
     def result(self, content: Any, *, is_error: bool = False) -> dict[str, Any]:
         """The `tool_result` block answering this call (send it in the next user message)."""
@@ -140,59 +173,46 @@ class ToolUseBlock:
 
 
 @dataclass(frozen=True, slots=True)
-class ThinkingBlock:
+class ThinkingBlock(Kept):
+    """The model's visible reasoning; send it back with its `signature` unchanged in the next turn."""
+
     thinking: str
+    signature: str | None = None
     type: str = "thinking"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ThinkingBlock:
-        return cls(data.get("thinking") or "", raw=dict(data))
+        return cls(str(data.get("thinking") or ""), data.get("signature"), raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class UnknownBlock:
+class UnknownBlock(Kept):
     type: str
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 Block = TextBlock | ToolUseBlock | ThinkingBlock | UnknownBlock
 
 _BLOCK_TYPES: dict[str, Callable[[Mapping[str, Any]], Block]] = {
-    "text": TextBlock.from_wire,
+    "text": lambda data: TextBlock(str(data.get("text") or ""), raw=dict(data)),
     "tool_use": ToolUseBlock.from_wire,
     "thinking": ThinkingBlock.from_wire,
 }
 
 
 def parse_block(data: Any) -> Block:
-    if not isinstance(data, Mapping):
-        return UnknownBlock(type(data).__name__, {"value": data})
-    kind = data.get("type")
-    parse = _BLOCK_TYPES.get(kind) if isinstance(kind, str) else None
-    return parse(data) if parse is not None else UnknownBlock(str(kind), dict(data))
+    """One content block, typed by its `type`; unknown types (and non-objects) kept as UnknownBlock."""
+    return ans.by_type(data, _BLOCK_TYPES, lambda kind, raw: UnknownBlock(kind, raw=raw))
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class Message(Reply, Answer):
     """A messages-protocol answer: typed content blocks and usage; everything else in `raw`."""
 
-    id: str | None
-    model: str | None
+    ITEMS, TEXT_ITEM, CALL_ITEM = "content", TextBlock, ToolUseBlock
+
     role: str | None
     content: list[Block]
     stop_reason: str | None = None
-    usage: Usage | None = None
-    request_id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def text(self) -> str:
-        return "".join(block.text for block in self.content if isinstance(block, TextBlock))
-
-    @property
-    def tool_calls(self) -> list[ToolUseBlock]:
-        return [block for block in self.content if isinstance(block, ToolUseBlock)]
 
     @property
     def ending(self) -> str:
@@ -204,30 +224,14 @@ class Message:
         data = data if isinstance(data, Mapping) else {}
         content = [parse_block(block) for block in data.get("content") or ()]
         return cls(data.get("id"), data.get("model"), data.get("role"), content, data.get("stop_reason"),
-                   Usage.from_wire(data.get("usage")), request_id, raw=dict(data))
+                   usage=Usage.from_wire(data.get("usage")), request_id=request_id, raw=dict(data))
 
     def __repr__(self) -> str:
-        calls = f", tool_calls={[c.name for c in self.tool_calls]}" if self.tool_calls else ""
-        usage = ("usage n/a" if self.usage is None
-                 else f"{self.usage.input_tokens} in / {self.usage.output_tokens} out tokens")
-        return (f"Message(model={self.model!r}, text={_clip(self.text)!r}{calls}, "
-                f"stop_reason={self.stop_reason!r}, usage={usage})")
+        return ans.summary("Message", model=self.model, text=self.text, tool_calls=[c.name for c in self.tool_calls],
+                       stop_reason=self.stop_reason, usage=self.usage)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for i, block in enumerate(self.content):
-            if isinstance(block, TextBlock):
-                shown = block.text
-            elif isinstance(block, ToolUseBlock):
-                shown = f"{block.name}({json.dumps(block.input)}) id={block.id}"
-            else:
-                shown = json.dumps(dict(block.raw), default=str)[:200]
-            rows.append(f"<tr><td>{i}</td><td>{html.escape(block.type)}</td>"
-                        f"<td style='white-space:pre-wrap'>{html.escape(shown)}</td></tr>")
-        caption = html.escape(f"{self.model or '?'} · stop {self.stop_reason}"
-                              + (f" · request {self.request_id}" if self.request_id else ""))
-        return (f"<table><caption>{caption}</caption><thead><tr><th>#</th><th>block</th><th>content</th></tr>"
-                f"</thead><tbody>{''.join(rows)}</tbody></table>")
+        return ans.items_table(f"{self.model or '?'} · stop {self.stop_reason}", self.request_id, "block", self.content)
 
 
 def parse_response(data: Any, request_id: str | None = None) -> Message:
@@ -241,11 +245,10 @@ EVENT_TYPES = frozenset({"message_start", "content_block_start", "content_block_
 
 
 @dataclass(frozen=True, slots=True)
-class MessageEvent:
+class MessageEvent(Kept):
     type: str
     index: int | None = None
     delta: Mapping[str, Any] | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -255,7 +258,7 @@ class MessageEvent:
         return ""
 
 
-class MessagesAccumulator:
+class MessagesAccumulator(Accumulated):
     """Assembles a messages stream by content-block `index`; complete only at `message_stop`."""
 
     def __init__(self) -> None:
@@ -270,47 +273,16 @@ class MessagesAccumulator:
     @property
     def status(self) -> str:
         """in_progress | completed | interrupted (`message_stop` with no stop_reason) | error."""
-        if self.error is not None:
-            return "error"
-        if not self.stopped:
-            return "in_progress"
-        return "completed" if self._message.get("stop_reason") else "interrupted"
-
-    @property
-    def ending(self) -> str:
-        """How the answer ended (gwlab/wire/endings.py), as far as the stream tells."""
-        status = self.status
-        if status == "error":
-            return FAILED
-        return messages_ending(self._message.get("stop_reason")) if status == "completed" else INTERRUPTED
-
-    @property
-    def complete(self) -> bool:
-        """The model ended its turn: `message_stop` after a stop_reason that is not a cap or refusal."""
-        return self.ending == COMPLETE
+        return ans.stream_status(self.error, self.stopped, bool(self._message.get("stop_reason")))
 
     def add(self, event: Event) -> list[MessageEvent | UnknownEvent]:
-        try:
-            data = json.loads(event.data)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            unknown = UnknownEvent(event.event, {"data": event.data})
-            self.events.append(unknown)
-            return [unknown]
-        kind = data.get("type") if isinstance(data.get("type"), str) else event.event
-        if kind not in EVENT_TYPES:
-            unknown = UnknownEvent(kind, data)
-            self.events.append(unknown)
-            return [unknown]
+        data = ans.typed_payload(event, EVENT_TYPES, self.events)
+        if isinstance(data, UnknownEvent):
+            return [data]
         delta = data.get("delta") if isinstance(data.get("delta"), Mapping) else None
-        typed = MessageEvent(kind, _int(data.get("index")), delta, data)
-        self.events.append(typed)
-        handler = _HANDLERS.get(kind)
-        if handler is not None:
-            handler(self, typed, data)
-        return [typed]
+        return self._dispatch(MessageEvent(data["type"], ans.integer(data.get("index")), delta, raw=data), data)
 
+    @ans.handles("message_start")
     def _on_message_start(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         message = data.get("message")
         if isinstance(message, Mapping):
@@ -318,12 +290,14 @@ class MessagesAccumulator:
             if isinstance(message.get("usage"), Mapping):
                 self._usage.update(message["usage"])
 
+    @ans.handles("content_block_start")
     def _on_block_start(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         block = data.get("content_block")
         if event.index is not None and isinstance(block, Mapping):
             self._blocks[event.index] = dict(block)
             self._parts[event.index] = []
 
+    @ans.handles("content_block_delta")
     def _on_block_delta(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         delta, index = event.delta, event.index
         if delta is None or index is None:
@@ -332,20 +306,24 @@ class MessagesAccumulator:
         if key is not None and isinstance(delta.get(key), str):
             self._parts.setdefault(index, []).append(delta[key])
 
+    @ans.handles("content_block_stop")
     def _on_block_stop(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         if event.index is not None and event.index in self._blocks:
             self._blocks[event.index] = self._assembled(event.index)
             self._parts[event.index] = []
 
+    @ans.handles("message_delta")
     def _on_message_delta(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         if event.delta is not None:
             self._message.update({k: v for k, v in event.delta.items() if k in _DELTA_MESSAGE_FIELDS})
         if isinstance(data.get("usage"), Mapping):
             self._usage.update(data["usage"])  # output_tokens is cumulative: the latest wins
 
+    @ans.handles("message_stop")
     def _on_message_stop(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         self.stopped = True
 
+    @ans.handles("error")
     def _on_error(self, event: MessageEvent, data: Mapping[str, Any]) -> None:
         error = data.get("error")
         self.error = dict(error) if isinstance(error, Mapping) else {"message": str(error)}
@@ -388,21 +366,3 @@ class MessagesAccumulator:
 _DELTA_MESSAGE_FIELDS = ("stop_reason", "stop_sequence")
 _DELTA_FIELDS = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
 
-_Handler = Callable[[MessagesAccumulator, MessageEvent, Mapping[str, Any]], None]
-_HANDLERS: dict[str, _Handler] = {
-    "message_start": MessagesAccumulator._on_message_start,
-    "content_block_start": MessagesAccumulator._on_block_start,
-    "content_block_delta": MessagesAccumulator._on_block_delta,
-    "content_block_stop": MessagesAccumulator._on_block_stop,
-    "message_delta": MessagesAccumulator._on_message_delta,
-    "message_stop": MessagesAccumulator._on_message_stop,
-    "error": MessagesAccumulator._on_error,
-}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -9,16 +9,17 @@ the SDK 3.54 union becomes `UnknownEvent`. A round is complete only at `response
 
 from __future__ import annotations
 
-import html
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
-from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED, responses_ending
-from gwlab.wire.models import check_model_id
+from gwlab.wire import _answers as ans
+from gwlab.wire import generation as gen
+from gwlab.wire._answers import Accumulated, Answer, Call, Kept, Reply, Usage
+from gwlab.wire.endings import responses_ending
 from gwlab.wire.sse import Event, UnknownEvent
+from gwlab.wire.tools import ToolSpec, parse_tool
 
 __all__ = [
     "EVENT_TYPES",
@@ -28,118 +29,186 @@ __all__ = [
     "Response",
     "ResponseEvent",
     "ResponsesAccumulator",
+    "ResponsesRequest",
     "UnknownItem",
     "Usage",
     "WebSearchCall",
     "build_request",
     "parse_item",
+    "parse_request",
     "parse_response",
 ]
 
 # --- the request ---------------------------------------------------------------------------------
 
 
+ROLES = ("user", "system", "developer", "assistant")
+TRUNCATIONS = ("auto", "disabled")
+MAX_METADATA_KEYS = 16
+# the text each message content part carries; other part types (input_image, input_file) have no text
+_PARTS = {"input_text": "text", "output_text": "text", "refusal": "refusal"}
+_OUTPUT_PARTS = {"input_text": "text"}
+
+
 def build_request(input: str | Sequence[Mapping[str, Any]], *, model: str, stream: bool = False,
                   **params: Any) -> dict[str, Any]:
-    """The JSON body of `POST /responses`. `instructions` are never inherited through
-    `previous_response_id` (spec, migration rule 2): pass them again on every call that needs them."""
-    body: dict[str, Any] = {"model": check_model_id(model), "input": _input(input)}
-    if params.get("tools") is not None:
-        _tools(params["tools"])
-    body.update((key, value) for key, value in params.items() if value is not None)
-    if stream:
-        body["stream"] = True
-    return body
+    """The JSON body of `POST /responses`, checked by `parse_request` (the gateway's validator) before it
+    leaves. `instructions` are never inherited through `previous_response_id` (spec, migration rule 2):
+    pass them again on every call that needs them."""
+    return gen.build(parse_request, {"model": model, "input": input if isinstance(input, str) else gen.turns(input)},
+                     params, stream)
 
 
-def _input(value: Any) -> Any:
+@dataclass(frozen=True, slots=True)
+class ResponsesRequest:
+    """A responses body the validator accepted: what a gateway needs, typed; the whole body in `body`."""
+
+    model: str
+    input: str | list[Mapping[str, Any]]  # items typed by `type` ("message" when only a role is given)
+    instructions: str | None
+    previous_response_id: str | None
+    tools: list[gen.Tool]  # function tools as ToolSpec; other types kept as sent
+    tool_choice: gen.ToolChoice
+    format: Mapping[str, Any]  # text.format as sent ({"type": "text"} when unset)
+    response_schema: dict[str, Any] | None
+    schema_field: str
+    max_tokens: int | None  # max_output_tokens
+    sampling: dict[str, float]
+    metadata: dict[str, str]
+    parallel_tool_calls: bool
+    store: bool
+    stream: bool
+    body: Mapping[str, Any] = field(repr=False)
+    seed: int | None = None  # the protocol has neither: the same names as chat's, for the gateway's plan
+    stop: tuple[str, ...] = ()
+
+
+def parse_request(body: Any) -> ResponsesRequest:
+    """Validate a responses body; raises only `InvalidRequest`, naming the field as the gateway's `param`."""
+    model = gen.model_of(body)
+    items = _input(body.get("input"))
+    tools = gen.tools(body, _tool)
+    choice = gen.tool_choice(body, gen.specs(tools), "responses")
+    text = gen.optional(body, "text", dict, default={})
+    fmt = gen.optional(text, "format", dict, path="text.format", default={"type": "text"})
+    schema, schema_field = _format(fmt)
+    metadata = gen.optional(body, "metadata", dict, default={})
+    if len(metadata) > MAX_METADATA_KEYS or not all(isinstance(v, str) for v in metadata.values()):
+        raise InvalidRequest("metadata", f"holds at most {MAX_METADATA_KEYS} string values")
+    if body.get("truncation") not in (None, *TRUNCATIONS):
+        raise InvalidRequest("truncation", f"must be 'auto' or 'disabled'; got {body['truncation']!r}")
+    for name, kind in (("background", bool), ("reasoning", dict), ("include", list)):
+        gen.optional(body, name, kind)
+    return ResponsesRequest(
+        model, items, gen.optional(body, "instructions", str), gen.optional(body, "previous_response_id", str),
+        tools, choice, fmt, schema, schema_field, gen.count(body, "max_output_tokens"),
+        gen.sampling(body, "responses"), dict(metadata),
+        gen.optional(body, "parallel_tool_calls", bool, default=True), gen.optional(body, "store", bool, default=True),
+        bool(gen.optional(body, "stream", bool)), body)
+
+
+def _input(value: Any) -> str | list[Mapping[str, Any]]:
     if isinstance(value, str):
         if not value:
             raise InvalidRequest("input", "must not be empty")
         return value
-    if not isinstance(value, Sequence) or isinstance(value, bytes | bytearray) or not value:
-        raise InvalidRequest("input", "required: text, or a non-empty list of input items")
-    for i, item in enumerate(value):
-        if not isinstance(item, Mapping):
-            raise InvalidRequest(f"input[{i}]", f"must be an object; got {type(item).__name__}")
-        if item.get("type") == "function_call_output" and not item.get("call_id"):
-            raise InvalidRequest(f"input[{i}].call_id", "required: the call_id of the call it answers")
-        if "type" not in item and "role" not in item:
-            raise InvalidRequest(f"input[{i}]", "needs a `type` or a `role`")
-    return list(value)
+    if value is None or isinstance(value, Mapping | bytes | bytearray) or not isinstance(value, Sequence):
+        got = "nothing" if value is None else type(value).__name__
+        raise InvalidRequest("input", f"required: text, or a non-empty array of input items; got {got}")
+    items = gen.object_list({"input": value}, "input", "text, or a non-empty array of input items")
+    return [_item(item, f"input[{i}]") for i, item in enumerate(items)]
 
 
-def _tools(tools: Any) -> None:
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        raise InvalidRequest("tools", "must be a list of tool objects")
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping) or not tool.get("type"):
-            raise InvalidRequest(f"tools[{i}].type", "required")
-        if tool["type"] == "function":
-            if isinstance(tool.get("function"), Mapping):
-                raise InvalidRequest(f"tools[{i}].function",
-                                     "responses tools are flat: name and parameters sit on the tool itself")
-            if not tool.get("name"):
-                raise InvalidRequest(f"tools[{i}].name", "required")
+def _item(item: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    kind = item.get("type", "message" if "role" in item else None)
+    if not isinstance(kind, str):
+        raise InvalidRequest(f"{where}.type", "required: an input item needs a `type` or a `role`")
+    if kind == "message":
+        gen.role(item, where, ROLES)
+        gen.content(item.get("content"), f"{where}.content", _PARTS)
+    elif kind == "function_call":
+        for name in ("call_id", "name", "arguments"):
+            gen.required(item, name, str, path=f"{where}.{name}")
+    elif kind == "function_call_output":
+        gen.required(item, "call_id", str, path=f"{where}.call_id", hint="the call_id of the call it answers")
+        gen.content(item.get("output"), f"{where}.output", _OUTPUT_PARTS)
+    elif kind == "item_reference":
+        gen.required(item, "id", str, path=f"{where}.id")
+    return {**item, "type": kind}
+
+
+def _tool(tool: Mapping[str, Any], where: str) -> ToolSpec | None:
+    kind = gen.required(tool, "type", str, path=f"{where}.type", hint="'function' for a function tool")
+    if kind != "function":
+        return None  # web_search, file_search, mcp ...: the gateway says whether it has them
+    if "function" in tool:
+        raise InvalidRequest(f"{where}.function", "responses tools are flat: name and parameters sit on the "
+                                                  "tool itself")
+    return parse_tool(tool, where)
+
+
+def _format(fmt: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    kind = fmt.get("type")
+    if kind == "text":
+        return None, ""
+    if kind == "json_object":
+        return {"type": "object"}, "text.format"
+    if kind == "json_schema":
+        gen.required(fmt, "name", str, path="text.format.name")
+        schema = gen.required(fmt, "schema", dict, path="text.format.schema")
+        return gen.json_schema(schema, "text.format.schema"), "text.format.schema"
+    raise InvalidRequest("text.format.type", f"must be text, json_object or json_schema; got {kind!r}")
 
 
 # --- typed results -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    total_tokens: int | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+class Item(Kept):
+    """What every output item carries: its id, and its status (in_progress, completed, incomplete, ...)."""
 
-    @classmethod
-    def from_wire(cls, data: Any) -> Usage | None:
-        if not isinstance(data, Mapping):
-            return None
-        return cls(_int(data.get("input_tokens")), _int(data.get("output_tokens")),
-                   _int(data.get("total_tokens")), raw=dict(data))
+    id: str | None
+    status: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
-class MessageItem:
-    id: str | None
+class MessageItem(Item):
     role: str | None
     content: list[Mapping[str, Any]]
-    status: str | None = None
     type: str = "message"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
-        return "".join(p.get("text") or "" for p in self.content if p.get("type") == "output_text")
+        return _joined(self.content, "output_text")
 
     @property
     def refusal(self) -> str | None:
-        parts = [p.get("refusal") or "" for p in self.content if p.get("type") == "refusal"]
-        return "".join(parts) if parts else None
+        """The refusal parts' text; None when the model did not refuse."""
+        refused = any(p.get("type") == "refusal" for p in self.content)
+        return _joined(self.content, "refusal", "refusal") if refused else None
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> MessageItem:
-        content = [p for p in data.get("content") or () if isinstance(p, Mapping)]
-        return cls(data.get("id"), data.get("role"), content, data.get("status"), raw=dict(data))
+        return cls(data.get("id"), data.get("role"), _parts(data, "content"), status=data.get("status"),
+                   raw=dict(data))
+
+
+def _parts(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    return [p for p in data.get(key) or () if isinstance(p, Mapping)]
+
+
+def _joined(parts: Sequence[Mapping[str, Any]], kind: str | None = None, key: str = "text") -> str:
+    """The text of the parts of one `kind` (every part when None), joined."""
+    return "".join(p.get(key) or "" for p in parts if kind is None or p.get("type") == kind)
 
 
 @dataclass(frozen=True, slots=True)
-class FunctionCall:
-    """A function the model asks the caller to run; answer with a function_call_output of `call_id`."""
+class FunctionCall(Call):
+    """A function call item (`id` is the item's; see Call); answer with a function_call_output of `call_id`."""
 
-    id: str | None
-    call_id: str | None
-    name: str | None
-    arguments: str = ""
-    status: str | None = None
+    call_id: str | None = None
     type: str = "function_call"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    def parsed_arguments(self) -> Any:
-        """The arguments as JSON; raises ValueError when the model wrote invalid JSON."""
-        return json.loads(self.arguments or "{}")
+    status: str | None = field(default=None, kw_only=True)
 
     def output(self, output: str) -> dict[str, Any]:
         """The input item answering this call."""
@@ -147,49 +216,42 @@ class FunctionCall:
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> FunctionCall:
-        return cls(data.get("id"), data.get("call_id"), data.get("name"), data.get("arguments") or "",
-                   data.get("status"), raw=dict(data))
+        return cls(data.get("id"), data.get("name"), data.get("arguments") or "", data.get("call_id"),
+                   status=data.get("status"), raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class ReasoningItem:
-    id: str | None
+class ReasoningItem(Item):
     summary: list[Mapping[str, Any]]
-    status: str | None = None
     type: str = "reasoning"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
-        return "".join(p.get("text") or "" for p in self.summary)
+        """The summary's text (the reasoning itself is not sent)."""
+        return _joined(self.summary)
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ReasoningItem:
-        summary = [p for p in data.get("summary") or () if isinstance(p, Mapping)]
-        return cls(data.get("id"), summary, data.get("status"), raw=dict(data))
+        return cls(data.get("id"), _parts(data, "summary"), status=data.get("status"), raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class WebSearchCall:
-    id: str | None
-    status: str | None
+class WebSearchCall(Item):
     action: Mapping[str, Any] = field(default_factory=dict)
     type: str = "web_search_call"
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> WebSearchCall:
         action = data.get("action") if isinstance(data.get("action"), Mapping) else {}
-        return cls(data.get("id"), data.get("status"), dict(action), raw=dict(data))
+        return cls(data.get("id"), dict(action), status=data.get("status"), raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class UnknownItem:
+class UnknownItem(Kept):
     """An output item of a type this version does not know: kept whole in `raw`."""
 
     type: str
     id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 OutputItem = MessageItem | FunctionCall | ReasoningItem | WebSearchCall | UnknownItem
@@ -204,40 +266,23 @@ _ITEM_TYPES: dict[str, Callable[[Mapping[str, Any]], OutputItem]] = {
 
 def parse_item(data: Any) -> OutputItem:
     """One output item, typed by its `type`; unknown types (and non-objects) kept as UnknownItem."""
-    if not isinstance(data, Mapping):
-        return UnknownItem(type(data).__name__, None, {"value": data})
-    kind = data.get("type")
-    parse = _ITEM_TYPES.get(kind) if isinstance(kind, str) else None
-    if parse is None:
-        return UnknownItem(str(kind), data.get("id"), dict(data))
-    return parse(data)
+    return ans.by_type(data, _ITEM_TYPES, lambda kind, raw: UnknownItem(kind, raw.get("id"), raw=raw))
 
 
 @dataclass(frozen=True, slots=True)
-class Response:
-    """A response object: typed output items, usage, status; everything else in `raw`."""
+class Response(Reply, Answer):
+    """A response object: typed output items, usage, status; everything else in `raw`. Its `text` is the
+    text of every message item, in output order (the SDK's `output_text`)."""
 
-    id: str | None
+    ITEMS, TEXT_ITEM, CALL_ITEM = "output", MessageItem, FunctionCall
+
     status: str | None
-    model: str | None
     output: list[OutputItem]
-    usage: Usage | None = None
     error: Mapping[str, Any] | None = None
     incomplete_details: Mapping[str, Any] | None = None
     previous_response_id: str | None = None
-    request_id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
-    @property
-    def text(self) -> str:
-        """The text of every message item, in output order (the SDK's `output_text`)."""
-        return "".join(item.text for item in self.output if isinstance(item, MessageItem))
-
-    output_text = text
-
-    @property
-    def tool_calls(self) -> list[FunctionCall]:
-        return [item for item in self.output if isinstance(item, FunctionCall)]
+    output_text = Answer.text
 
     @property
     def ending(self) -> str:
@@ -249,32 +294,17 @@ class Response:
     def from_wire(cls, data: Any, request_id: str | None = None) -> Response:
         data = data if isinstance(data, Mapping) else {}
         output = [parse_item(item) for item in data.get("output") or ()]
-        return cls(data.get("id"), data.get("status"), data.get("model"), output,
-                   Usage.from_wire(data.get("usage")), _mapping(data.get("error")),
-                   _mapping(data.get("incomplete_details")), data.get("previous_response_id"), request_id,
-                   raw=dict(data))
+        return cls(data.get("id"), data.get("model"), data.get("status"), output, ans.mapping(data.get("error")),
+                   ans.mapping(data.get("incomplete_details")), data.get("previous_response_id"),
+                   usage=Usage.from_wire(data.get("usage")), request_id=request_id, raw=dict(data))
 
     def __repr__(self) -> str:
-        kinds = [item.type for item in self.output]
-        return (f"Response(id={self.id!r}, status={self.status!r}, model={self.model!r}, output={kinds}, "
-                f"text={_clip(self.text)!r}, usage={_usage_text(self.usage)})")
+        return ans.summary("Response", id=self.id, status=self.status, model=self.model,
+                       output=[item.type for item in self.output], text=self.text, usage=self.usage)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for i, item in enumerate(self.output):
-            if isinstance(item, MessageItem):
-                shown = item.text
-            elif isinstance(item, FunctionCall):
-                shown = f"{item.name}({item.arguments}) call_id={item.call_id}"
-            else:
-                shown = json.dumps(dict(item.raw), default=str)[:200]
-            rows.append(f"<tr><td>{i}</td><td>{html.escape(item.type)}</td>"
-                        f"<td style='white-space:pre-wrap'>{html.escape(shown)}</td></tr>")
-        caption = html.escape(f"{self.id or '?'} · {self.status} · {self.model or '?'} · "
-                              f"{_usage_text(self.usage)}"
-                              + (f" · request {self.request_id}" if self.request_id else ""))
-        return (f"<table><caption>{caption}</caption><thead><tr><th>#</th><th>type</th><th>content</th></tr>"
-                f"</thead><tbody>{''.join(rows)}</tbody></table>")
+        caption = f"{self.id or '?'} · {self.status} · {self.model or '?'} · {ans.usage_text(self.usage)}"
+        return ans.items_table(caption, self.request_id, "type", self.output)
 
 
 def parse_response(data: Any, request_id: str | None = None) -> Response:
@@ -317,7 +347,7 @@ TERMINAL_EVENTS = {"response.completed": "completed", "response.failed": "failed
 
 
 @dataclass(frozen=True, slots=True)
-class ResponseEvent:
+class ResponseEvent(Kept):
     """A known stream event; the addressing fields typed, the whole payload in `raw`."""
 
     type: str
@@ -326,7 +356,6 @@ class ResponseEvent:
     content_index: int | None = None
     item_id: str | None = None
     delta: Any = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -335,11 +364,11 @@ class ResponseEvent:
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ResponseEvent:
-        return cls(data["type"], _int(data.get("sequence_number")), _int(data.get("output_index")),
-                   _int(data.get("content_index")), data.get("item_id"), data.get("delta"), raw=data)
+        return cls(data["type"], ans.integer(data.get("sequence_number")), ans.integer(data.get("output_index")),
+                   ans.integer(data.get("content_index")), data.get("item_id"), data.get("delta"), raw=data)
 
 
-class ResponsesAccumulator:
+class ResponsesAccumulator(Accumulated):
     """Assembles a responses stream. Events repeating a `sequence_number` already applied are
     skipped (counted in `duplicates`), so a replayed event cannot double text."""
 
@@ -356,35 +385,10 @@ class ResponsesAccumulator:
         self._seen: set[int] = set()
         self._index_of: dict[str, int] = {}  # item_id -> output_index, for events that carry only the id
 
-    @property
-    def ending(self) -> str:
-        """How the answer ended (gwlab/wire/endings.py), as far as the stream tells."""
-        if self.status == "error":
-            return FAILED
-        return self.result().ending if self.status != "in_progress" else INTERRUPTED
-
-    @property
-    def complete(self) -> bool:
-        """`response.completed` arrived (and the answer is no refusal)."""
-        return self.ending == COMPLETE
-
     def add(self, event: Event) -> list[ResponseEvent | UnknownEvent]:
-        try:
-            data = json.loads(event.data)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            unknown = UnknownEvent(event.event, {"data": event.data})
-            self.events.append(unknown)
-            return [unknown]
-        kind = data.get("type")
-        if not isinstance(kind, str):
-            kind = event.event
-            data["type"] = kind
-        if kind not in EVENT_TYPES:
-            unknown = UnknownEvent(kind, data)
-            self.events.append(unknown)
-            return [unknown]
+        data = ans.typed_payload(event, EVENT_TYPES, self.events)
+        if isinstance(data, UnknownEvent):
+            return [data]
         typed = ResponseEvent.from_wire(data)
         seq = typed.sequence_number
         if seq is not None:
@@ -392,29 +396,26 @@ class ResponsesAccumulator:
                 self.duplicates += 1
                 return []
             self._seen.add(seq)
-        self.events.append(typed)
-        handler = _HANDLERS.get(kind)
-        if handler is not None:
-            handler(self, typed, data)
-        return [typed]
+        return self._dispatch(typed, data)
 
-    # handlers: one per event type that changes state (a table, not a chain of branches)
-
+    @ans.handles("response.created", "response.in_progress", "response.queued")
     def _on_lifecycle(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         response = data.get("response")
         if isinstance(response, Mapping):
             self._snapshot = dict(response)
 
+    @ans.handles(*TERMINAL_EVENTS)
     def _on_terminal(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         self._on_lifecycle(event, data)
         self.status = TERMINAL_EVENTS[event.type]
         if event.type != "error":
             self._final = self._snapshot
         if event.type == "response.failed":
-            self.error = _mapping(self._snapshot.get("error")) or {"message": "response.failed"}
+            self.error = ans.mapping(self._snapshot.get("error")) or {"message": "response.failed"}
         elif event.type == "error":
             self.error = {k: data.get(k) for k in ("code", "message", "param") if k in data}
 
+    @ans.handles("response.output_item.added", "response.output_item.done")
     def _on_item(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         item = data.get("item")
         index = event.output_index
@@ -435,21 +436,25 @@ class ResponsesAccumulator:
             return event.output_index
         return self._index_of.get(event.item_id) if event.item_id else None
 
+    @ans.handles("response.output_text.delta")
     def _on_text_delta(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         index = self._index(event)
         if index is not None and isinstance(event.delta, str):
             self._texts.setdefault((index, event.content_index or 0), []).append(event.delta)
 
+    @ans.handles("response.output_text.done")
     def _on_text_done(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         index = self._index(event)
         if index is not None and isinstance(data.get("text"), str):
             self._texts[(index, event.content_index or 0)] = [data["text"]]
 
+    @ans.handles("response.function_call_arguments.delta")
     def _on_args_delta(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         index = self._index(event)
         if index is not None and isinstance(event.delta, str):
             self._args.setdefault(index, []).append(event.delta)
 
+    @ans.handles("response.function_call_arguments.done")
     def _on_args_done(self, event: ResponseEvent, data: Mapping[str, Any]) -> None:
         index = self._index(event)
         if index is not None and isinstance(data.get("arguments"), str):
@@ -496,35 +501,3 @@ class ResponsesAccumulator:
         return item
 
 
-_Handler = Callable[[ResponsesAccumulator, ResponseEvent, Mapping[str, Any]], None]
-_HANDLERS: dict[str, _Handler] = {
-    "response.created": ResponsesAccumulator._on_lifecycle,
-    "response.in_progress": ResponsesAccumulator._on_lifecycle,
-    "response.queued": ResponsesAccumulator._on_lifecycle,
-    **{kind: ResponsesAccumulator._on_terminal for kind in TERMINAL_EVENTS},
-    "response.output_item.added": ResponsesAccumulator._on_item,
-    "response.output_item.done": ResponsesAccumulator._on_item,
-    "response.output_text.delta": ResponsesAccumulator._on_text_delta,
-    "response.output_text.done": ResponsesAccumulator._on_text_done,
-    "response.function_call_arguments.delta": ResponsesAccumulator._on_args_delta,
-    "response.function_call_arguments.done": ResponsesAccumulator._on_args_done,
-}
-
-
-# --- small helpers -------------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _mapping(value: Any) -> Mapping[str, Any] | None:
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _usage_text(usage: Usage | None) -> str:
-    return "usage n/a" if usage is None else f"{usage.input_tokens} in / {usage.output_tokens} out tokens"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -17,40 +17,30 @@ from fastapi import APIRouter, Depends, Request
 
 from gwlab.local import textgen
 from gwlab.local.auth import require_messages_key, require_model
-from gwlab.local.body import field, read_json
+from gwlab.local.body import read_json
 from gwlab.local.errors import APIError
 from gwlab.local.store import KeyRecord
 from gwlab.local.streaming import sse, sse_response
-from gwlab.local.textgen import (
-    CallArguments,
-    CallStarted,
-    Conversation,
-    Finished,
-    Plan,
-    Started,
-    Text,
-    ToolChoice,
-)
+from gwlab.local.textgen import CallArguments, CallStarted, Finished, Started, Text
+from gwlab.wire import messages as wire_messages
 from gwlab.wire.limits import ANTHROPIC_VERSION_HEADER
-from gwlab.wire.tools import ToolSpec
 
 log = logging.getLogger("gwlab.local")
 router = APIRouter(tags=["messages"])
 Key = Annotated[KeyRecord, Depends(require_messages_key)]
 
-# the version anthropic SDK 2.x sends refuses sampling parameters (protocols.md section 4.2)
-NO_SAMPLING_VERSION = "2026-10-21"
-SAMPLING_FIELDS = ("temperature", "top_p", "top_k")
 _STOP = {"stop": "end_turn", "stop_sequence": "stop_sequence", "length": "max_tokens",
          "tool_calls": "tool_use"}
 _TEXT = {"text": "text"}
 
 
 @dataclass(slots=True)
-class MessagesRequest:
+class MessagesRun:
+    """A validated messages request as the local model runs it."""
+
     model: str
-    conversation: Conversation
-    plan: Plan
+    conversation: textgen.Conversation
+    plan: textgen.Plan
     stream: bool
     params: dict[str, str]
 
@@ -74,79 +64,42 @@ async def create_message(request: Request, key: Key) -> Any:
 
 
 # --- request ---------------------------------------------------------------------------------------------
-def parse(body: dict[str, Any], model: str, version: str) -> MessagesRequest:
-    """Every field the local model honours, checked; a wrong one is a 400 naming it."""
-    plan = Plan(call_prefix="toolu_", model=model)
-    plan.max_tokens = textgen.check_count(field(body, "max_tokens", int, required=True), "max_tokens") or 1
-    conversation = Conversation()
-    conversation.add_system(_system(body.get("system")))
-    messages = field(body, "messages", list, required=True)
-    if not messages:
-        raise APIError(400, "'messages' must hold at least one message", param="messages")
-    for i, message in enumerate(messages):
-        _add(conversation, message, f"messages[{i}]")
-    tools = [_tool(t, i) for i, t in enumerate(field(body, "tools", list, default=[]))]
-    textgen.check_tools(tools, "tools")
-    plan.tools, plan.choice = tuple(tools), _tool_choice(field(body, "tool_choice", dict), tools)
-    if body.get("stop_sequences") is not None:
-        plan.stop = textgen.check_stop(field(body, "stop_sequences", list), "stop_sequences")
-    for name in SAMPLING_FIELDS:
-        if body.get(name) is not None and version == NO_SAMPLING_VERSION:
-            raise APIError(400, f"'{name}' is not accepted under anthropic-version {NO_SAMPLING_VERSION}",
-                           param=name)
-    temperature = textgen.check_number(body.get("temperature"), "temperature", 0, 1)
-    plan.temperature = plan.temperature if temperature is None else temperature
-    textgen.check_number(body.get("top_p"), "top_p", 0, 1)  # accepted; the engine samples its own way
-    textgen.check_count(body.get("top_k"), "top_k", 0)
-    field(body, "metadata", dict)
-    thinking = field(body, "thinking", dict)
+def parse(body: dict[str, Any], model: str, version: str) -> MessagesRun:
+    """The body checked by the messages validator (gwlab.wire.messages), then refused where the local
+    model cannot honour it; every refusal is a 400 naming the field."""
+    req = wire_messages.parse_request(body, version)
+    thinking = req.body.get("thinking")
     if thinking is not None and thinking.get("type") != "disabled":
         raise APIError(400, "'thinking' is not available on the local model", param="thinking")
+    conversation = textgen.Conversation()
+    conversation.add_system("" if req.system is None else textgen.text_of_parts(req.system, "system", _TEXT))
+    for i, message in enumerate(req.messages):
+        _add(conversation, message, f"messages[{i}]")
+    tools = textgen.function_tools(req.tools)
+    plan = textgen.plan_for(req, tools, model=model, call_prefix="toolu_")
     params = {t.name: f"tools[{i}].input_schema" for i, t in enumerate(tools)}
-    return MessagesRequest(model, conversation, plan, bool(field(body, "stream", bool)), params)
+    return MessagesRun(model, conversation, plan, req.stream, params)
 
 
-def _system(system: Any) -> str:
-    if system is None:
-        return ""
-    return textgen.text_of_parts(system, "system", _TEXT)
-
-
-def _add(conversation: Conversation, message: Any, where: str) -> None:
-    if not isinstance(message, dict):
-        raise APIError(400, f"'{where}' must be an object", param=where)
-    role = message.get("role")
-    if role not in ("user", "assistant"):
-        raise APIError(400, f"'{where}.role' must be 'user' or 'assistant', got {role!r}",
-                       param=f"{where}.role")
-    content = message.get("content")
+def _add(conversation: textgen.Conversation, message: Mapping[str, Any], where: str) -> None:
+    role, content = message["role"], message["content"]
     if isinstance(content, str):
         (conversation.add_user if role == "user" else conversation.add_assistant)(content)
         return
-    if not isinstance(content, list):
-        raise APIError(400, f"'{where}.content' must be a string or an array of content blocks",
-                       param=f"{where}.content")
     texts: list[str] = []
     calls: list[textgen.ToolCall] = []
     for j, block in enumerate(content):
-        at = f"{where}.content[{j}]"
-        kind = block.get("type") if isinstance(block, dict) else None
+        at, kind = f"{where}.content[{j}]", block["type"]
         if kind == "text":
-            texts.append(field(block, "text", str, required=True, path=f"{at}.text"))
-        elif kind == "tool_use" and role == "assistant":
-            arguments = field(block, "input", dict, required=True, path=f"{at}.input")
-            calls.append(textgen.ToolCall(field(block, "id", str, required=True, path=f"{at}.id"),
-                                          field(block, "name", str, required=True, path=f"{at}.name"),
-                                          json.dumps(arguments)))
-        elif kind == "tool_result" and role == "user":
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            calls.append(textgen.ToolCall(block["id"], block["name"], json.dumps(block["input"])))
+        elif kind == "tool_result":
             if texts:  # keep the order of what the user said and what the tools returned
                 conversation.add_user("\n".join(texts))
                 texts = []
-            call_id = field(block, "tool_use_id", str, required=True, path=f"{at}.tool_use_id")
-            result = block.get("content", "")
-            text = textgen.text_of_parts(result, f"{at}.content", _TEXT)
-            error = field(block, "is_error", bool, path=f"{at}.is_error")
-            conversation.add_tool_result(call_id, f"Error: {text}" if error else text)
+            text = textgen.text_of_parts(block.get("content", ""), f"{at}.content", _TEXT)
+            conversation.add_tool_result(block["tool_use_id"], f"Error: {text}" if block.get("is_error") else text)
         else:
             allowed = "text, tool_use" if role == "assistant" else "text, tool_result"
             raise APIError(400, f"'{at}.type' {kind!r} is not supported in a {role} message here ({allowed})",
@@ -155,34 +108,6 @@ def _add(conversation: Conversation, message: Any, where: str) -> None:
         conversation.add_assistant(" ".join(texts), calls)
     elif texts:
         conversation.add_user("\n".join(texts))
-
-
-def _tool(tool: Any, i: int) -> ToolSpec:
-    where = f"tools[{i}]"
-    if not isinstance(tool, dict):
-        raise APIError(400, f"'{where}' must be an object", param=where)
-    if tool.get("type", "custom") != "custom":
-        raise APIError(400, f"'{where}.type' {tool.get('type')!r} is not available on the local model "
-                       "(client tools only)", param=f"{where}.type")
-    field(tool, "input_schema", dict, required=True, path=f"{where}.input_schema")
-    return textgen.read_tool(tool, where)
-
-
-def _tool_choice(choice: dict[str, Any] | None, tools: list[ToolSpec]) -> ToolChoice:
-    kind = "auto" if choice is None else choice.get("type")
-    field(choice or {}, "disable_parallel_tool_use", bool, path="tool_choice.disable_parallel_tool_use")
-    if kind in ("any", "tool") and not tools:
-        raise APIError(400, f"'tool_choice' {kind} needs at least one tool in 'tools'",
-                       param="tool_choice.type")
-    if kind == "none" or not tools:
-        return ToolChoice("none")
-    if kind == "auto":
-        return ToolChoice("auto")
-    if kind == "any":
-        return ToolChoice("required")
-    if kind == "tool":
-        return textgen.named_choice(tools, (choice or {}).get("name"), "tool_choice.name")
-    raise APIError(400, "'tool_choice.type' must be auto, any, tool or none", param="tool_choice.type")
 
 
 # --- response --------------------------------------------------------------------------------------------
@@ -210,7 +135,7 @@ def _content(result: Finished) -> list[dict[str, Any]]:
     return blocks
 
 
-async def _stream(request: Request, req: MessagesRequest, message_id: str) -> AsyncIterator[bytes]:
+async def _stream(request: Request, req: MessagesRun, message_id: str) -> AsyncIterator[bytes]:
     """message_start, ping, one content block (text or tool_use), message_delta, message_stop."""
 
     def event(kind: str, **fields: Any) -> bytes:

@@ -20,26 +20,26 @@ from fastapi import APIRouter, Depends, Request
 
 from gwlab.local import textgen
 from gwlab.local.auth import require_key, require_model
-from gwlab.local.body import field as body_field
 from gwlab.local.body import read_json
 from gwlab.local.errors import APIError
 from gwlab.local.store import KeyRecord
 from gwlab.local.streaming import sse, sse_response
-from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text, ToolChoice
-from gwlab.wire.tools import ToolSpec, to_responses
+from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text
+from gwlab.wire import responses as wire_responses
+from gwlab.wire.tools import to_responses
 
 log = logging.getLogger("gwlab.local")
 router = APIRouter(tags=["responses"])
 Key = Annotated[KeyRecord, Depends(require_key)]
 
-ROLES = ("user", "system", "developer", "assistant")
-_PARTS = {"input_text": "text", "output_text": "text", "refusal": "refusal"}
+_PARTS = {"input_text": "text", "output_text": "text", "refusal": "refusal"}  # what the local model reads
 _OUTPUT_PARTS = {"input_text": "text"}
-MAX_METADATA_KEYS = 16
 
 
 @dataclass(slots=True)
-class ResponsesRequest:
+class ResponsesRun:
+    """A validated responses request as the local gateway runs and stores it."""
+
     model: str
     conversation: Conversation
     plan: Plan
@@ -76,61 +76,44 @@ async def retrieve_response(request: Request, response_id: str, key: Key) -> dic
 
 
 # --- request ---------------------------------------------------------------------------------------------
-def parse(body: dict[str, Any], model: str, store: Any, key: KeyRecord) -> ResponsesRequest:
-    """Every field the local model honours, checked; a wrong one is a 400 naming it."""
+def parse(body: dict[str, Any], model: str, store: Any, key: KeyRecord) -> ResponsesRun:
+    """The body checked by the responses validator (gwlab.wire.responses), then refused where the local
+    gateway cannot honour it; every refusal is a 400 naming the field (an unknown stored id a 404)."""
+    req = wire_responses.parse_request(body)
     history: list[dict[str, Any]] = []
-    previous = body_field(body, "previous_response_id", str)
-    if previous is not None:
-        stored = store.load_response(previous, key.id)
+    if req.previous_response_id is not None:
+        stored = store.load_response(req.previous_response_id, key.id)
         if stored is None:
-            raise APIError(404, f"No stored response with id '{previous}'",
+            raise APIError(404, f"No stored response with id '{req.previous_response_id}'",
                            code="previous_response_not_found", param="previous_response_id")
         history = stored[1]
-    raw = body.get("input")
-    if not isinstance(raw, str | list):
-        raise APIError(400, "'input' must be a string or an array of input items", param="input")
-    items = history + (_input_items(raw) if isinstance(raw, list) else [_message("user", raw)])
-    instructions = body_field(body, "instructions", str)
-    conversation = Conversation()
-    conversation.add_system(instructions or "")
-    for item in items:
-        _add(conversation, item)
-
-    plan, params = Plan(call_prefix="call_", model=model), {}
-    tools = [_tool(t, i) for i, t in enumerate(body_field(body, "tools", list, default=[]))]
-    textgen.check_tools(tools, "tools")
-    plan.tools, plan.choice = _tool_choice(body.get("tool_choice"), tools)
-    params.update({t.name: f"tools[{i}].parameters" for i, t in enumerate(tools)})
-    text = body_field(body, "text", dict, default={})
-    fmt = body_field(text, "format", dict, default={"type": "text"}, path="text.format")
-    plan.schema, params[""] = _format(fmt)
-    limit = textgen.check_count(body.get("max_output_tokens"), "max_output_tokens")
-    plan.max_tokens = limit or plan.max_tokens
-    temperature = textgen.check_number(body.get("temperature"), "temperature", 0, 2)
-    plan.temperature = plan.temperature if temperature is None else temperature
-    top_p = textgen.check_number(body.get("top_p"), "top_p", 0, 1)  # echoed; the engine samples its own way
-    metadata = _metadata(body_field(body, "metadata", dict, default={}))
-    parallel = body_field(body, "parallel_tool_calls", bool, default=True)
-    if body_field(body, "background", bool):
+    if req.body.get("background"):
         raise APIError(400, "'background' responses are not supported by the local gateway",
                        param="background")
     if body.get("conversation") is not None:
         raise APIError(400, "'conversation' is not supported here; use previous_response_id",
                        param="conversation")
-    if body.get("truncation") not in (None, "auto", "disabled"):
-        raise APIError(400, "'truncation' must be 'auto' or 'disabled'", param="truncation")
-    body_field(body, "reasoning", dict)  # accepted; a 270M base model does not reason
-    body_field(body, "include", list)
+    new = _input_items(req.input) if isinstance(req.input, list) else [_message("user", req.input)]
+    items = history + new
+    conversation = Conversation()
+    conversation.add_system(req.instructions or "")
+    for item in items:
+        _add(conversation, item)
+    tools = textgen.function_tools(req.tools)
+    plan = textgen.plan_for(req, tools, model=model)
+    params = {t.name: f"tools[{i}].parameters" for i, t in enumerate(tools)}
+    params[""] = req.schema_field
+    text = req.body.get("text") or {}
     echo = {
-        "instructions": instructions, "max_output_tokens": limit, "metadata": metadata,
-        "parallel_tool_calls": parallel, "previous_response_id": previous, "temperature": plan.temperature,
-        "top_p": 1.0 if top_p is None else top_p, "tool_choice": body.get("tool_choice") or "auto",
+        "instructions": req.instructions, "max_output_tokens": req.max_tokens, "metadata": req.metadata,
+        "parallel_tool_calls": req.parallel_tool_calls, "previous_response_id": req.previous_response_id,
+        "temperature": plan.temperature, "top_p": req.sampling.get("top_p", 1.0),
+        "tool_choice": body.get("tool_choice") or "auto",
         "tools": [{**to_responses(t), "description": t.description, "strict": t.strict} for t in tools],
-        "text": {"format": fmt, "verbosity": text.get("verbosity") or "medium"},
+        "text": {"format": req.format, "verbosity": text.get("verbosity") or "medium"},
     }
-    return ResponsesRequest(model, conversation, plan, items, echo,
-                            store=body_field(body, "store", bool, default=True),
-                            stream=bool(body_field(body, "stream", bool)), params=params)
+    return ResponsesRun(model, conversation, plan, items, echo, store=req.store, stream=req.stream,
+                            params=params)
 
 
 def _message(role: str, text: str) -> dict[str, Any]:
@@ -138,33 +121,18 @@ def _message(role: str, text: str) -> dict[str, Any]:
 
 
 def _input_items(raw: list[Any]) -> list[dict[str, Any]]:
-    """The input array as stored items; an item the local gateway cannot honour is a 400 naming it."""
+    """Validated input items as stored items; an item the local gateway cannot honour is a 400 naming it."""
     items = []
     for i, item in enumerate(raw):
-        where = f"input[{i}]"
-        if not isinstance(item, dict):
-            raise APIError(400, f"'{where}' must be an object", param=where)
-        kind = item.get("type", "message" if "role" in item else None)
+        where, kind = f"input[{i}]", item["type"]
         if kind == "message":
-            role = item.get("role")
-            if role not in ROLES:
-                raise APIError(400, f"'{where}.role' must be one of {', '.join(ROLES)}, got {role!r}",
-                               param=f"{where}.role")
-            if item.get("content") is None:
-                raise APIError(400, f"Missing required field '{where}.content'", param=f"{where}.content")
-            items.append(_message(role, textgen.text_of_parts(item["content"], f"{where}.content", _PARTS)))
+            items.append(_message(item["role"], textgen.text_of_parts(item["content"], f"{where}.content",
+                                                                      _PARTS)))
         elif kind == "function_call":
-            items.append({"type": "function_call",
-                          "call_id": body_field(item, "call_id", str, required=True, path=f"{where}.call_id"),
-                          "name": body_field(item, "name", str, required=True, path=f"{where}.name"),
-                          "arguments": body_field(item, "arguments", str, required=True,
-                                                  path=f"{where}.arguments")})
+            items.append({k: item[k] for k in ("type", "call_id", "name", "arguments")})
         elif kind == "function_call_output":
-            call_id = body_field(item, "call_id", str, required=True, path=f"{where}.call_id")
-            if item.get("output") is None:
-                raise APIError(400, f"Missing required field '{where}.output'", param=f"{where}.output")
             output = textgen.text_of_parts(item["output"], f"{where}.output", _OUTPUT_PARTS)
-            items.append({"type": "function_call_output", "call_id": call_id, "output": output})
+            items.append({"type": "function_call_output", "call_id": item["call_id"], "output": output})
         elif kind == "item_reference":
             raise APIError(400, f"'{where}.type' item_reference is not supported by the local gateway; "
                            "continue with previous_response_id instead", param=f"{where}.type")
@@ -186,59 +154,6 @@ def _add(conversation: Conversation, item: dict[str, Any]) -> None:
         conversation.add_assistant(item["content"])
     else:
         conversation.add_user(item["content"])
-
-
-def _tool(tool: Any, i: int) -> ToolSpec:
-    where = f"tools[{i}]"
-    if not isinstance(tool, dict):
-        raise APIError(400, f"'{where}' must be an object", param=where)
-    if tool.get("type") != "function":
-        raise APIError(400, f"'{where}.type' {tool.get('type')!r} is not available on the local model "
-                       "(function tools only)", param=f"{where}.type")
-    return textgen.read_tool(tool, where)
-
-
-def _tool_choice(choice: Any, tools: list[ToolSpec]) -> tuple[tuple[ToolSpec, ...], ToolChoice]:
-    if choice is None:
-        return tuple(tools), ToolChoice("auto" if tools else "none")
-    if choice in ("none", "auto", "required"):
-        if choice == "required" and not tools:
-            raise APIError(400, "'tool_choice' required needs at least one tool in 'tools'",
-                           param="tool_choice")
-        return tuple(tools), ToolChoice(choice)
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        return tuple(tools), textgen.named_choice(tools, choice.get("name"), "tool_choice.name")
-    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
-        mode = choice.get("mode")
-        if mode not in ("auto", "required"):
-            raise APIError(400, "'tool_choice.mode' must be 'auto' or 'required'", param="tool_choice.mode")
-        listed = body_field(choice, "tools", list, required=True, path="tool_choice.tools")
-        names = [t.get("name") if isinstance(t, dict) else None for t in listed]
-        for j, name in enumerate(names):
-            textgen.named_choice(tools, name, f"tool_choice.tools[{j}].name")
-        return tuple(t for t in tools if t.name in names), ToolChoice(mode)
-    raise APIError(400, "'tool_choice' must be 'none', 'auto', 'required', a function or allowed_tools",
-                   param="tool_choice")
-
-
-def _format(fmt: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    kind = fmt.get("type")
-    if kind == "text":
-        return None, ""
-    if kind == "json_object":
-        return {"type": "object"}, "text.format"
-    if kind == "json_schema":
-        body_field(fmt, "name", str, required=True, path="text.format.name")
-        schema = body_field(fmt, "schema", dict, required=True, path="text.format.schema")
-        return textgen.check_schema(schema, "text.format.schema"), "text.format.schema"
-    raise APIError(400, "'text.format.type' must be text, json_object or json_schema",
-                   param="text.format.type")
-
-
-def _metadata(metadata: dict[str, Any]) -> dict[str, str]:
-    if len(metadata) > MAX_METADATA_KEYS or not all(isinstance(v, str) for v in metadata.values()):
-        raise APIError(400, f"'metadata' holds at most {MAX_METADATA_KEYS} string values", param="metadata")
-    return metadata
 
 
 # --- response --------------------------------------------------------------------------------------------
@@ -268,7 +183,7 @@ def _usage(result: Finished) -> dict[str, Any]:
             "total_tokens": used.prompt_tokens + used.completion_tokens}
 
 
-def _body(req: ResponsesRequest, status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None,
+def _body(req: ResponsesRun, status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None,
           incomplete: dict[str, str] | None = None) -> dict[str, Any]:
     """The whole response object: every field a strict client expects is present (section 3.2)."""
     return {
@@ -281,7 +196,7 @@ def _body(req: ResponsesRequest, status: str, output: list[dict[str, Any]], usag
     }
 
 
-def _done(request: Request, req: ResponsesRequest, key: KeyRecord, result: Finished,
+def _done(request: Request, req: ResponsesRun, key: KeyRecord, result: Finished,
           output: list[dict[str, Any]]) -> dict[str, Any]:
     """The final object; stored (with its history) before the caller can see its id."""
     status, incomplete = _status(result)
@@ -299,7 +214,7 @@ def _stored(item: dict[str, Any]) -> dict[str, Any]:
     return _message("assistant", "".join(p["text"] for p in item["content"]))
 
 
-async def _stream(request: Request, req: ResponsesRequest, key: KeyRecord) -> AsyncIterator[bytes]:
+async def _stream(request: Request, req: ResponsesRun, key: KeyRecord) -> AsyncIterator[bytes]:
     """The event sequence of section 3.6: sequence numbers from 0, the terminal event last."""
     numbers = itertools.count()
 
