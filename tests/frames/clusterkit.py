@@ -79,6 +79,11 @@ class ProcessCluster:
                 return workers[address]["name"]
         raise AssertionError(f"no worker is computing: {processing}")
 
+    def idle(self) -> bool:
+        """No result held and nothing computing: a compute() now runs afresh (released results are
+        forgotten asynchronously, and a key still held would be handed back instead of recomputed)."""
+        return not any(self.client.has_what().values()) and not any(self.client.processing().values())
+
     def kill(self, name: str) -> None:
         """SIGKILL: no cleanup, no goodbye to the scheduler, sockets closed by the kernel."""
         os.kill(self.workers[name].pid, signal.SIGKILL)

@@ -168,6 +168,7 @@ def test_a_worker_killed_mid_run_then_the_run_again_answers_every_row_and_no_bod
     with contextlib.suppress(distributed.KilledWorker):
         first.result(timeout=120)  # the scheduler may finish the run on the surviving worker
     first.release()  # else the cluster would hand its result back instead of running again
+    wait_until(workers.idle, "the scheduler forgot the first run")
     out = lazy.compute()  # the run again, as a user would after a lost worker
     assert len(out) == 24 and out["urgent__noul"].notna().all() and out["team__choice"].notna().all()
     assert "cached" in set(out["__status"]) and set(out["__status"]) <= {"sent", "cached"}
@@ -177,6 +178,7 @@ def test_a_worker_killed_mid_run_then_the_run_again_answers_every_row_and_no_bod
         assert conn.execute("SELECT COUNT(*), MAX(writes) FROM gwlab_answers").fetchone() == (24, 1)
 
     arrivals = len(gateway.snapshot())
+    wait_until(workers.idle, "the scheduler forgot the run again")
     again = lazy.compute()
     assert len(gateway.snapshot()) == arrivals  # a second compute() sends nothing
     assert set(again["__status"]) == {"cached"}
