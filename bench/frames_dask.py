@@ -1,14 +1,16 @@
 """Rows per second of `gwlab.frames.dask.decide` with 1, 2 and 4 worker processes under one cluster-wide limit.
 
-    python bench/frames_dask.py                     # 120 rows, L = 200 ms, R = 900/min, 2 in flight per worker
-    python bench/frames_dask.py --rows 240 --rate 1200
+    python bench/frames_dask.py                     # 80 rows, L = 500 ms, R = 300/min, 2 in flight per worker
+    python bench/frames_dask.py --rows 160 --rate 10
 
 The gateway is the fixed-latency loopback server of the tests (tests/frames/latencykit.py), which logs when
 each request arrived; the cluster a scheduler and `dask worker` processes of one thread each, sharing no
 directory (tests/frames/clusterkit.py); the checkpoint a fresh PostgreSQL database per run
 (tests/frames/pgkit.py, Debian's server). Each worker computes one partition at a time with
 `concurrency=C`, so one worker can send at most C / L requests a second: R is out of one worker's reach
-and within two's. The peer of each figure is the limit R itself, measured in the same run:
+and within two's. The bucket holds one request, so grants are 1/R apart at the scheduler (200 ms by
+default): what the gateway sees differs from that only by each request's own delay between the
+scheduler's "go" and its arrival (network, the worker's loops), which stays well under one spacing. The peer of each figure is the limit R itself, measured in the same run:
 
 - arrival rate / R: (n - 1) requests over the span from the first arrival to the last, at the gateway;
 - busiest window: the most arrivals in any 1 s window, against what the bucket allows (1 + R/60);
@@ -49,7 +51,7 @@ def run(cluster: ProcessCluster, url: str, rows: int, latency: float, rate: floa
     served = Served(LatencyGateway(latency, KEY))
     try:
         frame = pd.DataFrame({"ticket": [f"Ticket {i}: order {i * 7} was charged twice" for i in range(rows)]})
-        lazy = gw_dask.decide(dd.from_pandas(frame, npartitions=16), "{ticket}", QUESTIONS,
+        lazy = gw_dask.decide(dd.from_pandas(frame, npartitions=8), "{ticket}", QUESTIONS,
                               gateway=gw_dask.GatewaySpec(served.gateway.base_url), checkpoint=url,
                               requests_per_minute=rate * 60, burst=1 / rate, concurrency=concurrency,
                               limiter_name=f"bench-{secrets.token_hex(4)}")
@@ -66,9 +68,9 @@ def run(cluster: ProcessCluster, url: str, rows: int, latency: float, rate: floa
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=120)
-    parser.add_argument("--latency", type=float, default=0.2, help="gateway latency L, seconds")
-    parser.add_argument("--rate", type=float, default=15.0, help="cluster-wide limit R, requests per second")
+    parser.add_argument("--rows", type=int, default=80)
+    parser.add_argument("--latency", type=float, default=0.5, help="gateway latency L, seconds")
+    parser.add_argument("--rate", type=float, default=5.0, help="cluster-wide limit R, requests per second")
     parser.add_argument("--concurrency", type=int, default=2, help="requests in flight per worker (C)")
     args = parser.parse_args()
     servers = postgres_server()
