@@ -10,10 +10,11 @@ directory (tests/frames/clusterkit.py); the checkpoint a fresh PostgreSQL databa
 `concurrency=C`, so one worker can send at most C / L requests a second: R is out of one worker's reach
 and within two's. The bucket holds one request, so grants are 1/R apart at the scheduler (200 ms by
 default): what the gateway sees differs from that only by each request's own delay between the
-scheduler's "go" and its arrival (network, the worker's loops), which stays well under one spacing. The peer of each figure is the limit R itself, measured in the same run:
+scheduler's "go" and its arrival (network, the worker's loops), which stays well under one spacing.
+The peer of each figure is the limit R itself, measured in the same run:
 
 - arrival rate / R: (n - 1) requests over the span from the first arrival to the last, at the gateway;
-- busiest window: the most arrivals in any 1 s window, against what the bucket allows (1 + R/60);
+- busiest window: the most arrivals in any 1 s window, against what the bucket allows (1 + R, R per second);
 - rows/s: rows over the wall time of `compute()`.
 
 It checks the issue's claim (with 2 and 4 workers the arrival rate is at least 0.9 R; in no run does any

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["AnswerStore", "Checkpoint", "Entry", "canonical", "gateway_id", "is_store_url", "key_of",
+__all__ = ["AnswerStore", "Checkpoint", "CommitOnArrival", "Entry", "canonical", "gateway_id", "is_store_url", "key_of",
            "mask_url", "open_checkpoint", "request_key"]
 
 _URL_SCHEMES = ("postgresql://", "postgres://")
@@ -149,7 +149,29 @@ def open_checkpoint(spec: str | Path) -> AnswerStore:
     return Checkpoint(spec)
 
 
-class Checkpoint:
+class CommitOnArrival:
+    """`put` for both stores: an answer is queued and committed, with every answer that arrived in the same
+    event-loop iteration, in one transaction on the loop's next turn (now when no loop is running)."""
+
+    _pending: list[tuple[Any, ...]]
+
+    def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
+            input_tokens: int | None, output_tokens: int | None, gateway: str | None = None) -> None:
+        """Store an answer and the `gateway_id` that gave it."""
+        self._pending.append((key, endpoint, model, response, request_id, input_tokens, output_tokens,
+                              time.time(), gateway))
+        if len(self._pending) > 1:
+            return  # a flush is already scheduled
+        try:
+            asyncio.get_running_loop().call_soon(self.flush)
+        except RuntimeError:
+            self.flush()
+
+    def flush(self) -> None:
+        raise NotImplementedError
+
+
+class Checkpoint(CommitOnArrival):
     """A SQLite file of answers keyed by request; safe to share between processes of one machine.
 
     It keeps no claims: two processes asking the same new request at once both send it (the second
@@ -218,19 +240,6 @@ class Checkpoint:
 
     def release(self, key: str) -> None:
         """Nothing to release (no claims)."""
-
-    def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
-            input_tokens: int | None, output_tokens: int | None, gateway: str | None = None) -> None:
-        """Store an answer (and the `gateway_id` that gave it): committed on the loop's next turn, or now
-        when no loop is running."""
-        self._pending.append((key, endpoint, model, response, request_id, input_tokens, output_tokens,
-                              time.time(), gateway))
-        if len(self._pending) > 1:
-            return  # a flush is already scheduled
-        try:
-            asyncio.get_running_loop().call_soon(self.flush)
-        except RuntimeError:
-            self.flush()
 
     def flush(self) -> None:
         """Commit every queued answer in one transaction."""

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Iterable
 from typing import Any
 
-from gwlab.frames.checkpoint import Entry, mask_url
+from gwlab.frames.checkpoint import CommitOnArrival, Entry, mask_url
 
 __all__ = ["PostgresCheckpoint"]
 
@@ -55,7 +54,7 @@ def _lock_id(key: str) -> int:
     return int.from_bytes(bytes.fromhex(key[:16]), "big", signed=True)
 
 
-class PostgresCheckpoint:
+class PostgresCheckpoint(CommitOnArrival):
     """Answers keyed by request in a PostgreSQL table, shared by every process that reaches the server."""
 
     def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
@@ -129,18 +128,6 @@ class PostgresCheckpoint:
     def _unlock(self, keys: list[str]) -> None:
         self._rows("SELECT count(pg_advisory_unlock(k)) FROM unnest(%s::bigint[]) AS k",
                    ([_lock_id(key) for key in keys],))
-
-    def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
-            input_tokens: int | None, output_tokens: int | None, gateway: str | None = None) -> None:
-        """Store an answer: committed on the loop's next turn, or now when no loop is running."""
-        self._pending.append((key, endpoint, model, response, request_id, input_tokens, output_tokens,
-                              time.time(), gateway))
-        if len(self._pending) > 1:
-            return  # a flush is already scheduled
-        try:
-            asyncio.get_running_loop().call_soon(self.flush)
-        except RuntimeError:
-            self.flush()
 
     def flush(self) -> None:
         """Commit every queued answer in one transaction, then end their claims."""

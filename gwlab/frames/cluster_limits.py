@@ -34,7 +34,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.protocol.pickle import dumps
 
 from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, _Bucket
-from gwlab.frames.runner import Reply, Sender
+from gwlab.frames.runner import Answer, Sender
 
 __all__ = ["ClusterLimiter", "ClusterLimits"]
 
@@ -262,7 +262,7 @@ class ClusterLimiter:
             return send
         address = self._worker.address
 
-        async def send_in_slot(path: str, body: dict[str, Any]) -> Reply:
+        async def send_in_slot(path: str, body: dict[str, Any]) -> Answer:
             lease = uuid.uuid4().hex
             await self._call("gwlab_slot_acquire", name=self.name, limit=self.max_in_flight, lease=lease,
                              worker=address)

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 import pandas as pd
 
@@ -39,8 +39,8 @@ from gwlab.frames.checkpoint import Checkpoint, is_store_url, mask_url, open_che
 from gwlab.frames.families import META_COLUMNS, Family
 from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
 
-__all__ = ["GatewaySpec", "Limits", "StoreSpec", "chat", "decide", "decide_meta", "decide_partition", "messages",
-           "meta_of", "respond", "run_partition"]
+__all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "chat", "decide", "decide_meta", "decide_partition",
+           "messages", "meta_of", "respond", "run_partition"]
 
 
 @dataclass(frozen=True)
@@ -200,16 +200,38 @@ def decide_partition(partition: pd.DataFrame, *, state: str | Sequence[str] | Ma
                          gateway=gateway, checkpoint=StoreSpec.of(checkpoint), limits=limits or Limits(), **options)
 
 
-def _lazy(ddf: Any, method: str, family: Family, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-          gateway: Any, checkpoint: str | Path | StoreSpec, requests_per_minute: float | None,
-          tokens_per_minute: float | None, max_in_flight: int | None, limiter_name: str, burst: float,
-          concurrency: int, errors: str, join: bool, prefix: str, budget_per_partition: int | None) -> Any:
+class DaskOptions(TypedDict, total=False):
+    """Options every function here takes (documented in `_SHARED_DOC`); gateway and checkpoint are required."""
+
+    gateway: Required[Any]
+    checkpoint: Required[str | Path | StoreSpec]
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+    max_in_flight: int | None
+    limiter_name: str
+    burst: float
+    concurrency: int
+    errors: str
+    join: bool
+    prefix: str
+    budget_per_partition: int | None
+
+
+def _lazy(ddf: Any, method: str, family: Family, args: tuple[Any, ...], kwargs: dict[str, Any],
+          options: DaskOptions) -> Any:
     """The lazy frame: checked and described here, sent by the workers on `compute()`."""
+    unknown = set(options) - set(DaskOptions.__annotations__)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    errors, concurrency = options.get("errors", "coerce"), options.get("concurrency", 8)
+    join, prefix = options.get("join", True), options.get("prefix", "")
     if errors not in ("raise", "coerce"):
         raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {errors!r}")
     if not isinstance(concurrency, int) or concurrency < 1:
         raise InvalidRequest("concurrency", f"must be a positive integer; got {concurrency!r}")
-    limits = Limits(requests_per_minute, tokens_per_minute, max_in_flight, limiter_name, burst)
+    limits = Limits(options.get("requests_per_minute"), options.get("tokens_per_minute"),
+                    options.get("max_in_flight"), options.get("limiter_name", "default"),
+                    options.get("burst", DEFAULT_BURST_SECONDS))
     if join:
         clash = [f"{prefix}{c}" for c in [*family.columns, *META_COLUMNS] if f"{prefix}{c}" in ddf.columns]
         if clash:
@@ -217,9 +239,10 @@ def _lazy(ddf: Any, method: str, family: Family, args: tuple[Any, ...], kwargs: 
                                            "join=False")
     meta = meta_of(ddf._meta, family, join=join, prefix=prefix)
     return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs,
-                              gateway=GatewaySpec.of(gateway), checkpoint=StoreSpec.of(checkpoint), limits=limits,
+                              gateway=GatewaySpec.of(options["gateway"]),
+                              checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits,
                               concurrency=concurrency, errors=errors, join=join, prefix=prefix,
-                              budget=budget_per_partition, meta=meta)
+                              budget=options.get("budget_per_partition"), meta=meta)
 
 
 _SHARED_DOC = """
@@ -234,15 +257,16 @@ _SHARED_DOC = """
         One limit for the sum of all workers (held by the dask.distributed scheduler).
     max_in_flight : int, optional
         Requests in flight across the whole cluster (needs dask.distributed).
-    limiter_name : str
+    limiter_name : str, default "default"
         Runs sharing a name share a limit.
-    burst : float
-        Seconds of quota the shared bucket may hold (10 by default).
-    concurrency : int
+    burst : float, default 10
+        Seconds of quota the shared bucket may hold.
+    concurrency : int, default 8
         Requests in flight per partition being computed.
-    errors, join, prefix
-        As in ``df.gw``; ``errors`` defaults to "coerce" because one raising partition would fail the
-        whole computation.
+    errors : {"raise", "coerce"}, default "coerce"
+        As in ``df.gw``; "coerce" because one raising partition would fail the whole computation.
+    join, prefix
+        As in ``df.gw``.
     budget_per_partition : int, optional
         A token budget per partition (a global budget across workers is not offered).
 
@@ -258,13 +282,12 @@ def _documented(function: Any) -> Any:
     return function
 
 
+TemplateSpec = str | Sequence[str] | Mapping[str, str]
+
+
 @_documented
-def decide(ddf: Any, state: str | Sequence[str] | Mapping[str, str], questions: Mapping[str, Any], *,
-           gateway: Any, checkpoint: str | Path | StoreSpec, model: str | None = None,
-           requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-           max_in_flight: int | None = None, limiter_name: str = "default", burst: float = DEFAULT_BURST_SECONDS,
-           concurrency: int = 8, errors: str = "coerce", join: bool = True, prefix: str = "",
-           budget_per_partition: int | None = None) -> Any:
+def decide(ddf: Any, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
+           **options: Unpack[DaskOptions]) -> Any:
     """Decisions for every row of a dask DataFrame, lazily; ``df.gw.decide`` per partition.
 
     Parameters
@@ -276,21 +299,13 @@ def decide(ddf: Any, state: str | Sequence[str] | Mapping[str, str], questions: 
     {shared}
     """
     family = families.decisions_family(questions, model or _accessor.DEFAULT_MODELS["decisions"])
-    return _lazy(ddf, "decide", family, (state, questions), {"model": model}, gateway=gateway,
-                 checkpoint=checkpoint, requests_per_minute=requests_per_minute,
-                 tokens_per_minute=tokens_per_minute, max_in_flight=max_in_flight, limiter_name=limiter_name,
-                 burst=burst, concurrency=concurrency, errors=errors, join=join, prefix=prefix,
-                 budget_per_partition=budget_per_partition)
+    return _lazy(ddf, "decide", family, (state, questions), {"model": model}, options)
 
 
 @_documented
-def chat(ddf: Any, prompt: str | Sequence[str] | Mapping[str, str], *, gateway: Any,
-         checkpoint: str | Path | StoreSpec, system: str | None = None, model: str | None = None,
+def chat(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
          max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
-         requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-         max_in_flight: int | None = None, limiter_name: str = "default", burst: float = DEFAULT_BURST_SECONDS,
-         concurrency: int = 8, errors: str = "coerce", join: bool = True, prefix: str = "",
-         budget_per_partition: int | None = None) -> Any:
+         **options: Unpack[DaskOptions]) -> Any:
     """A chat completion for every row of a dask DataFrame, lazily; ``df.gw.chat`` per partition.
 
     Parameters
@@ -304,20 +319,13 @@ def chat(ddf: Any, prompt: str | Sequence[str] | Mapping[str, str], *, gateway: 
     model = model or _accessor.DEFAULT_MODELS["text"]
     family = families.chat_family(model, max_tokens=max_tokens, **families.free_params("chat", params))
     kwargs = {"system": system, "model": model, "max_tokens": max_tokens, "params": params}
-    return _lazy(ddf, "chat", family, (prompt,), kwargs, gateway=gateway, checkpoint=checkpoint,
-                 requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute,
-                 max_in_flight=max_in_flight, limiter_name=limiter_name, burst=burst, concurrency=concurrency,
-                 errors=errors, join=join, prefix=prefix, budget_per_partition=budget_per_partition)
+    return _lazy(ddf, "chat", family, (prompt,), kwargs, options)
 
 
 @_documented
-def respond(ddf: Any, prompt: str | Sequence[str] | Mapping[str, str], *, gateway: Any,
-            checkpoint: str | Path | StoreSpec, instructions: str | None = None, model: str | None = None,
+def respond(ddf: Any, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
             max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
-            requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-            max_in_flight: int | None = None, limiter_name: str = "default",
-            burst: float = DEFAULT_BURST_SECONDS, concurrency: int = 8, errors: str = "coerce", join: bool = True,
-            prefix: str = "", budget_per_partition: int | None = None) -> Any:
+            **options: Unpack[DaskOptions]) -> Any:
     """A responses-protocol call for every row of a dask DataFrame, lazily; ``df.gw.respond`` per partition.
 
     Parameters
@@ -331,20 +339,13 @@ def respond(ddf: Any, prompt: str | Sequence[str] | Mapping[str, str], *, gatewa
     model = model or _accessor.DEFAULT_MODELS["text"]
     family = families.responses_family(model, max_tokens=max_tokens, **families.free_params("responses", params))
     kwargs = {"instructions": instructions, "model": model, "max_tokens": max_tokens, "params": params}
-    return _lazy(ddf, "respond", family, (prompt,), kwargs, gateway=gateway, checkpoint=checkpoint,
-                 requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute,
-                 max_in_flight=max_in_flight, limiter_name=limiter_name, burst=burst, concurrency=concurrency,
-                 errors=errors, join=join, prefix=prefix, budget_per_partition=budget_per_partition)
+    return _lazy(ddf, "respond", family, (prompt,), kwargs, options)
 
 
 @_documented
-def messages(ddf: Any, prompt: str | Sequence[str] | Mapping[str, str], *, gateway: Any,
-             checkpoint: str | Path | StoreSpec, system: str | None = None, model: str | None = None,
+def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
              max_tokens: int = 256, params: Mapping[str, Any] | None = None,
-             requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-             max_in_flight: int | None = None, limiter_name: str = "default",
-             burst: float = DEFAULT_BURST_SECONDS, concurrency: int = 8, errors: str = "coerce", join: bool = True,
-             prefix: str = "", budget_per_partition: int | None = None) -> Any:
+             **options: Unpack[DaskOptions]) -> Any:
     """A messages-protocol call for every row of a dask DataFrame, lazily; ``df.gw.messages`` per partition.
 
     Parameters
@@ -358,7 +359,4 @@ def messages(ddf: Any, prompt: str | Sequence[str] | Mapping[str, str], *, gatew
     model = model or _accessor.DEFAULT_MODELS["text"]
     family = families.messages_family(model, max_tokens=max_tokens, **families.free_params("messages", params))
     kwargs = {"system": system, "model": model, "max_tokens": max_tokens, "params": params}
-    return _lazy(ddf, "messages", family, (prompt,), kwargs, gateway=gateway, checkpoint=checkpoint,
-                 requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute,
-                 max_in_flight=max_in_flight, limiter_name=limiter_name, burst=burst, concurrency=concurrency,
-                 errors=errors, join=join, prefix=prefix, budget_per_partition=budget_per_partition)
+    return _lazy(ddf, "messages", family, (prompt,), kwargs, options)

@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from pgkit import free_port
+
 ROOT = str(Path(__file__).resolve().parents[2])  # this checkout, so workers import its gwlab
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ProcessCluster:
@@ -35,7 +30,7 @@ class ProcessCluster:
                           if k not in ("GWLAB_API_KEY", "GWLAB_BASE_URL", "GWLAB_CHECKPOINT")}
         self._base_env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])
         self._base_env.update(env or {})
-        self.address = f"tcp://127.0.0.1:{_free_port()}"
+        self.address = f"tcp://127.0.0.1:{free_port()}"
         self.dirs: list[Path] = []
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
         scheduler_dir = self._own_dir("scheduler")
