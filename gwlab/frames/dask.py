@@ -177,13 +177,13 @@ def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...]
                   errors: str = "coerce", join: bool = True, prefix: str = "",
                   budget: int | None = None) -> pd.DataFrame:
     """`partition.gw.<method>(*args, **kwargs)` with the shared checkpoint and limit; a plain DataFrame."""
-    limiter = _worker_limiter(limits, checkpoint)
-    connection = _client.connection(_worker_gateway(gateway))
-    in_flight = getattr(limiter, "in_flight", None)
-    if in_flight is not None:
-        connection = dataclasses.replace(connection, send=in_flight(connection.send))
-    store = checkpoint.open()
+    store = checkpoint.open()  # first: the SQLite limiter would create a missing file
     try:
+        limiter = _worker_limiter(limits, checkpoint)
+        connection = _client.connection(_worker_gateway(gateway))
+        in_flight = getattr(limiter, "in_flight", None)
+        if in_flight is not None:
+            connection = dataclasses.replace(connection, send=in_flight(connection.send))
         out = getattr(partition.gw, method)(*args, **kwargs, gateway=connection, checkpoint=store,
                                             limiter=limiter, concurrency=concurrency, errors=errors, join=join,
                                             prefix=prefix, budget=budget, progress=False)

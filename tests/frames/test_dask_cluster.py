@@ -219,3 +219,27 @@ def test_no_file_is_needed_or_made_by_a_multi_host_run(
                           checkpoint=postgres.new_database(), requests_per_minute=6000)
     workers.client.compute(lazy).result(timeout=120)
     assert workers.files("*.sqlite*") == [] and not os.environ.get("GWLAB_CHECKPOINT", "").startswith("/")
+
+
+def test_without_distributed_a_missing_sqlite_file_is_refused_not_created(gateway: LatencyGateway,
+                                                                          tmp_path: Path) -> None:
+    path = tmp_path / "gone" / "answers.sqlite"
+    lazy = gw_dask.decide(tickets(4, 2), "{ticket}", QUESTIONS, gateway=GatewaySpec(gateway.base_url, KEY),
+                          checkpoint=path, requests_per_minute=600)
+    for made in path.parent.iterdir():
+        made.unlink()
+    with pytest.raises(InvalidRequest, match="checkpoint"):
+        lazy.compute(scheduler="sync")  # the SQLite limiter must not create the file behind the check
+    assert not path.exists() and gateway.snapshot() == []
+
+
+def test_the_threaded_scheduler_with_a_postgresql_checkpoint_shares_one_bucket_per_process(
+        gateway: LatencyGateway, postgres: PostgresServer) -> None:
+    rate = 5.0
+    lazy = gw_dask.decide(tickets(12, 4), "{ticket}", QUESTIONS, gateway=GatewaySpec(gateway.base_url, KEY),
+                          checkpoint=postgres.new_database(), requests_per_minute=rate * 60, burst=0.2,
+                          concurrency=4, limiter_name=f"threads-{secrets.token_hex(4)}")
+    out = lazy.compute(scheduler="threads", num_workers=4)
+    assert (out["__status"] == "sent").all()
+    times = gateway.arrival_times()
+    assert len(times) == 12 and max_in_window(times, 1.0) <= 1 + rate
