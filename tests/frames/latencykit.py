@@ -34,6 +34,7 @@ class Arrival:
     answered: bool = False  # the answer went to a client still connected
     cut: bool = False  # the client went away before its answer
     done: float | None = None  # time.monotonic() when the answer had been sent
+    tokens: int = 0  # the input tokens its answer reports (billed)
 
 
 @dataclass
@@ -112,7 +113,9 @@ class LatencyGateway:
         if held:
             await asyncio.sleep(self.latency)
         arrival.status = 200
-        await _reply(send, 200, _answer(scope["path"], json.loads(body), arrival.digest))
+        payload = json.loads(body)
+        arrival.tokens = len(json.dumps(payload)) // 4
+        await _reply(send, 200, _answer(scope["path"], payload, arrival.digest, arrival.tokens))
         arrival.done, arrival.answered = time.monotonic(), True
 
 
@@ -130,10 +133,9 @@ async def _reply(send: Any, status: int, payload: dict[str, Any], headers: dict[
     await send({"type": "http.response.body", "body": data})
 
 
-def _answer(path: str, body: dict[str, Any], digest: str) -> dict[str, Any]:
+def _answer(path: str, body: dict[str, Any], digest: str, tokens: int) -> dict[str, Any]:
     """The family's wire shape; text answers quote the prompt, so a row's answer is recognisably its own."""
     model = body.get("model", "m")
-    tokens = len(json.dumps(body)) // 4
     if path.endswith("/decisions"):
         answers = {}
         for qid, q in body["questions"].items():
@@ -196,13 +198,15 @@ def max_overlap(arrivals: list[Arrival]) -> int:
     return best
 
 
-def max_in_window(times: list[float], window: float) -> int:
-    """The most arrivals in any window [t, t + window) (a busiest window can start at an arrival)."""
-    times = sorted(times)
-    best, end = 0, 0
-    for start, t in enumerate(times):
-        end = max(end, start)
-        while end < len(times) and times[end] < t + window:
+def max_in_window(times: list[float], window: float, weights: list[float] | None = None) -> float:
+    """The most arrivals (or the largest sum of their `weights`) in any window [t, t + window); a busiest
+    window can start at an arrival."""
+    pairs = sorted(zip(times, weights or [1] * len(times), strict=True))
+    best, end, total = 0, 0, 0
+    for start, (t, _) in enumerate(pairs):
+        while end < len(pairs) and pairs[end][0] < t + window:
+            total += pairs[end][1]
             end += 1
-        best = max(best, end - start)
+        best = max(best, total)
+        total -= pairs[start][1]
     return best

@@ -122,6 +122,24 @@ def test_the_request_rate_summed_over_all_workers_stays_within_the_limit_in_ever
         assert max_in_window(times, window) <= 1 + rate * window, window
 
 
+def test_the_token_rate_summed_over_all_workers_stays_within_the_limit_in_every_window(
+        workers: ProcessCluster, gateway: LatencyGateway, postgres: PostgresServer) -> None:
+    per_second = 350.0  # tokens: the bucket holds 1 s of them, more than one request's estimate (~250)
+    lazy = gw_dask.decide(tickets(20, 4), "{ticket}", QUESTIONS, gateway=GatewaySpec(gateway.base_url),
+                          checkpoint=postgres.new_database(), tokens_per_minute=per_second * 60, burst=1.0,
+                          concurrency=4, limiter_name=f"tokens-{secrets.token_hex(4)}")
+    out = workers.client.compute(lazy).result(timeout=120)
+    assert (out["__status"] == "sent").all()
+    answered = [a for a in gateway.snapshot() if a.answered]
+    times, tokens = [a.at for a in answered], [a.tokens for a in answered]
+    assert len(answered) == 20 and sum(tokens) == out["__input_tokens"].sum()
+    # each request is charged its estimate when let go and refunded to the billed count on its answer, so
+    # the billed tokens arriving in any W seconds stay within what the bucket holds plus W seconds' rate;
+    # a bucket per worker would let two workers send about twice that
+    for window in (2.0, 4.0):
+        assert max_in_window(times, window, tokens) <= per_second * (1 + window), window
+
+
 def test_requests_in_flight_are_capped_across_the_cluster(
         workers: ProcessCluster, gateway: LatencyGateway, postgres: PostgresServer) -> None:
     lazy = gw_dask.decide(tickets(24, 4), "{ticket}", QUESTIONS, gateway=GatewaySpec(gateway.base_url),
