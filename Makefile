@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo test lint lab bench clean browser-deps screenshots byo
+.PHONY: setup demo test lint lab bench clean browser-deps db-deps screenshots byo
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -40,7 +40,14 @@ browser-deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; } || \
 		echo "browser-deps: no chromium (as root: apt-get install chromium chromium-driver); tests/browser skip"
 
-test: setup byo browser-deps
+# tests/frames start a PostgreSQL server from Debian's packages (loopback, temporary data directory, as the
+# postgres user when root); installed here when missing and root, else those tests skip and say why
+db-deps:
+	@{ ls /usr/lib/postgresql/*/bin/initdb || command -v initdb; } >/dev/null 2>&1 || \
+		{ [ "$$(id -u)" = 0 ] && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; } || \
+		echo "db-deps: no PostgreSQL (as root: apt-get install postgresql); the PostgreSQL tests skip"
+
+test: setup byo browser-deps db-deps
 	$(BIN)/ruff check gwlab tests bench
 	$(BIN)/pytest -q -p no:cacheprovider
 	$(MAKE) --no-print-directory notebooks

@@ -17,7 +17,7 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, families
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
-from gwlab.frames.checkpoint import Checkpoint
+from gwlab.frames.checkpoint import AnswerStore, open_checkpoint
 from gwlab.frames.families import META_COLUMNS, Family
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.result import BatchFrame
@@ -43,7 +43,7 @@ class RunOptions(TypedDict, total=False):
     budget: int | Budget | None
     prices: Any
     pilot: int | None
-    checkpoint: str | Path | Checkpoint | Literal[False] | None
+    checkpoint: str | Path | AnswerStore | Literal[False] | None
     refresh: bool
     repeats: int
     errors: Literal["raise", "coerce"]
@@ -70,9 +70,10 @@ _RUN_OPTIONS_DOC = """
         Dollars per million tokens per model, for the cost estimate (default: local models free).
     pilot : int, optional
         Run only the first `pilot` rows; the summary estimates what the rest would cost.
-    checkpoint : path, Checkpoint, "auto" or None, default "auto"
-        SQLite file of answers already paid for: a re-run, or a run resumed after a crash, sends
-        only the missing rows. "auto" uses ``$GWLAB_CHECKPOINT`` or ``~/.cache/gwlab/frames.sqlite``;
+    checkpoint : path, URL, Checkpoint, "auto" or None, default "auto"
+        Answers already paid for: a re-run, or a run resumed after a crash, sends only the missing
+        rows. A path is a SQLite file; a ``postgresql://`` URL a PostgreSQL database that processes
+        on several hosts share. "auto" uses ``$GWLAB_CHECKPOINT`` or ``~/.cache/gwlab/frames.sqlite``;
         None or False keeps nothing.
     refresh : bool, default False
         Send every row again (and overwrite the checkpoint).
@@ -357,12 +358,12 @@ def _over_limit_text(over: OverLimit, labels: list[Any]) -> str:
             f"{shown}{more}. The gateway will refuse them: shorten or split them before the full run.")
 
 
-def _checkpoint(spec: Any) -> tuple[Checkpoint | None, bool]:
+def _checkpoint(spec: Any) -> tuple[AnswerStore | None, bool]:
     """(checkpoint, opened here) for the `checkpoint=` option."""
     if spec is None or spec is False:
         return None, False
-    if isinstance(spec, Checkpoint):
+    if isinstance(spec, AnswerStore):
         return spec, False
     if spec == "auto":
-        return Checkpoint(_client.default_checkpoint_path()), True
-    return Checkpoint(spec), True
+        return open_checkpoint(_client.default_checkpoint_path()), True
+    return open_checkpoint(spec), True

@@ -11,6 +11,10 @@ loop's next turn, so every answer that arrived in one loop iteration is committe
 before any further request is sent.
 WAL mode with synchronous=NORMAL keeps committed rows through a process crash or kill (only a power
 loss may drop the last commits), and lets several processes (dask workers) share the file.
+
+Two implementations of one small interface (`AnswerStore`), chosen by `open_checkpoint`: a path is this
+SQLite file (one machine), a `postgresql://` URL a PostgreSQL database every host can reach
+(`checkpoint_postgres.PostgresCheckpoint`). Same key, same commit-on-arrival rule.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["Checkpoint", "Entry", "canonical", "gateway_id", "key_of", "request_key"]
+__all__ = ["AnswerStore", "Checkpoint", "CommitOnArrival", "Entry", "canonical", "gateway_id", "is_store_url", "key_of",
+           "mask_url", "open_checkpoint", "request_key"]
+
+_URL_SCHEMES = ("postgresql://", "postgres://")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -92,8 +99,84 @@ class Entry:
         return json.loads(self.response)
 
 
-class Checkpoint:
-    """A SQLite file of answers keyed by request; safe to share between processes."""
+@runtime_checkable
+class AnswerStore(Protocol):
+    """What the runner needs of a checkpoint: read answers, claim a request, store an answer on arrival."""
+
+    path: Any  # where it lives, for the run summary (a URL with its password masked)
+
+    def get(self, key: str) -> Entry | None: ...
+
+    def has_many(self, keys: Iterable[str]) -> set[str]: ...
+
+    async def claim(self, key: str) -> Entry | None:
+        """Before sending: None once this run may ask `key`; the answer if another worker stored it."""
+        ...
+
+    def release(self, key: str) -> None:
+        """Give up a claim without an answer (the request failed or was not sent)."""
+        ...
+
+    def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
+            input_tokens: int | None, output_tokens: int | None, gateway: str | None = None) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def is_store_url(spec: object) -> bool:
+    """Whether a `checkpoint=` value names a database server rather than a file."""
+    return isinstance(spec, str) and spec.lower().startswith(_URL_SCHEMES)
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password replaced by `***`: what a repr, a log line or an error may show."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
+
+
+def open_checkpoint(spec: str | Path) -> AnswerStore:
+    """A path: the SQLite `Checkpoint`; a `postgresql://` URL: the PostgreSQL store (needs psycopg)."""
+    if is_store_url(spec):
+        from gwlab.frames.checkpoint_postgres import PostgresCheckpoint
+
+        return PostgresCheckpoint(str(spec))
+    return Checkpoint(spec)
+
+
+class CommitOnArrival:
+    """`put` for both stores: an answer is queued and committed, with every answer that arrived in the same
+    event-loop iteration, in one transaction on the loop's next turn (now when no loop is running)."""
+
+    _pending: list[tuple[Any, ...]]
+
+    def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
+            input_tokens: int | None, output_tokens: int | None, gateway: str | None = None) -> None:
+        """Store an answer and the `gateway_id` that gave it."""
+        self._pending.append((key, endpoint, model, response, request_id, input_tokens, output_tokens,
+                              time.time(), gateway))
+        if len(self._pending) > 1:
+            return  # a flush is already scheduled
+        try:
+            asyncio.get_running_loop().call_soon(self.flush)
+        except RuntimeError:
+            self.flush()
+
+    def flush(self) -> None:
+        raise NotImplementedError
+
+
+class Checkpoint(CommitOnArrival):
+    """A SQLite file of answers keyed by request; safe to share between processes of one machine.
+
+    It keeps no claims: two processes asking the same new request at once both send it (the second
+    answer overwrites the first, counted in `writes`). The PostgreSQL store claims requests.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -151,18 +234,12 @@ class Checkpoint:
             found.update(row[0] for row in rows)
         return found
 
-    def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
-            input_tokens: int | None, output_tokens: int | None, gateway: str | None = None) -> None:
-        """Store an answer (and the `gateway_id` that gave it): committed on the loop's next turn, or now
-        when no loop is running."""
-        self._pending.append((key, endpoint, model, response, request_id, input_tokens, output_tokens,
-                              time.time(), gateway))
-        if len(self._pending) > 1:
-            return  # a flush is already scheduled
-        try:
-            asyncio.get_running_loop().call_soon(self.flush)
-        except RuntimeError:
-            self.flush()
+    async def claim(self, key: str) -> Entry | None:
+        """No claims in a file: the caller may always send."""
+        return None
+
+    def release(self, key: str) -> None:
+        """Nothing to release (no claims)."""
 
     def flush(self) -> None:
         """Commit every queued answer in one transaction."""

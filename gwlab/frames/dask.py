@@ -1,37 +1,46 @@
-"""Decisions over a dask DataFrame: the accessor's work per partition, one checkpoint and one limit for all.
+"""Every `df.gw` family over a dask DataFrame: the accessor's work per partition, one checkpoint and one
+limit for all workers.
 
-`decide(ddf, ...)` is `ddf.map_partitions(decide_partition, ..., meta=decide_meta(...))`. The meta is
-built here from the questions (their tidy columns and the meta columns, with their dtypes), so dask
+`decide`, `chat`, `respond` and `messages` are `ddf.map_partitions(run_partition, ..., meta=...)`. The
+meta is built here from the family (its tidy columns and the meta columns, with their dtypes), so dask
 never calls a partition with fake rows to infer the schema, which would send requests.
 
-Shared state lives in one SQLite file that every worker opens:
-- the checkpoint: a partition computed twice (a retried task, a lost worker, a second `compute()`)
-  sends only the rows no worker has answered yet;
-- the rate limit: a `SharedTokenBucket` table in the same file, so the sum over all workers holds the
-  limit (a limiter per partition would let the sum overrun it, NOTES.md).
-One SQLite file means one machine: processes and threads of a `LocalCluster`, not workers on other
-hosts (SQLite locking over a network file system is not reliable).
+What the workers share, and where it lives:
+- **the checkpoint**: a partition computed twice (a retried task, a lost worker, a second `compute()`)
+  sends only rows no worker has answered. A `postgresql://` URL is a server every host reaches, with
+  claims, so a row another live worker is asking is not asked twice (`checkpoint_postgres`). A path is a
+  SQLite file: one machine only (SQLite locking over a network file system is not reliable); a worker
+  that cannot see the file the client created refuses to run rather than start a private one.
+- **the limit** (requests/min, tokens/min, requests in flight, and a 429's pause): on a dask.distributed
+  cluster it is held by the scheduler (`cluster_limits`), so it needs no file and survives the loss of
+  any worker. Without distributed (dask's threaded scheduler) it is the SQLite file's table
+  (`SharedTokenBucket`) or, with a URL checkpoint, one bucket per process.
 
-Workers connect with a picklable `GatewaySpec`; the key travels in the task graph, hidden from
-its repr, or is read from `GWLAB_API_KEY` on the worker when left out.
+Workers connect with a picklable `GatewaySpec`; leave its key out and each worker reads `GWLAB_API_KEY`
+from its own environment, so the key is in no task graph at all (given, it travels hidden from reprs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 import pandas as pd
 
+from gwlab.errors import InvalidRequest
+from gwlab.frames import _client, families
 from gwlab.frames import accessor as _accessor  # importing registers df.gw on the worker too
-from gwlab.frames.families import META_COLUMNS, decisions_family
-from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, SharedTokenBucket
+from gwlab.frames.checkpoint import Checkpoint, is_store_url, mask_url, open_checkpoint
+from gwlab.frames.families import META_COLUMNS, Family
+from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
 
-__all__ = ["GatewaySpec", "decide", "decide_meta", "decide_partition"]
+__all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "chat", "decide", "decide_meta", "decide_partition",
+           "messages", "meta_of", "respond", "run_partition"]
 
 
 @dataclass(frozen=True)
@@ -52,14 +61,69 @@ class GatewaySpec:
         return cls(transport.base_url, transport._key.value)  # the client exposes no public key getter
 
 
+@dataclass(frozen=True)
+class StoreSpec:
+    """The checkpoint as the task graph carries it: a path or a URL, its password masked in the repr."""
+
+    address: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"StoreSpec({mask_url(self.address)!r})"
+
+    @property
+    def is_url(self) -> bool:
+        return is_store_url(self.address)
+
+    @classmethod
+    def of(cls, checkpoint: str | Path | StoreSpec) -> StoreSpec:
+        """A URL as given; a path made absolute and created here (schema included), by the client."""
+        if isinstance(checkpoint, StoreSpec):
+            return checkpoint
+        if is_store_url(checkpoint):
+            return cls(str(checkpoint))
+        path = Path(checkpoint).resolve()
+        Checkpoint(path).close()
+        return cls(str(path))
+
+    def open(self) -> Any:
+        """The store on a worker; a SQLite file the client made but this worker cannot see is refused."""
+        if not self.is_url and not Path(self.address).exists():
+            raise InvalidRequest("checkpoint", f"{self.address} is not on this worker's disk: a SQLite "
+                                               "checkpoint is one machine's. Workers on several hosts need a "
+                                               "checkpoint they all reach: pass checkpoint='postgresql://...'")
+        return open_checkpoint(self.address)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """One limit for the sum of all workers: rates, requests in flight, and the name runs share it by."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    max_in_flight: int | None = None
+    name: str = "default"
+    burst: float = DEFAULT_BURST_SECONDS
+
+    def __post_init__(self) -> None:
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise InvalidRequest(name, f"must be a positive number or None; got {value!r}")
+        if self.max_in_flight is not None and (not isinstance(self.max_in_flight, int) or self.max_in_flight < 1):
+            raise InvalidRequest("max_in_flight", f"must be a positive integer or None; got {self.max_in_flight!r}")
+        if not self.burst > 0:
+            raise InvalidRequest("burst", f"must be a positive number of seconds; got {self.burst!r}")
+
+
 _gateways: dict[tuple[str, str], Any] = {}
-_gateways_lock = threading.Lock()
+_buckets: dict[tuple[Any, ...], TokenBucket] = {}
+_worker_lock = threading.Lock()
 
 
 def _worker_gateway(spec: GatewaySpec) -> Any:
     """One sync Gateway per worker process and address, shared by its threads."""
     key = spec.api_key or os.environ.get("GWLAB_API_KEY", "")
-    with _gateways_lock:
+    with _worker_lock:
         gateway = _gateways.get((spec.base_url, key))
         if gateway is None:
             from gwlab.client.gateway import Gateway
@@ -68,73 +132,231 @@ def _worker_gateway(spec: GatewaySpec) -> Any:
         return gateway
 
 
-def decide_meta(meta: pd.DataFrame, questions: Mapping[str, Any], *, model: str | None = None,
-                join: bool = True, prefix: str = "") -> pd.DataFrame:
-    """The empty frame `decide_partition` returns for a partition shaped like `meta`."""
-    family = decisions_family(questions, model or _accessor.DEFAULT_MODELS["decisions"])
+def _worker_limiter(limits: Limits, store: StoreSpec) -> Limiter:
+    """The scheduler's limit on a distributed worker; else the SQLite file's, else this process's."""
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        pass
+    else:
+        from gwlab.frames.cluster_limits import ClusterLimiter
+
+        return ClusterLimiter(limits.name, limits.requests_per_minute, limits.tokens_per_minute,
+                              burst=limits.burst, max_in_flight=limits.max_in_flight)
+    if limits.max_in_flight:
+        raise InvalidRequest("max_in_flight", "is held by a dask.distributed scheduler; this partition runs "
+                                              "without one (use concurrency= per partition instead)")
+    if not store.is_url:
+        return SharedTokenBucket(store.address, limits.requests_per_minute, limits.tokens_per_minute,
+                                 name=limits.name, burst=limits.burst)
+    with _worker_lock:  # the threads of this process run on one gateway loop: one bucket serves them
+        config = (limits.name, limits.requests_per_minute, limits.tokens_per_minute, limits.burst)
+        return _buckets.setdefault(config, TokenBucket(limits.requests_per_minute, limits.tokens_per_minute,
+                                                        burst=limits.burst))
+
+
+def meta_of(meta: pd.DataFrame, family: Family, *, join: bool = True, prefix: str = "") -> pd.DataFrame:
+    """The empty frame `run_partition` returns for a partition shaped like `meta`, for `family`."""
     dtypes = {**family.columns, **META_COLUMNS}
     answers = pd.DataFrame({f"{prefix}{name}": pd.Series(dtype=dtype) for name, dtype in dtypes.items()},
                            index=meta.index[:0])
     return pd.concat([meta.iloc[:0], answers], axis=1) if join else answers
 
 
-def decide_partition(partition: pd.DataFrame, *, state: str | Sequence[str] | Mapping[str, str],
-                     questions: Mapping[str, Any], gateway: GatewaySpec, checkpoint: str,
-                     model: str | None = None, requests_per_minute: float | None = None,
-                     tokens_per_minute: float | None = None, limiter_name: str = "default",
-                     burst: float = DEFAULT_BURST_SECONDS, concurrency: int = 8, errors: str = "coerce",
-                     join: bool = True, prefix: str = "", budget: int | None = None) -> pd.DataFrame:
-    """`partition.gw.decide(...)` with the shared checkpoint and the shared limit; a plain DataFrame."""
-    limiter = SharedTokenBucket(checkpoint, requests_per_minute, tokens_per_minute, name=limiter_name,
-                                burst=burst)
-    out = partition.gw.decide(state, questions, model=model, gateway=_worker_gateway(gateway),
-                              checkpoint=checkpoint, limiter=limiter, concurrency=concurrency, errors=errors,
-                              join=join, prefix=prefix, budget=budget, progress=False)
+def decide_meta(meta: pd.DataFrame, questions: Mapping[str, Any], *, model: str | None = None,
+                join: bool = True, prefix: str = "") -> pd.DataFrame:
+    """The empty frame `decide` returns per partition shaped like `meta`."""
+    family = families.decisions_family(questions, model or _accessor.DEFAULT_MODELS["decisions"])
+    return meta_of(meta, family, join=join, prefix=prefix)
+
+
+def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                  gateway: GatewaySpec, checkpoint: StoreSpec, limits: Limits, concurrency: int = 8,
+                  errors: str = "coerce", join: bool = True, prefix: str = "",
+                  budget: int | None = None) -> pd.DataFrame:
+    """`partition.gw.<method>(*args, **kwargs)` with the shared checkpoint and limit; a plain DataFrame."""
+    store = checkpoint.open()  # first: the SQLite limiter would create a missing file
+    try:
+        limiter = _worker_limiter(limits, checkpoint)
+        connection = _client.connection(_worker_gateway(gateway))
+        in_flight = getattr(limiter, "in_flight", None)
+        if in_flight is not None:
+            connection = dataclasses.replace(connection, send=in_flight(connection.send))
+        out = getattr(partition.gw, method)(*args, **kwargs, gateway=connection, checkpoint=store,
+                                            limiter=limiter, concurrency=concurrency, errors=errors, join=join,
+                                            prefix=prefix, budget=budget, progress=False)
+    finally:
+        store.close()
     return pd.DataFrame(out)
 
 
-def decide(ddf: Any, state: str | Sequence[str] | Mapping[str, str], questions: Mapping[str, Any], *,
-           gateway: Any, checkpoint: str | Path, model: str | None = None,
-           requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-           limiter_name: str = "default", burst: float = DEFAULT_BURST_SECONDS, concurrency: int = 8,
-           errors: str = "coerce", join: bool = True, prefix: str = "",
-           budget_per_partition: int | None = None) -> Any:
-    """Decisions for every row of a dask DataFrame, lazily; see the module docstring for the sharing.
+def decide_partition(partition: pd.DataFrame, *, state: str | Sequence[str] | Mapping[str, str],
+                     questions: Mapping[str, Any], gateway: GatewaySpec, checkpoint: str | StoreSpec,
+                     model: str | None = None, limits: Limits | None = None, **options: Any) -> pd.DataFrame:
+    """`run_partition` for decisions, to call `map_partitions` yourself (with `meta=decide_meta(...)`)."""
+    return run_partition(partition, method="decide", args=(state, questions), kwargs={"model": model},
+                         gateway=gateway, checkpoint=StoreSpec.of(checkpoint), limits=limits or Limits(), **options)
 
-    Parameters
-    ----------
-    ddf : dask.dataframe.DataFrame
-        The rows.
-    state, questions, model, errors, join, prefix
-        As in ``df.gw.decide``; ``errors`` defaults to "coerce" because one raising partition would
-        fail the whole computation.
+
+class DaskOptions(TypedDict, total=False):
+    """Options every function here takes (documented in `_SHARED_DOC`); gateway and checkpoint are required."""
+
+    gateway: Required[Any]
+    checkpoint: Required[str | Path | StoreSpec]
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+    max_in_flight: int | None
+    limiter_name: str
+    burst: float
+    concurrency: int
+    errors: str
+    join: bool
+    prefix: str
+    budget_per_partition: int | None
+
+
+def _lazy(ddf: Any, method: str, family: Family, args: tuple[Any, ...], kwargs: dict[str, Any],
+          options: DaskOptions) -> Any:
+    """The lazy frame: checked and described here, sent by the workers on `compute()`."""
+    unknown = set(options) - set(DaskOptions.__annotations__)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    errors, concurrency = options.get("errors", "coerce"), options.get("concurrency", 8)
+    join, prefix = options.get("join", True), options.get("prefix", "")
+    if errors not in ("raise", "coerce"):
+        raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {errors!r}")
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise InvalidRequest("concurrency", f"must be a positive integer; got {concurrency!r}")
+    limits = Limits(options.get("requests_per_minute"), options.get("tokens_per_minute"),
+                    options.get("max_in_flight"), options.get("limiter_name", "default"),
+                    options.get("burst", DEFAULT_BURST_SECONDS))
+    if join:
+        clash = [f"{prefix}{c}" for c in [*family.columns, *META_COLUMNS] if f"{prefix}{c}" in ddf.columns]
+        if clash:
+            raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or "
+                                           "join=False")
+    meta = meta_of(ddf._meta, family, join=join, prefix=prefix)
+    return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs,
+                              gateway=GatewaySpec.of(options["gateway"]),
+                              checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits,
+                              concurrency=concurrency, errors=errors, join=join, prefix=prefix,
+                              budget=options.get("budget_per_partition"), meta=meta)
+
+
+_SHARED_DOC = """
     gateway : Gateway, AsyncGateway or GatewaySpec
-        Where workers send (only its address and key travel to them).
-    checkpoint : path
-        The SQLite file shared by every worker (answers and the rate limit). Required: without it a
-        retried task would pay twice.
+        Where workers send (only its address and key travel to them); ``GatewaySpec(base_url)``
+        leaves the key out, and each worker reads ``GWLAB_API_KEY`` from its environment.
+    checkpoint : path or URL
+        Shared by every worker. ``"postgresql://user@host/db"``: a server every host reaches (with
+        claims, so no row is asked twice at once). A path: a SQLite file, one machine only. Required:
+        without it a retried task would pay twice.
     requests_per_minute, tokens_per_minute : float, optional
-        One limit for the sum of all workers.
-    limiter_name : str
+        One limit for the sum of all workers (held by the dask.distributed scheduler).
+    max_in_flight : int, optional
+        Requests in flight across the whole cluster (needs dask.distributed).
+    limiter_name : str, default "default"
         Runs sharing a name share a limit.
-    burst : float
-        Seconds of quota the shared bucket may hold (10 by default).
-    concurrency : int
+    burst : float, default 10
+        Seconds of quota the shared bucket may hold.
+    concurrency : int, default 8
         Requests in flight per partition being computed.
+    errors : {"raise", "coerce"}, default "coerce"
+        As in ``df.gw``; "coerce" because one raising partition would fail the whole computation.
+    join, prefix
+        As in ``df.gw``.
     budget_per_partition : int, optional
         A token budget per partition (a global budget across workers is not offered).
 
     Returns
     -------
     dask.dataframe.DataFrame
-        Lazy; its meta is built from the questions, so nothing is sent until ``compute()``.
+        Lazy; its meta is built from the family, so nothing is sent until ``compute()``.
+"""
+
+
+def _documented(function: Any) -> Any:
+    function.__doc__ = function.__doc__.replace("    {shared}\n", _SHARED_DOC.lstrip("\n"))
+    return function
+
+
+TemplateSpec = str | Sequence[str] | Mapping[str, str]
+
+
+@_documented
+def decide(ddf: Any, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
+           **options: Unpack[DaskOptions]) -> Any:
+    """Decisions for every row of a dask DataFrame, lazily; ``df.gw.decide`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    state, questions, model
+        As in ``df.gw.decide``.
+    {shared}
     """
-    checkpoint = str(Path(checkpoint).resolve())
-    SharedTokenBucket(checkpoint, requests_per_minute, tokens_per_minute, name=limiter_name, burst=burst)
-    meta = decide_meta(ddf._meta, questions, model=model, join=join, prefix=prefix)
-    spec = GatewaySpec.of(gateway)
-    return ddf.map_partitions(decide_partition, state=state, questions=questions, gateway=spec,
-                              checkpoint=checkpoint, model=model, requests_per_minute=requests_per_minute,
-                              tokens_per_minute=tokens_per_minute, limiter_name=limiter_name, burst=burst,
-                              concurrency=concurrency, errors=errors, join=join, prefix=prefix,
-                              budget=budget_per_partition, meta=meta)
+    family = families.decisions_family(questions, model or _accessor.DEFAULT_MODELS["decisions"])
+    return _lazy(ddf, "decide", family, (state, questions), {"model": model}, options)
+
+
+@_documented
+def chat(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
+         max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+         **options: Unpack[DaskOptions]) -> Any:
+    """A chat completion for every row of a dask DataFrame, lazily; ``df.gw.chat`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    prompt, system, model, max_tokens, params
+        As in ``df.gw.chat``.
+    {shared}
+    """
+    model = model or _accessor.DEFAULT_MODELS["text"]
+    family = families.chat_family(model, max_tokens=max_tokens, **families.free_params("chat", params))
+    kwargs = {"system": system, "model": model, "max_tokens": max_tokens, "params": params}
+    return _lazy(ddf, "chat", family, (prompt,), kwargs, options)
+
+
+@_documented
+def respond(ddf: Any, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
+            max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+            **options: Unpack[DaskOptions]) -> Any:
+    """A responses-protocol call for every row of a dask DataFrame, lazily; ``df.gw.respond`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    prompt, instructions, model, max_tokens, params
+        As in ``df.gw.respond``.
+    {shared}
+    """
+    model = model or _accessor.DEFAULT_MODELS["text"]
+    family = families.responses_family(model, max_tokens=max_tokens, **families.free_params("responses", params))
+    kwargs = {"instructions": instructions, "model": model, "max_tokens": max_tokens, "params": params}
+    return _lazy(ddf, "respond", family, (prompt,), kwargs, options)
+
+
+@_documented
+def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
+             max_tokens: int = 256, params: Mapping[str, Any] | None = None,
+             **options: Unpack[DaskOptions]) -> Any:
+    """A messages-protocol call for every row of a dask DataFrame, lazily; ``df.gw.messages`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    prompt, system, model, max_tokens, params
+        As in ``df.gw.messages``.
+    {shared}
+    """
+    model = model or _accessor.DEFAULT_MODELS["text"]
+    family = families.messages_family(model, max_tokens=max_tokens, **families.free_params("messages", params))
+    kwargs = {"system": system, "model": model, "max_tokens": max_tokens, "params": params}
+    return _lazy(ddf, "messages", family, (prompt,), kwargs, options)

@@ -10,7 +10,8 @@ a minute's quota at once. A request costing more than the bucket holds is let th
 is full and leaves it in debt, so a large request waits but never deadlocks.
 
 `SharedTokenBucket` keeps the same state in a SQLite table, so processes and threads that share the file
-(dask workers on one machine) share one limit.
+(dask workers on one machine, without a dask.distributed scheduler) share one limit. Workers on several
+hosts share the scheduler's instead (`cluster_limits.ClusterLimiter`, the same `_Bucket` arithmetic).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import numpy as np
 
 from gwlab.errors import InvalidRequest, RateLimited
 from gwlab.frames.budget import Budget, Spend
-from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id, key_of, request_key
+from gwlab.frames.checkpoint import AnswerStore, canonical, gateway_id, key_of, request_key
 from gwlab.frames.families import Family
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.outcome import CACHED, ERROR, NOT_RUN, SENT, RunResult, RunSummary
@@ -71,7 +71,7 @@ class Runner:
 
     def __init__(self, family: Family, send: Sender, *, concurrency: int = 16,
                  limiter: Limiter | None = None, budget: Budget | None = None,
-                 prices: PriceTable | Mapping[str, Any] | None = None, checkpoint: Checkpoint | None = None,
+                 prices: PriceTable | Mapping[str, Any] | None = None, checkpoint: AnswerStore | None = None,
                  refresh: bool = False, repeats: int = 1, pilot: int | None = None, errors: str = "raise",
                  progress: bool = True, max_retries: int = 2,
                  retry_delay: Callable[[BaseException, int], float | None] | None = None,
@@ -173,6 +173,8 @@ class Runner:
         key = key_of(self.gateway, family.endpoint, text, repeat) if self.checkpoint is not None else ""
         if self.checkpoint is not None and not self.refresh:
             entry = self.checkpoint.get(key)
+            if entry is None:  # a store shared by workers: wait for a request another worker is asking
+                entry = await self.checkpoint.claim(key)
             if entry is not None:
                 if entry.created is not None:
                     self._cached_at.append(entry.created)
@@ -184,6 +186,8 @@ class Runner:
         while not spend.fits(estimate, family.reserved_output):
             if spend.in_flight == 0 or self._stopping:
                 self.stop("budget")
+                if self.checkpoint is not None:
+                    self.checkpoint.release(key)
                 return
             async with spend.changed:
                 await spend.changed.wait()
@@ -206,6 +210,8 @@ class Runner:
             raise
         except Exception as exc:
             self.limiter.settle(estimate, 0)
+            if self.checkpoint is not None:
+                self.checkpoint.release(key)
             self._fail(result, job, repeat, exc)
         finally:
             await spend.settle(held, tokens_in, tokens_out)

@@ -1,0 +1,106 @@
+"""Rows per second of `gwlab.frames.dask.decide` with 1, 2 and 4 worker processes under one cluster-wide limit.
+
+    python bench/frames_dask.py                     # 80 rows, L = 500 ms, R = 300/min, 2 in flight per worker
+    python bench/frames_dask.py --rows 160 --rate 10
+
+The gateway is the fixed-latency loopback server of the tests (tests/frames/latencykit.py), which logs when
+each request arrived; the cluster a scheduler and `dask worker` processes of one thread each, sharing no
+directory (tests/frames/clusterkit.py); the checkpoint a fresh PostgreSQL database per run
+(tests/frames/pgkit.py, Debian's server). Each worker computes one partition at a time with
+`concurrency=C`, so one worker can send at most C / L requests a second: R is out of one worker's reach
+and within two's. The bucket holds one request, so grants are 1/R apart at the scheduler (200 ms by
+default): what the gateway sees differs from that only by each request's own delay between the
+scheduler's "go" and its arrival (network, the worker's loops), which stays well under one spacing.
+The peer of each figure is the limit R itself, measured in the same run:
+
+- arrival rate / R: (n - 1) requests over the span from the first arrival to the last, at the gateway;
+- busiest window: the most arrivals in any 1 s window, against what the bucket allows (1 + R, R per second);
+- rows/s: rows over the wall time of `compute()`.
+
+It checks the issue's claim (with 2 and 4 workers the arrival rate is at least 0.9 R; in no run does any
+window exceed the limit) and exits 1 if it does not hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "frames"))
+
+from clusterkit import ProcessCluster
+from latencykit import LatencyGateway, Served, max_in_window
+from pgkit import postgres_server
+
+from gwlab.frames import dask as gw_dask
+
+QUESTIONS = {"urgent": {"type": "noul", "instructions": "Is this urgent?"},
+             "team": {"type": "choice", "criteria": {"billing": "payments", "tech": "bugs"}}}
+
+
+KEY = secrets.token_hex(16)  # reaches the workers through their environment only
+
+
+def run(cluster: ProcessCluster, url: str, rows: int, latency: float, rate: float, concurrency: int) -> dict:
+    import dask.dataframe as dd
+
+    served = Served(LatencyGateway(latency, KEY))
+    try:
+        frame = pd.DataFrame({"ticket": [f"Ticket {i}: order {i * 7} was charged twice" for i in range(rows)]})
+        lazy = gw_dask.decide(dd.from_pandas(frame, npartitions=8), "{ticket}", QUESTIONS,
+                              gateway=gw_dask.GatewaySpec(served.gateway.base_url), checkpoint=url,
+                              requests_per_minute=rate * 60, burst=1 / rate, concurrency=concurrency,
+                              limiter_name=f"bench-{secrets.token_hex(4)}")
+        started = time.perf_counter()
+        out = cluster.client.compute(lazy).result()
+        wall = time.perf_counter() - started
+        times = served.gateway.arrival_times()
+    finally:
+        served.close()
+    assert len(times) == rows and (out["__status"] == "sent").all(), "every row sent once"
+    return {"rows/s": rows / wall, "arrival rate / R": (len(times) - 1) / (times[-1] - times[0]) / rate,
+            "busiest 1 s window": max_in_window(times, 1.0), "allowed": int(1 + rate)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=80)
+    parser.add_argument("--latency", type=float, default=0.5, help="gateway latency L, seconds")
+    parser.add_argument("--rate", type=float, default=5.0, help="cluster-wide limit R, requests per second")
+    parser.add_argument("--concurrency", type=int, default=2, help="requests in flight per worker (C)")
+    args = parser.parse_args()
+    servers = postgres_server()
+    postgres = next(servers)
+    results = {}
+    try:
+        with ProcessCluster(env={"GWLAB_API_KEY": KEY}) as cluster:
+            for workers in (1, 2, 4):
+                cluster.ensure_workers(workers)
+                results[workers] = run(cluster, postgres.new_database(), args.rows, args.latency, args.rate,
+                                       args.concurrency)
+    finally:
+        servers.close()
+    print(f"{args.rows} rows, L = {args.latency * 1000:.0f} ms, R = {args.rate * 60:.0f}/min "
+          f"({args.rate:g}/s), C = {args.concurrency} per worker (one worker alone: at most "
+          f"{args.concurrency / args.latency:g}/s)\n")
+    print("| worker processes | rows/s | arrival rate / R | busiest 1 s window (allowed) |")
+    print("|---:|---:|---:|---:|")
+    for workers, r in results.items():
+        print(f"| {workers} | {r['rows/s']:.1f} | {r['arrival rate / R']:.2f} | "
+              f"{r['busiest 1 s window']} ({r['allowed']}) |")
+    over = [w for w, r in results.items() if r["busiest 1 s window"] > r["allowed"]]
+    short = [w for w, r in results.items() if w >= 2 and r["arrival rate / R"] < 0.9]
+    if over or short:
+        print(f"\nFAILED: over the limit with {over} workers; under 0.9 R with {short} workers")
+        return 1
+    print("\nwithin the limit in every 1 s window; 2 and 4 workers reach at least 0.9 R")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""A real PostgreSQL server for tests: Debian's binaries, a temporary data directory, a loopback port.
+
+As root (CI) the server runs as the `postgres` user, as PostgreSQL requires; the data directory is a
+fresh `mkdtemp` owned by that user. Tests skip, saying why, only when no PostgreSQL binaries are found
+(`make db-deps` installs them).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+def binaries() -> Path | None:
+    """The directory holding initdb and pg_ctl: on PATH, else Debian's newest /usr/lib/postgresql/N/bin."""
+    found = shutil.which("initdb")
+    if found and shutil.which("pg_ctl"):
+        return Path(found).parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    return Path(candidates[-1]).parent if candidates else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class PostgresServer:
+    """A running server: `url(db)` addresses one database on it."""
+
+    port: int
+    data: Path
+    bin: Path
+    user: str | None  # the OS user the server runs as (None: this process's user)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database (no tables yet), and its URL."""
+        import psycopg
+
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def _run(self, *args: str) -> None:
+        command = [str(self.bin / args[0]), *args[1:]]
+        if self.user:
+            command = ["runuser", "-u", self.user, "--", *command]
+        subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
+
+    def start(self) -> None:
+        self._run("initdb", "-D", str(self.data / "db"), "-A", "trust", "-U", "postgres", "--no-sync")
+        self._run("pg_ctl", "-D", str(self.data / "db"), "-l", str(self.data / "log"), "-w", "-t", "60",
+                  "-o", f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off", "start")
+
+    def stop(self) -> None:
+        try:
+            self._run("pg_ctl", "-D", str(self.data / "db"), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.data, ignore_errors=True)
+
+
+def postgres_server() -> Iterator[PostgresServer]:
+    """Start a server for the caller's fixture; stopped (and its directory removed) when it ends."""
+    pytest.importorskip("psycopg", reason="psycopg is in the dask extra: pip install -e '.[dask]'")
+    bin_dir = binaries()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL binaries (initdb, pg_ctl): run `make db-deps` (apt-get install postgresql)")
+    user = "postgres" if os.geteuid() == 0 else None
+    data = Path(tempfile.mkdtemp(prefix="gwlab-pg-"))
+    if user:
+        entry = pwd.getpwnam(user)
+        os.chown(data, entry.pw_uid, entry.pw_gid)
+    server = PostgresServer(free_port(), data, bin_dir, user)
+    try:
+        server.start()
+    except subprocess.CalledProcessError as exc:
+        log = data / "log"
+        detail = log.read_text() if log.exists() else ""
+        shutil.rmtree(data, ignore_errors=True)
+        raise RuntimeError(f"PostgreSQL did not start: {exc.stderr}{detail}") from exc
+    try:
+        yield server
+    finally:
+        server.stop()
