@@ -17,18 +17,12 @@ from types import ModuleType
 
 from PIL import Image, ImageDraw, ImageFont
 
+from gwlab.local.task_worker import Cancelled, RendererUnavailable
+
 FPS = 8  # a preview: few frames keep a 12 s clip at 1792x1024 quick to encode on two cores
 STEPS = 10  # progress is reported in this many steps (10 %, 20 %, ... 100 %)
 SPRITE_COLUMNS, SPRITE_WIDTH = 4, 160
 BANNER = "gwlab local PREVIEW renderer - not a generative video model"
-
-
-class RendererUnavailable(RuntimeError):
-    """PyAV (the `local` extra) is not installed, so no MP4 can be encoded."""
-
-
-class Cancelled(Exception):
-    """The caller asked to stop (the task was deleted or the gateway is shutting down)."""
 
 
 @dataclass(frozen=True, slots=True)
