@@ -156,11 +156,14 @@ class LoseAnswers(httpx.AsyncBaseTransport):
     """A real transport whose first `count` answers to submissions (POST to `path`) are lost after the
     server received them: fault injection for "may have been accepted", with the real server behind it."""
 
-    def __init__(self, path: str, count: int = 1) -> None:
+    def __init__(self, path: str, count: int = 1, *, listing_fails: bool = False) -> None:
         self.inner, self.path, self.count = httpx.AsyncHTTPTransport(), path, count
+        self.listing_fails = listing_fails  # the lookup's GET of the same path fails too
         self.lost: list[str] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.listing_fails and request.method == "GET" and request.url.path.endswith(self.path):
+            raise httpx.ReadError("the listing failed too", request=request)
         response = await self.inner.handle_async_request(request)
         if request.method == "POST" and request.url.path.endswith(self.path) and len(self.lost) < self.count:
             await response.aread()
