@@ -297,9 +297,6 @@ class GatewayAccessor:
             Clip length (4, 8 or 12) and size (``"1280x720"``...), checked before anything is sent.
         params : dict, optional
             Further submission fields.
-        **options
-            As for `tasks`: folder, gateway, concurrency, requests_per_minute, limiter, budget, prices,
-            pilot, checkpoint, refresh, poll_interval, timeout, errors, progress, join, prefix.
 
         Returns
         -------
@@ -335,8 +332,6 @@ class GatewayAccessor:
             ``"512x512"``, ``"1024x1024"``..., checked before anything is sent.
         params : dict, optional
             Further submission fields.
-        **options
-            As for `tasks`.
 
         Returns
         -------
@@ -411,8 +406,10 @@ class GatewayAccessor:
             "coerce" keeps a failed submission as an error row; a task that failed is a row either way.
         progress : bool, default True
             A bar over rows counting submitted, running and finished tasks.
-        join, prefix
-            As for ``decide``: the input columns first, and a prefix for the new columns.
+        join : bool, default True
+            As for ``decide``: the input columns first, then the task columns.
+        prefix : str, default ""
+            Prepended to every task column.
 
         Returns
         -------
