@@ -4,9 +4,9 @@ Its shape is DashScope's image-synthesis task API (a widely used one): the submi
 under `input`, the answer nests the id and status under `output`, statuses are upper-case (PENDING,
 RUNNING, SUCCEEDED, FAILED, CANCELED) and times are milliseconds. Ids hold a space and a '?', so a
 client that does not URL-encode path parameters cannot reach them. Each poll advances a task one
-state, so tests need no clock ("fail" in a prompt fails it; "forever" keeps it running). The result
-is served as a PNG, as JSON metadata or as plain text, to check that downloads are parsed by their
-Content-Type.
+state, so tests need no clock ("fail" in a prompt fails it, "forever" keeps it running, "vanish" makes
+it 404). The result is served as a PNG, as JSON metadata or as plain text, to check that downloads
+are parsed by their Content-Type.
 """
 
 from __future__ import annotations
@@ -97,6 +97,8 @@ def build() -> Server:
     async def retrieve(task_id: str, authorization: str | None = Header(None)) -> dict[str, Any]:
         check(authorization)
         t = task(task_id)
+        if "vanish" in t["prompt"]:  # deleted on the gateway's side after its submission
+            raise HTTPException(404, f"no task {task_id}")
         if t["task_status"] in ("PENDING", "RUNNING"):
             t["step"] += 1
             t["task_status"] = "FAILED" if t["fails"] and t["step"] == 2 else _STEPS[min(t["step"], t["last"])]

@@ -126,7 +126,7 @@ class AsyncTasks:
                 page = await self.list(after=after)
                 for task in page.tasks:
                     if (task.id and task.id not in self._returned and task.id not in exclude
-                            and _matches(task, prompt, model, earliest, latest)):
+                            and _matches(task, body, prompt, model, earliest, latest)):
                         return task
                 oldest = page.tasks[-1].created_at if page.tasks else None
                 if (not page.has_more or not page.last_id or family.list_after_param is None
@@ -231,9 +231,12 @@ class AsyncTasks:
         return task
 
 
-def _matches(task: Task, prompt: Any, model: Any, earliest: float, latest: float) -> bool:
+def _matches(task: Task, body: Mapping[str, Any], prompt: Any, model: Any, earliest: float, latest: float) -> bool:
     if task.prompt != prompt or task.model not in (model, None):
         return False
+    for name, value in body.items():  # what was asked and is echoed (seconds, size); defaults may fill the rest
+        if isinstance(value, str | int | float) and task.raw.get(name) not in (value, None):
+            return False
     return task.created_at is None or earliest <= task.created_at <= latest
 
 

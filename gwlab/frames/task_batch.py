@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from gwlab.errors import GatewayError, InvalidRequest, RateLimited
+from gwlab.errors import GatewayError, InvalidRequest, NotFound, RateLimited
 from gwlab.frames.budget import Budget
 from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id, key_of
 from gwlab.frames.limiter import Limiter, TokenBucket
@@ -211,9 +211,9 @@ class TaskRun:
     poll_interval: float = DEFAULT_POLL_INTERVAL
     timeout: float = DEFAULT_TIMEOUT
     max_retries: int = 2
-    failure: BaseException | None = None
-    _stopping: str | None = None
-    _limited: str | None = None  # "budget" or "pilot": rows left out before anything was sent
+    failure: BaseException | None = field(default=None, init=False)
+    _stopping: str | None = field(default=None, init=False)
+    _limited: str | None = field(default=None, init=False)  # "budget" or "pilot": rows left out before sending
 
     def __post_init__(self) -> None:
         if self.errors not in ("raise", "coerce"):
@@ -270,6 +270,8 @@ class TaskRun:
 
         async def poller() -> None:
             while True:
+                if self._stopping in ("error", "interrupted"):  # the ids are kept: a re-run polls them
+                    return
                 open_rows = [r for r in rows if r.task_id and not r.done]
                 if not open_rows and submitting["workers"] == 0:
                     return
@@ -424,6 +426,15 @@ class TaskRun:
         self._save(row)
 
     async def _poll(self, row: _Row, gate: asyncio.Semaphore) -> None:
+        """Read an open task; once terminal, download a completed one's files. A task or file the gateway
+        no longer has (404) ends the row as an error: polling it until the timeout would change nothing."""
+        try:
+            await self._poll_once(row, gate)
+        except NotFound as exc:
+            row.status, row.error, row.done = ERROR, f"{type(exc).__name__}: {exc}", True
+            self._save(row)
+
+    async def _poll_once(self, row: _Row, gate: asyncio.Semaphore) -> None:
         assert row.task_id is not None
         async with gate:
             if row.status is None or self.family.state(row.status) not in ("completed", "failed", "cancelled") \
@@ -491,7 +502,9 @@ class TaskRun:
             state = self.family.state(r.status) if r.task_id else None
             if r.task_id is None and r.status is None:
                 r.status = NOT_RUN
-            if state in ("completed", "failed", "cancelled") and r.done:
+            if r.status == ERROR:
+                summary.error_rows += 1
+            elif state in ("completed", "failed", "cancelled") and r.done:
                 setattr(summary, state, getattr(summary, state) + 1)
             elif r.task_id:
                 summary.running += 1

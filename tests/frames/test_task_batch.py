@@ -170,3 +170,12 @@ def test_a_run_that_times_out_reports_open_tasks_and_the_rerun_polls_without_res
     assert "run the same cell again" in first.run.text()
     assert app.submissions == before and again.run.resumed == 2 and again["task_id"].tolist() == \
         first["task_id"].tolist()
+
+
+def test_a_task_the_gateway_no_longer_has_ends_its_row_as_an_error_not_a_wait(app, tmp_path):
+    frame = pd.DataFrame({"prompt": ["a heron", "vanish without trace"]})
+    with Gateway(app.base_url, KEY) as gw:
+        out = frame.gw.tasks(FAMILY, "prompt", model="m", gateway=gw, folder=tmp_path, checkpoint=None,
+                             progress=False, poll_interval=0.01, timeout=300)
+    assert out["status"].tolist() == ["SUCCEEDED", "error"] and "NotFound" in out["error"][1]
+    assert out.run.stopped is None and out.run.error_rows == 1 and out.run.running == 0
