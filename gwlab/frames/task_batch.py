@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import dataclasses
 import fnmatch
 import html
 import io
@@ -35,7 +34,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pandas as pd
 
@@ -43,6 +42,7 @@ from gwlab.errors import GatewayError, InvalidRequest, NotFound, RateLimited
 from gwlab.frames.budget import Budget
 from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id, key_of
 from gwlab.frames.limiter import Limiter, TokenBucket
+from gwlab.frames.result import BatchFrame
 from gwlab.wire.tasks import Task, TaskFamily
 
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
@@ -97,44 +97,25 @@ class TaskSummary:
         return line
 
 
-class TaskFrame(pd.DataFrame):
-    """The result of a task batch: a DataFrame whose notebook repr shows the run and image thumbnails."""
+class TaskFrame(BatchFrame):
+    """The result of a task batch: a `BatchFrame` whose `run` is a `TaskSummary` and whose notebook repr
+    draws each row's thumbnail."""
 
-    _metadata: ClassVar[list[str]] = ["run"]
-    run: TaskSummary
+    run: TaskSummary  # type: ignore[assignment]  # the same protocol: a dataclass with text()
     _THUMB_PX = 96
     _THUMB_ROWS = 50
-
-    @property
-    def _constructor(self) -> type[pd.DataFrame]:
-        return pd.DataFrame  # derived frames are plain: the summary describes this result only
-
-    @classmethod
-    def wrap(cls, frame: pd.DataFrame, summary: TaskSummary) -> TaskFrame:
-        out = cls(frame)
-        out.run = summary
-        out.attrs["gwlab_tasks"] = dataclasses.asdict(summary)
-        return out
-
-    def __repr__(self) -> str:
-        summary = getattr(self, "run", None)
-        return super().__repr__() + (f"\n{summary.text()}" if summary is not None else "")
 
     def _repr_html_(self) -> str | None:
         """The run's summary, then the first rows with each thumbnail drawn (files stay on disk)."""
         summary = getattr(self, "run", None)
         head = pd.DataFrame(self).head(self._THUMB_ROWS)
         shown = head.map(lambda v: html.escape(str(v)))
-        thumbs = [c for c in head.columns if str(c).endswith("thumbnail")]
-        for column in thumbs:
+        for column in [c for c in head.columns if str(c).endswith("thumbnail")]:
             shown[column] = [_img_tag(p, self._THUMB_PX) for p in head[column]]
         table = shown.to_html(escape=False)
         more = f"<div>{len(self) - len(head)} more rows</div>" if len(self) > len(head) else ""
         lines = html.escape(summary.text()).replace("\n", "<br>") if summary is not None else ""
         return f"<div style='font-family:monospace;font-size:90%;margin:4px 0'>{lines}</div>{table}{more}"
-
-    def __reduce__(self) -> Any:
-        return pd.DataFrame(self).__reduce__()
 
 
 def _img_tag(path: Any, px: int) -> str:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from starlette.responses import Response
+
 from gwlab.local.errors import APIError
 from gwlab.local.store import Store
 from gwlab.wire.limits import VIDEO_POLL_AFTER_HEADER
@@ -158,3 +160,20 @@ def page(tasks: list[dict[str, Any]], limit: int, order: str, after: str | None,
     chosen = ordered[:limit]
     return {"object": "list", "data": chosen, "first_id": chosen[0]["id"] if chosen else None,
             "last_id": chosen[-1]["id"] if chosen else None, "has_more": len(ordered) > limit}
+
+
+def content(store: Store, task: Mapping[str, Any], variant: str, *, noun: str, code: str, param: str,
+            filename: str) -> Response:
+    """A completed task's file. Otherwise a 404 (never a 409: the SDKs retry 409, protocols.md section 5)
+    coded `{code}_failed`, `{code}_cancelled` or `{code}_not_ready`."""
+    task_id, status = task["id"], task["status"]
+    if status in ("failed", "cancelled"):
+        reason = f": {task['error']['message']}" if task.get("error") else ""
+        raise APIError(404, f"The {noun} '{task_id}' is {status} and has no content{reason}",
+                       code=f"{code}_{status}", param=param)
+    found = store.load_content(task_id, variant)
+    if status != "completed" or found is None:
+        raise APIError(404, f"The {noun} '{task_id}' is {status} ({task['progress']}%); its content can be "
+                       "downloaded once its status is completed", code=f"{code}_not_ready", param=param)
+    media_type, data = found
+    return Response(data, media_type=media_type, headers={"content-disposition": f'inline; filename="{filename}"'})

@@ -7,7 +7,6 @@ before anything is sent, and omits unset options (spec, Conventions rule 2). Tol
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from gwlab.wire.limits import (
     VIDEO_TERMINAL,
     VIDEO_VARIANTS,
 )
+from gwlab.wire.tasks import _is_number, _str  # one reading of a loose field, shared by the task families
 
 __all__ = [
     "VIDEOS",
@@ -204,16 +204,6 @@ def parse_video_list(data: Any) -> VideoList:
     items = body.get("data") if isinstance(body.get("data"), list) else []
     return VideoList([parse_video(item) for item in items], _str(body.get("first_id")),
                      _str(body.get("last_id")), body.get("has_more") is True, dict(body))
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _is_number(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _time(value: Any) -> float | None:

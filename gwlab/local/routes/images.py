@@ -20,7 +20,7 @@ from gwlab.local.body import field, read_json
 from gwlab.local.errors import APIError
 from gwlab.local.settings import Settings
 from gwlab.local.store import KeyRecord
-from gwlab.local.task_worker import Files, TaskWorker, new_id, page, poll_headers
+from gwlab.local.task_worker import Files, TaskWorker, content, new_id, page, poll_headers
 from gwlab.wire import images
 from gwlab.wire.images import IMAGE_ID_PREFIX, IMAGES
 from gwlab.wire.models import DEFAULT_MODELS
@@ -99,19 +99,8 @@ async def retrieve_image_task(task_id: str, request: Request, key: Key) -> JSONR
 async def image_task_content(task_id: str, request: Request, key: Key, variant: str = "image") -> Response:
     IMAGES.content_query(variant)  # InvalidRequest naming `variant` -> 400
     task = _load(request, key, task_id)
-    # not ready is a 404, never a 409: the SDKs retry 409 (protocols.md section 5)
-    if task["status"] in ("failed", "cancelled"):
-        reason = f": {task['error']['message']}" if task.get("error") else ""
-        raise APIError(404, f"The image task '{task_id}' is {task['status']} and has no content{reason}",
-                       code=f"image_task_{task['status']}", param="task_id")
-    content = request.app.state.store.load_content(task_id, variant)
-    if task["status"] != "completed" or content is None:
-        raise APIError(404, f"The image task '{task_id}' is {task['status']} ({task['progress']}%); its content "
-                       "can be downloaded once its status is completed", code="image_task_not_ready",
-                       param="task_id")
-    media_type, data = content
-    return Response(data, media_type=media_type,
-                    headers={"content-disposition": f'inline; filename="{task_id}-{variant}.png"'})
+    return content(request.app.state.store, task, variant, noun="image task", code="image_task", param="task_id",
+                   filename=f"{task_id}-{variant}.png")
 
 
 @router.post("/images/tasks/{task_id}/cancel")

@@ -21,7 +21,7 @@ from gwlab.local.body import BodyTooLarge, field, read_json
 from gwlab.local.errors import APIError
 from gwlab.local.settings import Settings
 from gwlab.local.store import KeyRecord, Store
-from gwlab.local.task_worker import Files, Render, TaskWorker, new_id, page, poll_headers
+from gwlab.local.task_worker import Files, Render, TaskWorker, content, new_id, page, poll_headers
 from gwlab.wire import videos
 from gwlab.wire.limits import VIDEO_DEFAULT_VARIANT
 from gwlab.wire.models import DEFAULT_MODELS
@@ -203,18 +203,8 @@ async def video_content(video_id: str, request: Request, key: Key,
                         variant: str = VIDEO_DEFAULT_VARIANT) -> Response:
     videos.content_params(variant)
     video = _load(request, key, video_id)
-    # not ready is a 404, never a 409: the SDKs retry 409 (protocols.md section 5)
-    if video["status"] == "failed":
-        raise APIError(404, f"The video '{video_id}' failed and has no content: {video['error']['message']}",
-                       code="video_failed", param="video_id")
-    content = request.app.state.store.load_content(video_id, variant)
-    if video["status"] != "completed" or content is None:
-        raise APIError(404, f"The video '{video_id}' is {video['status']} ({video['progress']}%); its "
-                       "content can be downloaded once its status is completed", code="video_not_ready",
-                       param="video_id")
-    media_type, data = content
-    return Response(data, media_type=media_type,
-                    headers={"content-disposition": f'inline; filename="{video_id}.{_FILES[variant][1]}"'})
+    return content(request.app.state.store, video, variant, noun="video", code="video", param="video_id",
+                   filename=f"{video_id}.{_FILES[variant][1]}")
 
 
 @router.delete("/videos/{video_id}")
