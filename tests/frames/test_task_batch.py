@@ -7,6 +7,7 @@ injected over the real transport.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import uuid
@@ -18,7 +19,7 @@ import pytest
 from taskapp import FAMILY, KEY, LoseAnswers, Server, serving
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
-from gwlab.client.gateway import Gateway
+from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames.budget import Budget
 from gwlab.wire.models import DEFAULT_MODELS
@@ -179,3 +180,14 @@ def test_a_task_the_gateway_no_longer_has_ends_its_row_as_an_error_not_a_wait(ap
                              progress=False, poll_interval=0.01, timeout=300)
     assert out["status"].tolist() == ["SUCCEEDED", "error"] and "NotFound" in out["error"][1]
     assert out.run.stopped is None and out.run.error_rows == 1 and out.run.running == 0
+
+
+def test_the_async_twin_runs_on_the_caller_s_loop_with_an_async_gateway(app, tmp_path):
+    async def main() -> pd.DataFrame:
+        async with AsyncGateway(app.base_url, KEY) as agw:
+            return await pd.DataFrame({"prompt": ["a wren"]}).gw.atasks(
+                FAMILY, "prompt", model="m", gateway=agw, folder=tmp_path, checkpoint=None, progress=False,
+                poll_interval=0.01)
+
+    out = asyncio.run(main())
+    assert out["status"].tolist() == ["SUCCEEDED"] and Path(out["file"][0]).exists()

@@ -67,13 +67,6 @@ def test_an_empty_prompt_or_model_is_refused_before_sending():
     assert (prompt.value.field, model.value.field) == ("prompt", "model")
 
 
-def test_image_sizes_are_checked_before_sending():
-    assert images.build_create("a fox", "m", "1024x1024") == {"model": "m", "prompt": "a fox", "size": "1024x1024"}
-    with pytest.raises(InvalidRequest) as refused:
-        images.build_create("a fox", "m", "1000x1000")
-    assert refused.value.field == "size"
-
-
 def test_a_listing_page_falls_back_to_the_last_item_id():
     page = parse_page(VIDEOS, {"data": [{"id": "a", "status": "queued"}, {"id": "b", "status": "completed"}],
                                "has_more": True})
