@@ -127,7 +127,7 @@ class AsyncGateway:
         return await responses_from_chat(self.responses, **chat_kwargs)
 
     def tasks(self, family: TaskFamily) -> AsyncTasks:
-        """A client for any task API, given its description (`gwlab.wire.tasks.TaskFamily`)."""
+        """A client for any task API, given its description (`gwlab.TaskFamily`)."""
         return AsyncTasks(self.transport, family)
 
     async def aclose(self) -> None:
@@ -226,7 +226,7 @@ class Gateway:
         return self._loop.run(self._twin.responses_from_chat(**chat_kwargs))
 
     def tasks(self, family: TaskFamily) -> Tasks:
-        """A client for any task API, given its description (`gwlab.wire.tasks.TaskFamily`)."""
+        """A client for any task API, given its description (`gwlab.TaskFamily`)."""
         return Tasks(self._twin.tasks(family), self._loop)
 
     @property

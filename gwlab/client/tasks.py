@@ -1,4 +1,4 @@
-"""Any asynchronous task API, driven by its description (`gwlab.wire.tasks.TaskFamily`).
+"""Any asynchronous task API, driven by its description (`gwlab.TaskFamily`).
 
 Submit once, look a lost submission up before resubmitting, poll to a terminal state, download by
 Content-Type, cancel, list. `gw.videos` and `gw.images` are typed faces over this; `gw.tasks(family)`

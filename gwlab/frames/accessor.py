@@ -371,7 +371,7 @@ class GatewayAccessor:
         ----------
         family : TaskFamily
             The task API's description (``gwlab.wire.videos.VIDEOS``, ``gwlab.wire.images.IMAGES``, or
-            your own ``gwlab.wire.tasks.TaskFamily``).
+            your own ``gwlab.TaskFamily``).
         prompt : str
             A template over columns or a bare column name, put at the family's prompt field.
         model : str
