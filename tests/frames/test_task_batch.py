@@ -191,3 +191,11 @@ def test_the_async_twin_runs_on_the_caller_s_loop_with_an_async_gateway(app, tmp
 
     out = asyncio.run(main())
     assert out["status"].tolist() == ["SUCCEEDED"] and Path(out["file"][0]).exists()
+
+
+def test_the_key_is_in_no_checkpoint_file_result_or_repr(gw, gateway, tmp_path):
+    out = run_images(scenes(uuid.uuid4().hex[:8]).head(1), gw, tmp_path)
+    key = gateway.api_key.encode()
+    for path in [tmp_path / "ck.sqlite", *(tmp_path / "out").iterdir()]:
+        assert key not in path.read_bytes(), path
+    assert gateway.api_key not in repr(out) + out._repr_html_() + str(out.attrs)
