@@ -4,13 +4,15 @@ Its shape is DashScope's image-synthesis task API (a widely used one): the submi
 under `input`, the answer nests the id and status under `output`, statuses are upper-case (PENDING,
 RUNNING, SUCCEEDED, FAILED, CANCELED) and times are milliseconds. Ids hold a space and a '?', so a
 client that does not URL-encode path parameters cannot reach them. Each poll advances a task one
-state, so tests need no clock ("fail" in a prompt fails it, "forever" keeps it running, "vanish" makes
-it 404). The result is served as a PNG, as JSON metadata or as plain text, to check that downloads
-are parsed by their Content-Type.
+state, so tests need no clock. Words in a prompt steer its task: "fail" fails it, "forever" keeps it
+running, "vanish" makes it 404, a leading "hold " keeps the submission's answer back until `release` is set.
+The result is served as a PNG, as JSON metadata or as plain text, to check that downloads are parsed
+by their Content-Type.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import itertools
 import socket
@@ -48,6 +50,8 @@ class Server:
     base_url: str = ""
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     submissions: int = 0
+    # a submission whose prompt holds "hold" is accepted, then answered only once this is set
+    release: threading.Event = field(default_factory=threading.Event)
 
 
 def _png(prompt: str) -> bytes:
@@ -85,6 +89,8 @@ def build() -> Server:
         server.tasks[task_id] = {"task_id": task_id, "task_status": "PENDING", "submit_time": int(time.time() * 1000),
                                  "prompt": prompt, "model": body["model"], "step": 0, "fails": fails,
                                  "last": 1 if "forever" in prompt else 2}
+        if prompt.startswith("hold "):  # accepted; the answer waits (bounded) for the test to let it go
+            await asyncio.get_running_loop().run_in_executor(None, server.release.wait, 60)
         return JSONResponse(view(server.tasks[task_id]))
 
     @app.get("/v1/tasks")

@@ -1,4 +1,5 @@
-"""A task batch to kill: image tasks for a prompt table, paced, checkpointed (driven by test_task_resume.py)."""
+"""Task batches to kill (driven by test_task_resume.py): image tasks for a prompt table on the embedded
+gateway, paced; or three tasks on the described task app of tests/taskapp.py, the second held mid-answer."""
 
 from __future__ import annotations
 
@@ -25,9 +26,22 @@ def run(gw: Gateway, tag: str, rows: int, checkpoint: str, folder: str, rpm: flo
                                       progress=False)
 
 
+def held(gw: Gateway, checkpoint: str, folder: str) -> pd.DataFrame:
+    """Three rows on the test's described task app, one at a time; the second one's answer is held back."""
+    from taskapp import FAMILY
+
+    prompts = pd.DataFrame({"prompt": ["a first sketch", "hold this one", "a third sketch"]})
+    return prompts.gw.tasks(FAMILY, "prompt", model="m", gateway=gw, checkpoint=checkpoint, folder=folder,
+                            concurrency=1, poll_interval=0.01, progress=False)
+
+
 def main() -> None:
-    checkpoint, folder, tag, rows, rpm = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+    checkpoint, folder, tag = sys.argv[1], sys.argv[2], sys.argv[3]
     with Gateway(os.environ["GWLAB_BASE_URL"], os.environ["GWLAB_API_KEY"]) as gw:
+        if tag == "held":
+            print(held(gw, checkpoint, folder).run.text(), flush=True)
+            return
+        rows, rpm = int(sys.argv[4]), float(sys.argv[5])
         print(run(gw, tag, rows, checkpoint, folder, rpm).run.text(), flush=True)
 
 

@@ -12,7 +12,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from task_resume_job import run
+from task_resume_job import held, run
+from taskapp import KEY, serving
 
 from gwlab.client.gateway import Gateway
 
@@ -64,3 +65,29 @@ def test_a_batch_killed_mid_way_and_run_again_has_exactly_one_task_per_row(gatew
     assert out.run.submitted + out.run.resumed + out.run.found == ROWS and out.run.submitted <= ROWS - created
     assert (out["status"] == "completed").all() and out["task_id"].nunique() == ROWS
     assert set(out["task_id"]) == {t["id"] for t in tasks}
+
+
+def test_a_batch_killed_while_a_submission_s_answer_is_on_its_way_finds_that_task_instead_of_resending(tmp_path):
+    checkpoint, folder = tmp_path / "tasks.sqlite", tmp_path / "results"
+    tests = str(Path(__file__).resolve().parents[1])  # where taskapp lives, for the job's import
+    with serving() as app:
+        env = {**os.environ, "GWLAB_BASE_URL": app.base_url, "GWLAB_API_KEY": KEY,
+               "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
+        process = subprocess.Popen([sys.executable, str(JOB), str(checkpoint), str(folder), "held"], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not any("hold" in t["prompt"] for t in app.tasks.values()):  # accepted, its answer held back
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"the held submission never arrived: {process.communicate()}")
+            time.sleep(0.01)
+        process.kill()  # SIGKILL while the submission's answer is on its way: the row is in doubt
+        process.wait()
+        app.release.set()
+        assert app.submissions == 2 and task_ids_in(checkpoint) == 1
+
+        with Gateway(app.base_url, KEY) as gw:
+            out = held(gw, str(checkpoint), str(folder))
+    assert out.run.resumed == 1 and out.run.found == 1 and out.run.submitted == 1
+    assert app.submissions == 3  # one per row: the in-doubt row's task was found, never resent
+    assert out["status"].tolist() == ["SUCCEEDED"] * 3 and out["task_id"].nunique() == 3
