@@ -50,7 +50,7 @@ class Server:
     base_url: str = ""
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     submissions: int = 0
-    # a submission whose prompt holds "hold" is accepted, then answered only once this is set
+    # a submission whose prompt starts with "hold " is accepted, then answered only once this is set
     release: threading.Event = field(default_factory=threading.Event)
 
 
