@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from PIL import Image, ImageDraw, ImageFont
 
 from gwlab.local.task_worker import Cancelled
-from gwlab.local.video_render import _gradient, _png
+from gwlab.local.video_render import gradient, png
 
 BANNER = "gwlab local PREVIEW renderer - not a generative image model"
 STEPS = 5  # progress is reported in this many steps, so a poller sees the task run
@@ -33,7 +33,7 @@ def render(prompt: str, width: int, height: int,
            on_step: Callable[[int], bool] = lambda progress: True) -> RenderedImage:
     """Draw the preview; `on_step(progress)` runs after each step and returns False to cancel."""
     digest = hashlib.sha256(prompt.encode()).digest()  # same prompt, same colours
-    image = _gradient(width, height, digest[:3], digest[3:6])
+    image = gradient(width, height, digest[:3], digest[3:6])
     draw = ImageDraw.Draw(image)
     size = max(16, min(width, height) // 14)
     big, small = ImageFont.load_default(size=size), ImageFont.load_default(size=max(10, size // 2))
@@ -57,4 +57,4 @@ def render(prompt: str, width: int, height: int,
             raise Cancelled()
     thumb = image.resize((THUMBNAIL_WIDTH, max(1, THUMBNAIL_WIDTH * height // width)), Image.Resampling.LANCZOS) \
         if width > THUMBNAIL_WIDTH else image
-    return RenderedImage(_png(image), _png(thumb))
+    return RenderedImage(png(image), png(thumb))

@@ -60,7 +60,7 @@ class _Painter:
         w, h = self.spec.width, self.spec.height
         digest = hashlib.sha256(self.spec.prompt.encode()).digest()  # same prompt, same colours
         top, bottom = digest[:3], digest[3:6]
-        self.base = _backdrop(self.spec.backdrop, w, h) or _gradient(w, h, top, bottom)
+        self.base = _backdrop(self.spec.backdrop, w, h) or gradient(w, h, top, bottom)
         size = max(18, min(w, h) // 16)
         self.big = ImageFont.load_default(size=size)
         self.small = ImageFont.load_default(size=max(12, size // 2))
@@ -89,7 +89,8 @@ class _Painter:
         return image
 
 
-def _gradient(w: int, h: int, top: bytes, bottom: bytes) -> Image.Image:
+def gradient(w: int, h: int, top: bytes, bottom: bytes) -> Image.Image:
+    """A vertical blend of two colours (half brightness, so white text stays readable); the image renderer's too."""
     column = Image.new("RGB", (1, 256))
     column.putdata([tuple(int(a + (b - a) * y / 255) // 2 for a, b in zip(top, bottom, strict=True))
                     for y in range(256)])
@@ -112,7 +113,8 @@ def check_image(data: bytes) -> None:
         raise ValueError(f"not a readable image ({exc})") from None
 
 
-def _png(image: Image.Image) -> bytes:
+def png(image: Image.Image) -> bytes:
+    """The image as PNG bytes."""
     out = io.BytesIO()
     image.save(out, format="PNG")
     return out.getvalue()
@@ -162,8 +164,8 @@ def render(spec: PreviewSpec, on_step: Callable[[int], bool] = lambda progress: 
             container.mux(packet)
     finally:
         container.close()
-    thumbnail = _png(thumb or painter.frame(0))
-    return RenderedVideo(out.getvalue(), thumbnail, _png(_sheet(tiles)), spec.frame_count)
+    thumbnail = png(thumb or painter.frame(0))
+    return RenderedVideo(out.getvalue(), thumbnail, png(_sheet(tiles)), spec.frame_count)
 
 
 def _sheet(tiles: list[Image.Image]) -> Image.Image:

@@ -45,6 +45,7 @@ def _render(task_id: str, task: dict[str, Any], on_step: Callable[[int], bool]) 
 def setup(app: FastAPI) -> None:
     """Give the app its image render worker: started (and resuming unfinished tasks) with the server."""
     settings: Settings = app.state.settings
+    # one pace for both preview renderers (`gwlab serve --video-seconds-per-step`), so tests slow both at once
     worker = app.state.image_worker = TaskWorker(app.state.store, KIND, _render, settings.video_seconds_per_step)
     app.router.on_startup.append(worker.start)
     app.router.on_shutdown.append(worker.stop)
