@@ -462,18 +462,18 @@ class GatewayAccessor:
                 raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' "
                                                "or join=False")
         client, origin = _client.task_client(options.get("gateway"), family)
-        checkpoint, owned = _checkpoint(options.get("checkpoint", "auto"))
         limiter = options.get("limiter") or TokenBucket(options.get("requests_per_minute"))
-        run = TaskRun(client, family, model, self._frame.index, bodies, errors,
-                      folder=Path(options.get("folder") or Path("gwlab-tasks") / family.name), origin=origin,
-                      concurrency=options.get("concurrency", 4), limiter=limiter, budget=options.get("budget"),
-                      prices=options.get("prices"), pilot=options.get("pilot"), checkpoint=checkpoint,
-                      refresh=options.get("refresh", False), errors=options.get("errors", "raise"),
-                      progress=options.get("progress", True),
-                      poll_interval=options.get("poll_interval", DEFAULT_POLL_INTERVAL),
-                      timeout=options.get("timeout", DEFAULT_TIMEOUT))
-        _client.stop_on_interrupt(run)
+        checkpoint, owned = _checkpoint(options.get("checkpoint", "auto"))
         try:
+            run = TaskRun(client, family, model, self._frame.index, bodies, errors,
+                          folder=Path(options.get("folder") or Path("gwlab-tasks") / family.name), origin=origin,
+                          concurrency=options.get("concurrency", 4), limiter=limiter, budget=options.get("budget"),
+                          prices=options.get("prices"), pilot=options.get("pilot"), checkpoint=checkpoint,
+                          refresh=options.get("refresh", False), errors=options.get("errors", "raise"),
+                          progress=options.get("progress", True),
+                          poll_interval=options.get("poll_interval", DEFAULT_POLL_INTERVAL),
+                          timeout=options.get("timeout", DEFAULT_TIMEOUT))
+            _client.stop_on_interrupt(run)
             with _client.run_tag(None, family.name):
                 frame, summary = await run.run()
         finally:

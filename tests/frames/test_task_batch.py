@@ -199,3 +199,12 @@ def test_the_key_is_in_no_checkpoint_file_result_or_repr(gw, gateway, tmp_path):
     for path in [tmp_path / "ck.sqlite", *(tmp_path / "out").iterdir()]:
         assert key not in path.read_bytes(), path
     assert gateway.api_key not in repr(out) + out._repr_html_() + str(out.attrs)
+
+
+@pytest.mark.parametrize(("option", "value"), [("concurrency", 0), ("poll_interval", -1), ("timeout", True),
+                                               ("budget", -2), ("errors", "ignore")])
+def test_a_bad_run_option_is_refused_naming_it_before_anything_is_sent(gw, gateway, tmp_path, option, value):
+    tag = uuid.uuid4().hex[:8]
+    with pytest.raises(InvalidRequest) as refused:
+        run_images(scenes(tag), gw, tmp_path, **{option: value})
+    assert refused.value.field == option and gateway_tasks(gateway.db, tag) == []
