@@ -15,7 +15,10 @@ listing reports the row instead), or nothing (submitted). Commits are synchronou
 them through a SIGKILL.
 
 Why one task per row, not per distinct prompt as `df.gw.decide` dedupes requests: a generated image or
-clip is a sample, and an analyst with two rows asking the same thing expects two results.
+clip is a sample, and an analyst with two rows asking the same thing expects two results. Why not the
+request runner (`frames/runner.py`): it dedupes, and it checkpoints an answer after it arrives; a task
+needs a per-row key, a mark committed before the submission leaves, and a poll phase after it. The
+options (concurrency, limiter, `Budget`, pilot, checkpoint file, errors) mean what they mean there.
 """
 
 from __future__ import annotations
