@@ -137,6 +137,15 @@ class TaskWorker:
         self._update(task_id, key_id, task, status="completed", progress=100, completed_at=int(time.time()))
 
 
+def load(request: Any, key_id: int, task_id: str, *, kind: str, noun: str, code: str, param: str) -> dict[str, Any]:
+    """This key's task of this kind, or a 404 `{code}_not_found`; its model goes to the request log."""
+    task = request.app.state.store.load_task(task_id, key_id)
+    if task is None or task.get("object") != kind:
+        raise APIError(404, f"No {noun} with id '{task_id}'", code=f"{code}_not_found", param=param)
+    request.state.model = task.get("model")
+    return task
+
+
 def new_id(prefix: str) -> str:
     """Time-ordered ids (creation time in hex, then randomness), so listings sort by creation."""
     return f"{prefix}{time.time_ns():016x}{secrets.token_hex(6)}"

@@ -20,7 +20,7 @@ from gwlab.local.body import field, read_json
 from gwlab.local.errors import APIError
 from gwlab.local.settings import Settings
 from gwlab.local.store import KeyRecord
-from gwlab.local.task_worker import Files, TaskWorker, content, new_id, page, poll_headers
+from gwlab.local.task_worker import Files, TaskWorker, content, load, new_id, page, poll_headers
 from gwlab.wire import images
 from gwlab.wire.images import IMAGE_ID_PREFIX, IMAGES
 from gwlab.wire.models import DEFAULT_MODELS
@@ -56,11 +56,7 @@ def _worker(request: Request) -> TaskWorker:
 
 
 def _load(request: Request, key: KeyRecord, task_id: str) -> dict[str, Any]:
-    task = request.app.state.store.load_task(task_id, key.id)
-    if task is None or task.get("object") != KIND:
-        raise APIError(404, f"No image task with id '{task_id}'", code="image_task_not_found", param="task_id")
-    request.state.model = task.get("model")
-    return task
+    return load(request, key.id, task_id, kind=KIND, noun="image task", code="image_task", param="task_id")
 
 
 def _answer(request: Request, task: dict[str, Any]) -> JSONResponse:

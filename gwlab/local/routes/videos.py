@@ -21,7 +21,7 @@ from gwlab.local.body import BodyTooLarge, field, read_json
 from gwlab.local.errors import APIError
 from gwlab.local.settings import Settings
 from gwlab.local.store import KeyRecord, Store
-from gwlab.local.task_worker import Files, Render, TaskWorker, content, new_id, page, poll_headers
+from gwlab.local.task_worker import Files, Render, TaskWorker, content, load, new_id, page, poll_headers
 from gwlab.wire import videos
 from gwlab.wire.limits import VIDEO_DEFAULT_VARIANT
 from gwlab.wire.models import DEFAULT_MODELS
@@ -155,11 +155,7 @@ def _poll_headers(request: Request, video: dict[str, Any]) -> dict[str, str]:
 
 
 def _load(request: Request, key: KeyRecord, video_id: str) -> dict[str, Any]:
-    video = request.app.state.store.load_task(video_id, key.id)
-    if video is None or video.get("object") != KIND:
-        raise APIError(404, f"No video with id '{video_id}'", code="video_not_found", param="video_id")
-    request.state.model = video.get("model")
-    return video
+    return load(request, key.id, video_id, kind=KIND, noun="video", code="video", param="video_id")
 
 
 # --- the endpoints ---------------------------------------------------------------------------------
