@@ -46,6 +46,7 @@ from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.messages import Message
 from gwlab.wire.responses import Response
+from gwlab.wire.tasks import Task, TaskFamily
 
 __version__ = "0.1.0"
 
@@ -76,6 +77,8 @@ __all__ = [
     "StatusError",
     "StreamError",
     "StreamInterrupted",
+    "Task",
+    "TaskFamily",
     "Timeout",
     "connect",
     "current_gateway",

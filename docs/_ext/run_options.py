@@ -23,8 +23,9 @@ class RunOptions(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         if pkg.name != "gwlab":
             return
-        from gwlab.frames.accessor import GatewayAccessor
-        from gwlab.frames.accessor import RunOptions as Options
+        from gwlab.frames.accessor import GatewayAccessor, RunOptions, TaskOptions
+
+        spreads = {"RunOptions": RunOptions, "TaskOptions": TaskOptions}  # the task batches take their own
 
         for name, member in pkg.get_member(ACCESSOR).members.items():
             runtime = getattr(GatewayAccessor, name, None)
@@ -33,8 +34,9 @@ class RunOptions(griffe.Extension):
             if member.docstring is not None and "{run_options}" in member.docstring.value:
                 member.docstring.value = inspect.cleandoc(runtime.__doc__ or "")
             spread = [p for p in member.parameters if p.kind is griffe.ParameterKind.var_keyword
-                      and "RunOptions" in str(p.annotation)]
+                      and any(name in str(p.annotation) for name in spreads)]
             if spread:
+                Options = next(t for name, t in spreads.items() if name in str(spread[0].annotation))
                 kept = [p for p in member.parameters if p is not spread[0]]
                 options = [griffe.Parameter(key, annotation=str(annotation), kind=griffe.ParameterKind.keyword_only,
                                             default="...")

@@ -18,19 +18,22 @@ from gwlab.client._loop import LoopThread
 from gwlab.client.chat import AsyncChat, Chat
 from gwlab.client.decisions import AsyncDecisions, Decisions, Questions, State
 from gwlab.client.dialect import Dialect
+from gwlab.client.images import AsyncImages, Images
 from gwlab.client.ledger import Ledger
 from gwlab.client.messages import AsyncMessages, Messages
 from gwlab.client.migration import Migrate, Migrated, responses_from_chat
 from gwlab.client.models import AsyncModels, Models
 from gwlab.client.realtime import AsyncRealtime, Realtime
 from gwlab.client.responses import AsyncResponses, Responses
-from gwlab.client.tasks import AsyncVideos, Videos
+from gwlab.client.tasks import AsyncTasks, Tasks
 from gwlab.client.tools import AsyncTools, Tools
 from gwlab.client.transport import AsyncTransport
 from gwlab.client.transport_choice import TransportChoice
+from gwlab.client.videos import AsyncVideos, Videos
 from gwlab.wire import limits
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.models import DEFAULT_MODELS
+from gwlab.wire.tasks import TaskFamily
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,6 +86,7 @@ class AsyncGateway:
         self.realtime = AsyncRealtime(self.transport)
         self.decisions = AsyncDecisions(self.transport)
         self.videos = AsyncVideos(self.transport)
+        self.images = AsyncImages(self.transport)
         self.tools = AsyncTools(self.transport)
         self.migrate = Migrate()  # pure conversions: one object serves both faces
 
@@ -121,6 +125,10 @@ class AsyncGateway:
     async def responses_from_chat(self, **chat_kwargs: Any) -> Migrated:
         """A chat-shaped request sent through the responses protocol; both views of the answer."""
         return await responses_from_chat(self.responses, **chat_kwargs)
+
+    def tasks(self, family: TaskFamily) -> AsyncTasks:
+        """A client for any task API, given its description (`gwlab.TaskFamily`)."""
+        return AsyncTasks(self.transport, family)
 
     async def aclose(self) -> None:
         await self.transport.aclose()
@@ -173,6 +181,7 @@ class Gateway:
         self.realtime = Realtime(self._twin.realtime, self._loop)
         self.decisions = Decisions(self._twin.decisions, self._loop)
         self.videos = Videos(self._twin.videos, self._loop)
+        self.images = Images(self._twin.images, self._loop)
         self.tools = Tools(self._twin.tools, self._loop)
         self.migrate = self._twin.migrate
 
@@ -215,6 +224,10 @@ class Gateway:
     def responses_from_chat(self, **chat_kwargs: Any) -> Migrated:
         """A chat-shaped request sent through the responses protocol; both views of the answer."""
         return self._loop.run(self._twin.responses_from_chat(**chat_kwargs))
+
+    def tasks(self, family: TaskFamily) -> Tasks:
+        """A client for any task API, given its description (`gwlab.TaskFamily`)."""
+        return Tasks(self._twin.tasks(family), self._loop)
 
     @property
     def twin(self) -> AsyncGateway:

@@ -1,27 +1,30 @@
-"""Asynchronous video tasks (protocols.md §8): submit, look up, poll to a terminal state, download.
+"""Any asynchronous task API, driven by its description (`gwlab.TaskFamily`).
+
+Submit once, look a lost submission up before resubmitting, poll to a terminal state, download by
+Content-Type, cancel, list. `gw.videos` and `gw.images` are typed faces over this; `gw.tasks(family)`
+reaches a gateway whose task API is shaped differently, with no new code.
 
 A submission is billable, so it is never retried blindly (spec, Errors rule 2; Conventions rule 7).
-The transport sends `POST /videos` once (it resends only when the connection never opened, which
-carried no byte of the request). When the answer is lost after sending (connection cut, read
-timeout, overall deadline, or a 5xx, any of which may follow an accepted submission), `create` looks
-the task up before anything else: it lists this key's recent videos, newest first, and takes the
-newest one with the same prompt and model created from `lookup_skew` seconds before the submission
-until now, that this client has not already returned. Found: that task is the answer, nothing is
-resubmitted. Not found: the body is submitted once more. If the lookup itself fails, the original
-error is raised: without a check, no second billable task is created.
+The transport sends it once (it resends only when the connection never opened, which carried no byte
+of the request). When the answer is lost after sending (connection cut, read timeout, overall
+deadline, or a 5xx, any of which may follow an accepted submission), `submit` looks the task up before
+anything else: it lists this key's recent tasks, newest first, and takes the newest one with the same
+prompt and model created from `lookup_skew` seconds before the submission until now, that this client
+has not already returned. Found: that task is the answer. Not found: the body is submitted once more.
+If the lookup fails, or the family has no listing, the original error is raised: without a check, no
+second billable task is created.
 
-Why a listing and not an idempotency key: the spec defines no idempotency header and the video
-object has no field to carry a client token back, so prompt + model + creation time is what can be
-matched. Its limit: two identical submissions racing from different clients are indistinguishable;
-within one client, ids already returned are never matched twice.
+Why a listing and not an idempotency key: the spec defines no idempotency header and the task objects
+have no field to carry a client token back, so prompt + model + creation time is what can be matched.
+Its limit: two identical submissions racing from different clients are indistinguishable; within one
+client (and within one batch, through `exclude`), ids already claimed are never matched twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import httpx
@@ -29,162 +32,212 @@ import httpx
 from gwlab.client._loop import LoopThread
 from gwlab.client.transport import AsyncTransport, Reply
 from gwlab.errors import ConnectionFailed, GatewayError, InvalidRequest, ServerError, Timeout
-from gwlab.wire import tasks
-from gwlab.wire.tasks import VideoList, VideoTask
+from gwlab.wire.tasks import (
+    ID_PARAM,
+    Task,
+    TaskFamily,
+    TaskPage,
+    build_submit,
+    get_field,
+    parse_page,
+    parse_task,
+    poll_after_seconds,
+)
 
-__all__ = ["AsyncVideos", "Videos"]
+__all__ = ["DEFAULT_WAIT_TIMEOUT", "AsyncTasks", "Download", "Tasks"]
 
-PATH = "/videos"
-ITEM = "/videos/{video_id}"
 DEFAULT_WAIT_TIMEOUT = 600.0  # seconds for `wait` as a whole
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)  # no byte of the request left
-_LOOKUP_PAGE = 100
 _LOOKUP_PAGES = 5  # enough for any burst of submissions within the window; bounded all the same
 
 
-class AsyncVideos:
-    """`await gw.videos.create_and_wait(prompt, model=...)`, then `download(video.id)`."""
+class Download(bytes):
+    """A downloaded file: its bytes, plus the media type the gateway declared (`media_type`)."""
 
-    def __init__(self, transport: AsyncTransport, *, lookup_skew: float = 60.0,
+    media_type: str
+
+    def __new__(cls, data: bytes, media_type: str) -> Download:
+        out = super().__new__(cls, data)
+        out.media_type = media_type
+        return out
+
+
+class AsyncTasks:
+    """One task family's client: `submit`, `get`, `wait`, `download`, `cancel`, `delete`, `list`."""
+
+    def __init__(self, transport: AsyncTransport, family: TaskFamily, *, lookup_skew: float = 60.0,
                  lookup_delay: float = 0.5) -> None:
-        self._transport = transport
+        if not isinstance(family, TaskFamily):
+            raise InvalidRequest("family", f"a gwlab.wire.tasks.TaskFamily describing the task API; "
+                                           f"got {type(family).__name__}")
+        self._transport, self.family = transport, family
         self.lookup_skew = lookup_skew  # seconds of clock difference tolerated between client and gateway
         self.lookup_delay = lookup_delay  # a lost answer's submission may still be in flight: settle first
-        self._returned: set[str] = set()  # ids `create` gave out: never matched again by a lookup
+        self._returned: set[str] = set()  # ids `submit` gave out: never matched again by a lookup
 
-    async def create(self, prompt: str, *, model: str, seconds: str | int | None = None,
-                     size: str | None = None, **extra: Any) -> VideoTask:
-        """Submit a video; a submission whose answer was lost is looked up before any resubmission."""
-        body = tasks.build_create(prompt, model, seconds, size, **extra)  # refused here if invalid
+    def build(self, prompt: str, *, model: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The submission body for this family (validated; nothing sent)."""
+        return build_submit(self.family, prompt, model, params)
+
+    async def create(self, prompt: str, *, model: str, params: Mapping[str, Any] | None = None) -> Task:
+        """Submit a task built from `prompt`, `model` and `params` (see `submit`)."""
+        return await self.submit(self.build(prompt, model=model, params=params))
+
+    async def submit(self, body: Mapping[str, Any], *, exclude: Collection[str] = ()) -> Task:
+        """Submit `body` once; a submission whose answer was lost is looked up before any resubmission.
+
+        `exclude`: task ids a lookup must not take (already claimed by other submissions)."""
         started = time.time()
         try:
-            return self._returning(await self._submit(body))
+            return self._returning(await self._post(body))
         except (ConnectionFailed, ServerError) as exc:
             if _never_sent(exc):
                 raise
             lost = exc
-        found = await self._look_up(body, started, lost)
+        found = await self.look_up(body, since=started, exclude=exclude, lost=lost)
         if found is not None:
             return self._returning(found)
         try:
-            return self._returning(await self._submit(body))  # checked: not accepted, so once more
+            return self._returning(await self._post(body))  # checked: not accepted, so once more
         except GatewayError as exc:
-            exc.add_note("This was the second submission (the first was lost and no task was found); "
-                         "check gw.videos.list() before submitting again.")
+            exc.add_note(f"This was the second submission (the first was lost and no task was found); "
+                         f"check {self.family.name}.list() before submitting again.")
             raise
 
-    async def get(self, video_id: str) -> VideoTask:
-        """The task as it is now."""
-        return (await self._retrieve(video_id))[0]
+    async def look_up(self, body: Mapping[str, Any], *, since: float, exclude: Collection[str] = (),
+                      lost: GatewayError | None = None) -> Task | None:
+        """The task a submission of `body` made at `since` (Unix seconds) created, if the listing shows one.
 
-    async def wait(self, video_id: str, *, poll_interval: float | None = None,
-                   timeout: float = DEFAULT_WAIT_TIMEOUT) -> VideoTask:
-        """Poll until the task is terminal (completed, failed or cancelled) and return it.
-
-        Waits `poll_interval` seconds between polls, or what the gateway's `openai-poll-after-ms`
-        header asks (1 s without one). Raises `Timeout` once `timeout` seconds have passed overall;
-        a failed task is returned, not raised (`video.is_failed`, `video.error_message`).
-        """
-        deadline = time.monotonic() + timeout
-        while True:
-            video, headers = await self._retrieve(video_id)
-            if video.is_terminal:
-                return video
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise Timeout(f"video {video_id} is still {video.status} ({video.progress}%) after "
-                              f"{timeout}s; wait again or check later with get()", method="GET",
-                              path=f"{PATH}/{video_id}")
-            pause = poll_interval if poll_interval is not None else tasks.poll_after_seconds(headers)
-            await asyncio.sleep(min(pause, left))
-
-    async def create_and_wait(self, prompt: str, *, model: str, seconds: str | int | None = None,
-                              size: str | None = None, poll_interval: float | None = None,
-                              timeout: float = DEFAULT_WAIT_TIMEOUT, **extra: Any) -> VideoTask:
-        """`create`, then `wait` for the terminal state."""
-        video = await self.create(prompt, model=model, seconds=seconds, size=size, **extra)
-        if not video.id:
-            raise GatewayError("the gateway answered the submission without a video id; nothing to wait for")
-        return await self.wait(video.id, poll_interval=poll_interval, timeout=timeout)
-
-    async def download(self, video_id: str, variant: str = "video", *, as_image: bool = False) -> Any:
-        """A finished task's file, parsed by its Content-Type: video (and other binaries) as bytes,
-        images as bytes or, with `as_image=True`, a PIL image; JSON as a dict."""
-        reply: Reply = await self._transport.request(
-            "GET", ITEM + "/content", family="videos", path_params={"video_id": _id(video_id)},
-            params=tasks.content_params(variant), headers={"accept": "*/*"}, expect_json=False)
-        media_type = reply.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if media_type.startswith("image/") and as_image:
-            from PIL import Image  # Pillow is optional: imported only when an image object is asked for
-
-            return Image.open(io.BytesIO(reply.body))
-        return reply.body  # the transport parsed it by Content-Type: JSON value, text, or bytes
-
-    async def delete(self, video_id: str) -> dict[str, Any]:
-        """Delete a task and its files; returns the gateway's confirmation."""
-        reply: Reply = await self._transport.request("DELETE", ITEM, family="videos",
-                                                     path_params={"video_id": _id(video_id)})
-        return dict(reply.body) if isinstance(reply.body, Mapping) else {"raw": reply.body}
-
-    async def list(self, *, limit: int | None = None, order: str | None = None,
-                   after: str | None = None) -> VideoList:
-        """One page of this key's videos."""
-        return await self._transport.request("GET", PATH, family="videos",
-                                             params=tasks.list_params(limit, order, after),
-                                             parse=lambda body, _rid: tasks.parse_video_list(body))
-
-    # -- the parts -----------------------------------------------------------------------------------
-
-    async def _submit(self, body: dict[str, Any]) -> VideoTask:
-        return await self._transport.request("POST", PATH, family="videos", json=body, idempotent=False,
-                                             parse=lambda data, _rid: tasks.parse_video(data))
-
-    async def _retrieve(self, video_id: str) -> tuple[VideoTask, httpx.Headers]:
-        reply: Reply = await self._transport.request("GET", ITEM, family="videos",
-                                                     path_params={"video_id": _id(video_id)})
-        return tasks.parse_video(reply.body), reply.headers
-
-    async def _look_up(self, body: Mapping[str, Any], started: float, lost: GatewayError) -> VideoTask | None:
-        """The task a lost submission created, if any (see the module docstring)."""
+        Raises `lost` (or InvalidRequest without it) when the check cannot be made: the family has no
+        listing, or listing fails. A caller must then not resubmit."""
+        family = self.family
+        if family.list_path is None:
+            error = lost or InvalidRequest("list_path", f"the {family.name} task API has no listing")
+            error.add_note(f"The submission may have been accepted, and the {family.name} task API has no "
+                           "listing to check it: not resubmitted.")
+            raise error
         if self.lookup_delay > 0:
             await asyncio.sleep(self.lookup_delay)
-        earliest = started - self.lookup_skew
-        latest = time.time() + self.lookup_skew
+        earliest, latest = since - self.lookup_skew, time.time() + self.lookup_skew
+        prompt, model = get_field(body, family.prompt_field), get_field(body, family.model_field)
         after: str | None = None
         try:
             for _ in range(_LOOKUP_PAGES):
-                page = await self.list(limit=_LOOKUP_PAGE, order="desc", after=after)
-                for video in page.data:
-                    if _matches(video, body, earliest, latest) and video.id not in self._returned:
-                        return video
-                oldest = page.data[-1].created_at if page.data else None
-                if not page.has_more or not page.last_id or (oldest is not None and oldest < earliest):
+                page = await self.list(after=after)
+                for task in page.tasks:
+                    if (task.id and task.id not in self._returned and task.id not in exclude
+                            and _matches(task, body, prompt, model, earliest, latest)):
+                        return task
+                oldest = page.tasks[-1].created_at if page.tasks else None
+                if (not page.has_more or not page.last_id or family.list_after_param is None
+                        or (oldest is not None and oldest < earliest)):
                     return None
                 after = page.last_id
         except GatewayError as exc:  # unchecked: never resubmit, report the original loss
-            lost.add_note("The submission may have been accepted, and the lookup failed "
-                          f"({type(exc).__name__}); check gw.videos.list() before submitting again.")
-            raise lost from exc
+            error = lost or exc
+            error.add_note("The submission may have been accepted, and the lookup failed "
+                           f"({type(exc).__name__}); check {family.name}.list() before submitting again.")
+            if error is exc:
+                raise
+            raise error from exc
         return None
 
-    def _returning(self, video: VideoTask) -> VideoTask:
-        if video.id:
-            self._returned.add(video.id)
-        return video
+    async def get(self, task_id: str) -> Task:
+        """The task as it is now."""
+        return (await self.retrieve(task_id))[0]
+
+    async def retrieve(self, task_id: str) -> tuple[Task, httpx.Headers]:
+        """The task and the answer's headers (they may say when to poll next)."""
+        reply: Reply = await self._transport.request("GET", self.family.item_path, family=self.family.name,
+                                                     path_params={ID_PARAM: _id(task_id)})
+        return parse_task(self.family, reply.body), reply.headers
+
+    async def wait(self, task_id: str, *, poll_interval: float | None = None,
+                   timeout: float = DEFAULT_WAIT_TIMEOUT) -> Task:
+        """Poll until the task is terminal (completed, failed or cancelled) and return it.
+
+        Waits `poll_interval` seconds between polls, or what the gateway's poll-after header asks (1 s
+        without one). Raises `Timeout` once `timeout` seconds have passed overall; a failed task is
+        returned, not raised (`task.is_failed`, `task.error_message`).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            task, headers = await self.retrieve(task_id)
+            if task.is_terminal:
+                return task
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Timeout(f"{self.family.name} task {task_id} is still {task.status} after {timeout}s; "
+                              "wait again or check later with get()", method="GET",
+                              path=self.family.item_path.replace("{" + ID_PARAM + "}", task_id))
+            await asyncio.sleep(min(self.pause(headers, poll_interval), left))
+
+    def pause(self, headers: Mapping[str, str], poll_interval: float | None = None) -> float:
+        """Seconds before the next poll: `poll_interval` if given, else what the gateway asked."""
+        if poll_interval is not None:
+            return poll_interval
+        return poll_after_seconds(headers, self.family.poll_after_header)
+
+    async def download(self, task_id: str, variant: str | None = None) -> Any:
+        """A finished task's file, parsed by its Content-Type, never by guess: binary files (video,
+        images) as `Download` bytes carrying `.media_type`, text as str, JSON as its value."""
+        family = self.family
+        query = family.content_query(variant)
+        reply: Reply = await self._transport.request(
+            "GET", family.content_path or "", family=family.name, path_params={ID_PARAM: _id(task_id)},
+            params=query, headers={"accept": "*/*"}, expect_json=False)
+        media_type = reply.headers.get("content-type", "").partition(";")[0].strip().lower()
+        return Download(reply.body, media_type) if isinstance(reply.body, bytes) else reply.body
+
+    async def cancel(self, task_id: str) -> Task:
+        """Ask the gateway to cancel a task; returns the task as the gateway answered."""
+        family = self.family
+        if family.cancel_path is None:
+            raise InvalidRequest("cancel_path", f"the {family.name} task API has no cancel path")
+        reply: Reply = await self._transport.request(family.cancel_method, family.cancel_path,
+                                                     family=family.name, path_params={ID_PARAM: _id(task_id)})
+        return parse_task(family, reply.body)
+
+    async def delete(self, task_id: str) -> dict[str, Any]:
+        """Delete a task and its files; returns the gateway's confirmation."""
+        if self.family.delete_path is None:
+            raise InvalidRequest("delete_path", f"the {self.family.name} task API has no delete path")
+        reply: Reply = await self._transport.request("DELETE", self.family.delete_path, family=self.family.name,
+                                                     path_params={ID_PARAM: _id(task_id)})
+        return dict(reply.body) if isinstance(reply.body, Mapping) else {"raw": reply.body}
+
+    async def list(self, *, after: str | None = None, params: Mapping[str, Any] | None = None) -> TaskPage:
+        """One page of this key's tasks, newest first (the family's `list_params`, then `params`)."""
+        family = self.family
+        if family.list_path is None:
+            raise InvalidRequest("list_path", f"the {family.name} task API has no listing")
+        query: dict[str, Any] = dict(family.list_params)
+        if after is not None and family.list_after_param:
+            query[family.list_after_param] = after
+        query.update(params or {})
+        return await self._transport.request("GET", family.list_path, family=family.name, params=query,
+                                             parse=lambda body, _rid: parse_page(family, body))
+
+    # -- the parts -----------------------------------------------------------------------------------
+
+    async def _post(self, body: Mapping[str, Any]) -> Task:
+        return await self._transport.request("POST", self.family.submit_path, family=self.family.name,
+                                             json=body, idempotent=False,
+                                             parse=lambda data, _rid: parse_task(self.family, data))
+
+    def _returning(self, task: Task) -> Task:
+        if task.id:
+            self._returned.add(task.id)
+        return task
 
 
-def _matches(video: VideoTask, body: Mapping[str, Any], earliest: float, latest: float) -> bool:
-    if video.prompt != body["prompt"] or video.model not in (body["model"], None):
+def _matches(task: Task, body: Mapping[str, Any], prompt: Any, model: Any, earliest: float, latest: float) -> bool:
+    if task.prompt != prompt or task.model not in (model, None):
         return False
-    for name in ("seconds", "size"):  # only what was asked; the gateway fills defaults for the rest
-        if name in body and getattr(video, name) not in (body[name], None):
+    for name, value in body.items():  # what was asked and is echoed (seconds, size); defaults may fill the rest
+        if isinstance(value, str | int | float) and task.raw.get(name) not in (value, None):
             return False
-    return video.created_at is None or earliest <= _seconds(video.created_at) <= latest
-
-
-def _seconds(value: float) -> float:
-    """Unix seconds, also from a gateway that sends milliseconds (spec, response rule 4)."""
-    return value / 1000 if value > 1e11 else value
+    return task.created_at is None or earliest <= task.created_at <= latest
 
 
 def _never_sent(exc: GatewayError) -> bool:
@@ -192,40 +245,60 @@ def _never_sent(exc: GatewayError) -> bool:
     return isinstance(exc, ConnectionFailed) and isinstance(exc.__cause__, _NOT_SENT)
 
 
-def _id(video_id: str) -> str:
-    if not isinstance(video_id, str) or not video_id.strip():
-        raise InvalidRequest("video_id", "required: the id of a video task")
-    return video_id
+def _id(task_id: str) -> str:
+    if not isinstance(task_id, str) or not task_id.strip():
+        raise InvalidRequest("task_id", "required: the id of a task")
+    return task_id
 
 
-class Videos:
-    def __init__(self, twin: AsyncVideos, loop: LoopThread) -> None:
+class Tasks:
+    """The synchronous face of `AsyncTasks`."""
+
+    def __init__(self, twin: AsyncTasks, loop: LoopThread) -> None:
         self._twin, self._loop = twin, loop
 
-    def create(self, prompt: str, *, model: str, seconds: str | int | None = None, size: str | None = None,
-               **extra: Any) -> VideoTask:
-        return self._loop.run(self._twin.create(prompt, model=model, seconds=seconds, size=size, **extra))
+    @property
+    def family(self) -> TaskFamily:
+        return self._twin.family
 
-    def get(self, video_id: str) -> VideoTask:
-        return self._loop.run(self._twin.get(video_id))
+    @property
+    def twin(self) -> AsyncTasks:
+        return self._twin
 
-    def wait(self, video_id: str, *, poll_interval: float | None = None,
-             timeout: float = DEFAULT_WAIT_TIMEOUT) -> VideoTask:
-        return self._loop.run(self._twin.wait(video_id, poll_interval=poll_interval, timeout=timeout))
+    def build(self, prompt: str, *, model: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return self._twin.build(prompt, model=model, params=params)
 
-    def create_and_wait(self, prompt: str, *, model: str, seconds: str | int | None = None,
-                        size: str | None = None, poll_interval: float | None = None,
-                        timeout: float = DEFAULT_WAIT_TIMEOUT, **extra: Any) -> VideoTask:
-        return self._loop.run(self._twin.create_and_wait(
-            prompt, model=model, seconds=seconds, size=size, poll_interval=poll_interval, timeout=timeout,
-            **extra))
+    def create(self, prompt: str, *, model: str, params: Mapping[str, Any] | None = None) -> Task:
+        return self._loop.run(self._twin.create(prompt, model=model, params=params))
 
-    def download(self, video_id: str, variant: str = "video", *, as_image: bool = False) -> Any:
-        return self._loop.run(self._twin.download(video_id, variant, as_image=as_image))
+    def submit(self, body: Mapping[str, Any], *, exclude: Collection[str] = ()) -> Task:
+        return self._loop.run(self._twin.submit(body, exclude=exclude))
 
-    def delete(self, video_id: str) -> dict[str, Any]:
-        return self._loop.run(self._twin.delete(video_id))
+    def look_up(self, body: Mapping[str, Any], *, since: float, exclude: Collection[str] = (),
+                lost: GatewayError | None = None) -> Task | None:
+        return self._loop.run(self._twin.look_up(body, since=since, exclude=exclude, lost=lost))
 
-    def list(self, *, limit: int | None = None, order: str | None = None,
-             after: str | None = None) -> VideoList:
-        return self._loop.run(self._twin.list(limit=limit, order=order, after=after))
+    def get(self, task_id: str) -> Task:
+        return self._loop.run(self._twin.get(task_id))
+
+    def retrieve(self, task_id: str) -> tuple[Task, httpx.Headers]:
+        return self._loop.run(self._twin.retrieve(task_id))
+
+    def wait(self, task_id: str, *, poll_interval: float | None = None,
+             timeout: float = DEFAULT_WAIT_TIMEOUT) -> Task:
+        return self._loop.run(self._twin.wait(task_id, poll_interval=poll_interval, timeout=timeout))
+
+    def pause(self, headers: Mapping[str, str], poll_interval: float | None = None) -> float:
+        return self._twin.pause(headers, poll_interval)
+
+    def download(self, task_id: str, variant: str | None = None) -> Any:
+        return self._loop.run(self._twin.download(task_id, variant))
+
+    def cancel(self, task_id: str) -> Task:
+        return self._loop.run(self._twin.cancel(task_id))
+
+    def delete(self, task_id: str) -> dict[str, Any]:
+        return self._loop.run(self._twin.delete(task_id))
+
+    def list(self, *, after: str | None = None, params: Mapping[str, Any] | None = None) -> TaskPage:
+        return self._loop.run(self._twin.list(after=after, params=params))

@@ -122,7 +122,7 @@ def _default_gateway() -> Any:
 
 
 @contextlib.contextmanager
-def run_tag(conn: Connection, name: str) -> Iterator[None]:
+def run_tag(conn: Connection | None, name: str) -> Iterator[None]:
     """Label the client ledger's rows of this run (`run` column), unless the caller already named one."""
     from gwlab.client import ledger
 
@@ -142,7 +142,7 @@ class _Stopper:
     """The runners of one synchronous call, so an interrupt can stop them from another thread."""
 
     def __init__(self) -> None:
-        self.runners: list[Runner] = []
+        self.runners: list[Any] = []  # Runner, or a task batch: anything with stop()
 
     def stop(self) -> None:
         for runner in self.runners:
@@ -222,3 +222,31 @@ def run_sync(coroutine: Coroutine[Any, Any, T], gateway: Any) -> T:
         if isinstance(summary, RunSummary):  # say what was kept and how to resume, still as an interrupt
             raise RunInterrupted(summary) from None
         raise
+
+
+# --- task APIs ------------------------------------------------------------------------------------
+
+
+def task_client(gateway: Any, family: Any) -> tuple[Any, str]:
+    """The generic task client (`gwlab.client.tasks.AsyncTasks`) of `family` on a gateway's transport,
+    and the gateway's origin (checkpoint keys are per gateway, as for answers)."""
+    from gwlab.client.gateway import AsyncGateway, Gateway
+    from gwlab.client.tasks import AsyncTasks
+
+    if gateway is None:
+        gateway = _default_gateway()
+    if isinstance(gateway, Gateway):
+        transport = gateway.twin.transport
+    elif isinstance(gateway, AsyncGateway):
+        transport = gateway.transport
+    else:
+        raise TypeError(f"gateway= takes a gwlab Gateway or AsyncGateway for task batches; "
+                        f"got {type(gateway).__name__}")
+    return AsyncTasks(transport, family), _origin(transport)
+
+
+def stop_on_interrupt(run: Any) -> None:
+    """Let a first Ctrl-C of the synchronous call running this coroutine stop `run` (it has `stop()`)."""
+    stopper = _STOPPER.get()
+    if stopper is not None:
+        stopper.runners.append(run)

@@ -8,7 +8,7 @@ labels keep their rows). The accessor holds the frame and nothing else.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
 
@@ -22,10 +22,14 @@ from gwlab.frames.families import META_COLUMNS, Family
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.runner import Batch, Budget, Runner
+from gwlab.frames.task_batch import COLUMNS as TASK_COLUMNS
+from gwlab.frames.task_batch import DEFAULT_POLL_INTERVAL, DEFAULT_TIMEOUT, TaskFrame, TaskRun
 from gwlab.frames.templates import Rows, Template, json_value
+from gwlab.wire import images, videos
 from gwlab.wire import models as _models
+from gwlab.wire.tasks import TaskFamily, build_submit
 
-__all__ = ["DEFAULT_MODELS", "GatewayAccessor", "InputLimitWarning", "RunOptions"]
+__all__ = ["DEFAULT_MODELS", "GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
 
 DEFAULT_MODELS = _models.DEFAULT_MODELS  # written once, in wire: gw.decide and the magics share it
 
@@ -46,6 +50,27 @@ class RunOptions(TypedDict, total=False):
     checkpoint: str | Path | AnswerStore | Literal[False] | None
     refresh: bool
     repeats: int
+    errors: Literal["raise", "coerce"]
+    progress: bool
+    join: bool
+    prefix: str
+
+
+class TaskOptions(TypedDict, total=False):
+    """Options every task batch (`df.gw.videos`, `images`, `tasks`) takes (documented in `tasks`)."""
+
+    folder: str | Path | None
+    gateway: Any
+    concurrency: int
+    requests_per_minute: float | None
+    limiter: Limiter | None
+    budget: int | Budget | None
+    prices: Mapping[str, float] | None
+    pilot: int | None
+    checkpoint: str | Path | Checkpoint | Literal[False] | None
+    refresh: bool
+    poll_interval: float
+    timeout: float
     errors: Literal["raise", "coerce"]
     progress: bool
     join: bool
@@ -255,6 +280,210 @@ class GatewayAccessor:
         model = model or DEFAULT_MODELS["text"]
         family = families.messages_family(model, max_tokens=max_tokens, **families.free_params("messages", params))
         return await self._run(family, self._prompts(prompt, system), options)
+
+    # --- asynchronous tasks: one task per row -------------------------------------------------------
+
+    def videos(self, prompt: TemplateSpec, *, model: str | None = None, seconds: str | int | None = None,
+               size: str | None = None, params: Mapping[str, Any] | None = None,
+               **options: Unpack[TaskOptions]) -> TaskFrame:
+        """One video task per row (`gw.videos`), waited for and downloaded; see `tasks` for the options.
+
+        Parameters
+        ----------
+        prompt : str
+            A template over columns (``"{scene}, at dusk"``) or a bare column name.
+        model : str, optional
+            Video model ID (default ``local/video-preview``, ``DEFAULT_MODELS["videos"]``).
+        seconds, size : optional
+            Clip length (4, 8 or 12) and size (``"1280x720"``...), checked before anything is sent.
+        params : dict, optional
+            Further submission fields.
+
+        Returns
+        -------
+        TaskFrame
+            Columns ``task_id``, ``status``, ``error``, ``file`` (the MP4), ``thumbnail`` (a PNG),
+            ``submitted_at``, ``finished_at``, ``seconds`` on the input's index.
+        """
+        coroutine = self.avideos(prompt, model=model, seconds=seconds, size=size, params=params, **options)
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def avideos(self, prompt: TemplateSpec, *, model: str | None = None, seconds: str | int | None = None,
+                      size: str | None = None, params: Mapping[str, Any] | None = None,
+                      **options: Unpack[TaskOptions]) -> TaskFrame:
+        """The async twin of `videos`: await it in a running loop (with an AsyncGateway)."""
+        model = model or DEFAULT_MODELS["videos"]
+
+        def build(text: str) -> dict[str, Any]:
+            return videos.build_create(text, model, seconds, size, **dict(params or {}))
+
+        return await self._run_tasks(videos.VIDEOS, model, prompt, build, options)
+
+    def images(self, prompt: TemplateSpec, *, model: str | None = None, size: str | None = None,
+               params: Mapping[str, Any] | None = None, **options: Unpack[TaskOptions]) -> TaskFrame:
+        """One image task per row (`gw.images`), waited for and downloaded; see `tasks` for the options.
+
+        Parameters
+        ----------
+        prompt : str
+            A template over columns (``"a poster of {title}"``) or a bare column name.
+        model : str, optional
+            Image model ID (default ``local/image-preview``, ``DEFAULT_MODELS["images"]``).
+        size : str, optional
+            ``"512x512"``, ``"1024x1024"``..., checked before anything is sent.
+        params : dict, optional
+            Further submission fields.
+
+        Returns
+        -------
+        TaskFrame
+            Columns ``task_id``, ``status``, ``error``, ``file`` (the PNG), ``thumbnail``,
+            ``submitted_at``, ``finished_at``, ``seconds``; its notebook repr draws the thumbnails.
+
+        Examples
+        --------
+        >>> posters = films.gw.images("a poster of {title}", folder="posters")  # doctest: +SKIP
+        """
+        coroutine = self.aimages(prompt, model=model, size=size, params=params, **options)
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def aimages(self, prompt: TemplateSpec, *, model: str | None = None, size: str | None = None,
+                      params: Mapping[str, Any] | None = None, **options: Unpack[TaskOptions]) -> TaskFrame:
+        """The async twin of `images`: await it in a running loop (with an AsyncGateway)."""
+        model = model or DEFAULT_MODELS["images"]
+
+        def build(text: str) -> dict[str, Any]:
+            return images.build_create(text, model, size, **dict(params or {}))
+
+        return await self._run_tasks(images.IMAGES, model, prompt, build, options)
+
+    def tasks(self, family: TaskFamily, prompt: TemplateSpec, *, model: str,
+              params: Mapping[str, Any] | None = None, **options: Unpack[TaskOptions]) -> TaskFrame:
+        """One task per row on any task API described by `family`; waited for, downloaded, paid for once.
+
+        Every row with no task yet is submitted (under `concurrency`, the rate limit and the budget);
+        every open task is polled every `poll_interval` seconds until it is terminal or `timeout`
+        passes; each completed result is downloaded into `folder`. The task id is written to the
+        checkpoint the moment a submission is answered: re-running the cell, or resuming after the
+        kernel died, polls the tasks already submitted and submits only rows that have none, and a
+        submission whose answer was lost is looked up before anything is resent.
+
+        Parameters
+        ----------
+        family : TaskFamily
+            The task API's description (``gwlab.wire.videos.VIDEOS``, ``gwlab.wire.images.IMAGES``, or
+            your own ``gwlab.TaskFamily``).
+        prompt : str
+            A template over columns or a bare column name, put at the family's prompt field.
+        model : str
+            Model ID, put at the family's model field.
+        params : dict, optional
+            Further submission fields (dotted names nest: ``{"parameters.size": "1024*1024"}``).
+        folder : str or Path, optional
+            Where results are written, as ``{task_id}.{ext}`` (default ``gwlab-tasks/{family}``).
+        gateway : Gateway or AsyncGateway, optional
+            Where to send; default: the process's default gateway (``gwlab.connect()``).
+        concurrency : int, default 4
+            Submissions and polls in flight at once.
+        requests_per_minute : float, optional
+            A limit on submissions (or pass a shared `limiter`); a 429 pauses every submission.
+        budget : int or Budget, optional
+            New tasks this run may create, or ``Budget(cost=dollars)`` with `prices`; checked before
+            anything is sent: rows beyond it are ``not_run``.
+        prices : dict, optional
+            Dollars per task per model (globs allowed); local preview models cost 0.
+        pilot : int, optional
+            Submit only rows among the first `pilot`; the summary estimates the cost and time of the rest.
+        checkpoint : path, Checkpoint, "auto" or None, default "auto"
+            Where task ids are kept (as for ``decide``); None keeps nothing and cannot resume.
+        refresh : bool, default False
+            Submit every row again, ignoring the tasks in the checkpoint (they are paid for again).
+        poll_interval : float, default 1.0
+            Seconds between polls of the open tasks.
+        timeout : float, default 600
+            Seconds the run waits overall; tasks still open are reported with their status and
+            polled again by a re-run.
+        errors : {"raise", "coerce"}, default "raise"
+            "coerce" keeps a failed submission as an error row; a task that failed is a row either way.
+        progress : bool, default True
+            A bar over rows counting submitted, running and finished tasks.
+        join : bool, default True
+            As for ``decide``: the input columns first, then the task columns.
+        prefix : str, default ""
+            Prepended to every task column.
+
+        Returns
+        -------
+        TaskFrame
+            ``task_id``, ``status`` (the task's, or ``error``, ``in_doubt``, ``not_run``), ``error``,
+            ``file``, ``thumbnail``, ``submitted_at``, ``finished_at`` (UTC), ``seconds``; ``.run``
+            says what the run did.
+        """
+        coroutine = self.atasks(family, prompt, model=model, params=params, **options)
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def atasks(self, family: TaskFamily, prompt: TemplateSpec, *, model: str,
+                     params: Mapping[str, Any] | None = None, **options: Unpack[TaskOptions]) -> TaskFrame:
+        """The async twin of `tasks`: await it in a running loop (with an AsyncGateway)."""
+        if not isinstance(family, TaskFamily):
+            raise InvalidRequest("family", f"a gwlab.wire.tasks.TaskFamily; got {type(family).__name__}")
+
+        def build(text: str) -> dict[str, Any]:
+            return build_submit(family, text, model, params)
+
+        return await self._run_tasks(family, model, prompt, build, options)
+
+    async def _run_tasks(self, family: TaskFamily, model: str, prompt: TemplateSpec,
+                         build: Callable[[str], dict[str, Any]], options: TaskOptions) -> TaskFrame:
+        unknown = set(options) - set(TaskOptions.__annotations__)
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+        rows = Template.parse(prompt, self._frame.columns, field="prompt").rows(self._frame)
+        bodies: list[dict[str, Any] | None] = []
+        errors = dict(rows.errors)
+        for position, code in enumerate(rows.codes):
+            if code < 0:
+                bodies.append(None)
+                continue
+            try:
+                bodies.append(build(rows.value(int(code))))
+            except InvalidRequest as exc:
+                if exc.field != "prompt":
+                    raise  # a setting shared by every row: refused before anything is sent
+                bodies.append(None)
+                errors[position] = str(exc)
+        if errors and options.get("errors", "raise") == "raise":
+            position, message = min(errors.items())
+            raise InvalidRequest("prompt", f"row {self._labels([position])[0]!r}: {message} (errors='coerce' "
+                                           "makes it an error row)")
+        prefix = options.get("prefix", "")
+        if options.get("join", True):
+            clash = [f"{prefix}{c}" for c in TASK_COLUMNS if f"{prefix}{c}" in self._frame.columns]
+            if clash:
+                raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' "
+                                               "or join=False")
+        client, origin = _client.task_client(options.get("gateway"), family)
+        limiter = options.get("limiter") or TokenBucket(options.get("requests_per_minute"))
+        checkpoint, owned = _checkpoint(options.get("checkpoint", "auto"))
+        try:
+            run = TaskRun(client, family, model, self._frame.index, bodies, errors,
+                          folder=Path(options.get("folder") or Path("gwlab-tasks") / family.name), origin=origin,
+                          concurrency=options.get("concurrency", 4), limiter=limiter, budget=options.get("budget"),
+                          prices=options.get("prices"), pilot=options.get("pilot"), checkpoint=checkpoint,
+                          refresh=options.get("refresh", False), errors=options.get("errors", "raise"),
+                          progress=options.get("progress", True),
+                          poll_interval=options.get("poll_interval", DEFAULT_POLL_INTERVAL),
+                          timeout=options.get("timeout", DEFAULT_TIMEOUT))
+            _client.stop_on_interrupt(run)
+            with _client.run_tag(None, family.name):
+                frame, summary = await run.run()
+        finally:
+            if owned and checkpoint is not None:
+                checkpoint.close()
+        if run.failure is not None:
+            raise run.failure
+        answers = self._wrap(frame, {"join": options.get("join", True), "prefix": prefix})
+        return TaskFrame.wrap(answers, summary)
 
     # --- the shared steps -----------------------------------------------------------------------
 

@@ -52,6 +52,8 @@ MODELS: tuple[ModelInfo, ...] = (
       if smollm2.installed() else ()),
     ModelInfo("local/video-preview", "Preview renderer (not a generative video model)",
               "Renders the prompt as text frames into a short MP4, for exercising task APIs", ("videos",)),
+    ModelInfo("local/image-preview", "Image preview renderer (not a generative image model)",
+              "Draws the prompt as text on a PNG, for exercising image task APIs", ("images",)),
 )
 _BY_ID = {m.id: m for m in MODELS}
 _user: dict[str, ModelInfo] = {}  # the user's GGUF models of this process (add_gguf)

@@ -17,18 +17,12 @@ from types import ModuleType
 
 from PIL import Image, ImageDraw, ImageFont
 
+from gwlab.local.task_worker import Cancelled, RendererUnavailable
+
 FPS = 8  # a preview: few frames keep a 12 s clip at 1792x1024 quick to encode on two cores
 STEPS = 10  # progress is reported in this many steps (10 %, 20 %, ... 100 %)
 SPRITE_COLUMNS, SPRITE_WIDTH = 4, 160
 BANNER = "gwlab local PREVIEW renderer - not a generative video model"
-
-
-class RendererUnavailable(RuntimeError):
-    """PyAV (the `local` extra) is not installed, so no MP4 can be encoded."""
-
-
-class Cancelled(Exception):
-    """The caller asked to stop (the task was deleted or the gateway is shutting down)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +60,7 @@ class _Painter:
         w, h = self.spec.width, self.spec.height
         digest = hashlib.sha256(self.spec.prompt.encode()).digest()  # same prompt, same colours
         top, bottom = digest[:3], digest[3:6]
-        self.base = _backdrop(self.spec.backdrop, w, h) or _gradient(w, h, top, bottom)
+        self.base = _backdrop(self.spec.backdrop, w, h) or gradient(w, h, top, bottom)
         size = max(18, min(w, h) // 16)
         self.big = ImageFont.load_default(size=size)
         self.small = ImageFont.load_default(size=max(12, size // 2))
@@ -95,7 +89,8 @@ class _Painter:
         return image
 
 
-def _gradient(w: int, h: int, top: bytes, bottom: bytes) -> Image.Image:
+def gradient(w: int, h: int, top: bytes, bottom: bytes) -> Image.Image:
+    """A vertical blend of two colours (half brightness, so white text stays readable); the image renderer's too."""
     column = Image.new("RGB", (1, 256))
     column.putdata([tuple(int(a + (b - a) * y / 255) // 2 for a, b in zip(top, bottom, strict=True))
                     for y in range(256)])
@@ -118,7 +113,8 @@ def check_image(data: bytes) -> None:
         raise ValueError(f"not a readable image ({exc})") from None
 
 
-def _png(image: Image.Image) -> bytes:
+def png(image: Image.Image) -> bytes:
+    """The image as PNG bytes."""
     out = io.BytesIO()
     image.save(out, format="PNG")
     return out.getvalue()
@@ -168,8 +164,8 @@ def render(spec: PreviewSpec, on_step: Callable[[int], bool] = lambda progress: 
             container.mux(packet)
     finally:
         container.close()
-    thumbnail = _png(thumb or painter.frame(0))
-    return RenderedVideo(out.getvalue(), thumbnail, _png(_sheet(tiles)), spec.frame_count)
+    thumbnail = png(thumb or painter.frame(0))
+    return RenderedVideo(out.getvalue(), thumbnail, png(_sheet(tiles)), spec.frame_count)
 
 
 def _sheet(tiles: list[Image.Image]) -> Image.Image:

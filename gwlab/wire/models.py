@@ -25,8 +25,11 @@ __all__ = ["DEFAULT_MODELS", "ModelInfo", "ModelList", "check_model_id", "parse_
 # as good on short answers, better on summaries, 0.6x the CPU and memory, and Apache-2.0.
 # Realtime (the RealtimeConsole widget; the gateway's POST /realtime/sessions without a model): SmolLM2 too,
 # within the 1.2 s first-audio goal, told to answer in a sentence or two (docs/gateway.md, "Realtime voice").
+# Videos and images: the embedded gateway's preview renderers (they draw the prompt; they generate nothing),
+# also what its routes use when a submission names no model.
 DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "text": "local/smollm2-135m-instruct",
-                  "realtime": "local/realtime-smollm2-135m-instruct"}
+                  "realtime": "local/realtime-smollm2-135m-instruct", "videos": "local/video-preview",
+                  "images": "local/image-preview"}
 
 
 def check_model_id(model: Any, field_name: str = "model") -> str:

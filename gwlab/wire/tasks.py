@@ -1,8 +1,12 @@
-"""Video tasks (protocols.md §8): the create body, list and content parameters, a typed video object.
+"""Asynchronous task APIs described by data (spec, Conventions rule 7): submit, retrieve, list, content.
 
-Strict writer: a submission is billable, so `build_create` refuses a bad prompt, duration or size here,
-before anything is sent, and omits unset options (spec, Conventions rule 2). Tolerant reader:
-`parse_video` types the fields of the video object and keeps everything it was sent in `raw`.
+The spec leaves the paths, bodies and status values of task APIs open, so gateways differ. A
+`TaskFamily` is the whole difference written as data: where to submit, where a task is read (the
+path with `{task_id}`), which fields hold the id, status, progress, error and creation time (dotted
+paths such as `output.task_id` reach into nested objects), which statuses are terminal and what each
+means, where the result is downloaded and in which variants. Videos (`gwlab.wire.videos.VIDEOS`) and
+images (`gwlab.wire.images.IMAGES`) are two descriptions; a third gateway is reached by a third
+description, not new code. Everything here is pure: the client does the I/O.
 """
 
 from __future__ import annotations
@@ -13,194 +17,219 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
-from gwlab.wire.limits import (
-    LIST_ORDERS,
-    TASK_CANCELLED_STATUSES,
-    VIDEO_DEFAULT_VARIANT,
-    VIDEO_LIST_LIMIT_RANGE,
-    VIDEO_POLL_AFTER_HEADER,
-    VIDEO_POLL_DEFAULT_SECONDS,
-    VIDEO_SECONDS,
-    VIDEO_SIZES,
-    VIDEO_TERMINAL,
-    VIDEO_VARIANTS,
-)
+from gwlab.wire.limits import TASK_CANCELLED_STATUSES, VIDEO_POLL_AFTER_HEADER, VIDEO_POLL_DEFAULT_SECONDS
 
-__all__ = [
-    "VideoList",
-    "VideoTask",
-    "build_create",
-    "build_remix",
-    "content_params",
-    "is_completed",
-    "is_terminal",
-    "list_params",
-    "parse_video",
-    "parse_video_list",
-    "poll_after_seconds",
-]
+__all__ = ["TASK_STATES", "Task", "TaskFamily", "TaskPage", "build_submit", "get_field", "parse_page",
+           "parse_task", "poll_after_seconds"]
 
-
-# --- requests -------------------------------------------------------------------------------------------
-
-
-def build_create(
-    prompt: str, model: str, seconds: str | int | None = None, size: str | None = None, **extra: Any
-) -> dict[str, Any]:
-    """The body of `POST /videos`; `seconds` may be given as 4, 8 or 12 and is sent as a string."""
-    body: dict[str, Any] = {"prompt": _text(prompt, "prompt"), "model": _text(model, "model")}
-    if seconds is not None:
-        duration = str(seconds) if isinstance(seconds, int) and not isinstance(seconds, bool) else seconds
-        if duration not in VIDEO_SECONDS:
-            raise InvalidRequest("seconds", f"must be one of {', '.join(VIDEO_SECONDS)}; got {seconds!r}")
-        body["seconds"] = duration
-    if size is not None:
-        if size not in VIDEO_SIZES:
-            raise InvalidRequest("size", f"must be one of {', '.join(VIDEO_SIZES)}; got {size!r}")
-        body["size"] = size
-    body.update({key: value for key, value in extra.items() if value is not None})
-    return body
-
-
-def build_remix(prompt: str) -> dict[str, Any]:
-    """The body of `POST /videos/{id}/remix`."""
-    return {"prompt": _text(prompt, "prompt")}
-
-
-def content_params(variant: str = VIDEO_DEFAULT_VARIANT) -> dict[str, str]:
-    """Query parameters of `GET /videos/{id}/content`: which file to download."""
-    if variant not in VIDEO_VARIANTS:
-        raise InvalidRequest("variant", f"must be one of {', '.join(VIDEO_VARIANTS)}; got {variant!r}")
-    return {"variant": variant}
-
-
-def list_params(
-    limit: int | None = None, order: str | None = None, after: str | None = None
-) -> dict[str, Any]:
-    """Query parameters of `GET /videos`, unset ones omitted."""
-    params: dict[str, Any] = {}
-    if limit is not None:
-        low, high = VIDEO_LIST_LIMIT_RANGE
-        if isinstance(limit, bool) or not isinstance(limit, int) or not low <= limit <= high:
-            raise InvalidRequest("limit", f"must be an integer from {low} to {high}; got {limit!r}")
-        params["limit"] = limit
-    if order is not None:
-        if order not in LIST_ORDERS:
-            raise InvalidRequest("order", f"must be one of {', '.join(LIST_ORDERS)}; got {order!r}")
-        params["order"] = order
-    if after is not None:
-        params["after"] = _text(after, "after")
-    return params
-
-
-def _text(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequest(name, "must be a non-empty string")
-    return value
-
-
-# --- statuses -------------------------------------------------------------------------------------------
-
-
-def is_terminal(status: str | None) -> bool:
-    """Whether polling can stop: completed, failed, or cancelled (spec, Conventions rule 7)."""
-    return status in VIDEO_TERMINAL or status in TASK_CANCELLED_STATUSES
-
-
-def is_completed(status: str | None) -> bool:
-    """Whether the result can be downloaded."""
-    return status == "completed"
-
-
-def poll_after_seconds(headers: Mapping[str, str], default: float = VIDEO_POLL_DEFAULT_SECONDS) -> float:
-    """How long to wait before the next poll: the `openai-poll-after-ms` header, else `default`."""
-    for name, value in headers.items():
-        if name.lower() == VIDEO_POLL_AFTER_HEADER:
-            try:
-                millis = float(value)
-            except (TypeError, ValueError):
-                return default
-            return millis / 1000 if millis >= 0 else default  # NaN fails the test too
-    return default
-
-
-# --- results ------------------------------------------------------------------------------------------
+# what every family's statuses are read as: queued, running, or one of the three terminal states
+TASK_STATES = ("queued", "in_progress", "completed", "failed", "cancelled")
+ID_PARAM = "task_id"  # the placeholder of a task's id in a family's paths
 
 
 @dataclass(frozen=True, slots=True)
-class VideoTask:
-    """A video object; `raw` keeps every field the gateway sent, known or not."""
+class TaskFamily:
+    """One task API, described: paths relative to the base URL, field names, status values.
+
+    Paths hold `{task_id}` where the id goes (URL-encoded when sent). A family without `list_path`
+    cannot look a lost submission up, so such a loss is reported, never resubmitted.
+    """
+
+    name: str  # ledger label and error text: "videos", "images"
+    submit_path: str  # POST a submission here
+    item_path: str  # GET a task: "/videos/{task_id}"
+    content_path: str | None = None  # GET a result file: "/videos/{task_id}/content"
+    variant_param: str | None = "variant"  # the query parameter choosing a file (None: one file only)
+    variants: tuple[str, ...] = ()  # files a completed task offers; the first is the main result
+    thumbnail_variant: str | None = None  # a small image of the result, for previews
+    list_path: str | None = None  # GET this key's tasks, newest first (for lookups)
+    cancel_path: str | None = None  # cancel a task: "/images/tasks/{task_id}/cancel"
+    cancel_method: str = "POST"
+    delete_path: str | None = None  # DELETE a task and its files
+    id_field: str = "id"
+    status_field: str = "status"
+    progress_field: str | None = "progress"
+    error_field: str | None = "error"
+    created_field: str | None = "created_at"
+    prompt_field: str = "prompt"  # where the prompt goes in a submission, and is echoed in a task
+    model_field: str = "model"
+    queued: tuple[str, ...] = ("queued",)
+    completed: tuple[str, ...] = ("completed",)
+    failed: tuple[str, ...] = ("failed",)
+    cancelled: tuple[str, ...] = TASK_CANCELLED_STATUSES
+    # the listing: where its items are, how to ask for the next page and for newest first
+    list_items_field: str = "data"
+    list_last_id_field: str | None = "last_id"
+    list_has_more_field: str | None = "has_more"
+    list_after_param: str | None = "after"
+    list_params: tuple[tuple[str, str], ...] = (("order", "desc"), ("limit", "100"))
+    poll_after_header: str | None = VIDEO_POLL_AFTER_HEADER  # milliseconds to wait, when the gateway says
+
+    def __post_init__(self) -> None:
+        if not self.name or not isinstance(self.name, str):
+            raise InvalidRequest("name", "a task family needs a non-empty name")
+        for name in ("submit_path", "item_path", "content_path", "list_path", "cancel_path", "delete_path"):
+            path = getattr(self, name)
+            if path is not None and (not isinstance(path, str) or not path.startswith("/")):
+                raise InvalidRequest(name, f"must be a path starting with '/', relative to the base URL; "
+                                           f"got {path!r}")
+        for name in ("item_path", "content_path", "cancel_path", "delete_path"):
+            path = getattr(self, name)
+            if path is not None and "{" + ID_PARAM + "}" not in path:
+                raise InvalidRequest(name, f"must hold '{{{ID_PARAM}}}' where the task id goes; got {path!r}")
+        if self.cancel_method not in ("POST", "DELETE", "PUT"):
+            raise InvalidRequest("cancel_method", f"must be POST, DELETE or PUT; got {self.cancel_method!r}")
+        if not self.completed:
+            raise InvalidRequest("completed", "name at least one status that means the task succeeded")
+
+    def state(self, status: str | None) -> str | None:
+        """The status as one of `TASK_STATES` (a non-terminal status not listed reads as in_progress)."""
+        if status is None:
+            return None
+        for state, values in (("completed", self.completed), ("failed", self.failed),
+                              ("cancelled", self.cancelled), ("queued", self.queued)):
+            if status in values:
+                return state
+        return "in_progress"
+
+    @property
+    def main_variant(self) -> str | None:
+        return self.variants[0] if self.variants else None
+
+    def content_query(self, variant: str | None = None) -> dict[str, str]:
+        """Query parameters of a download; InvalidRequest naming `variant` for one the family lacks."""
+        if self.content_path is None:
+            raise InvalidRequest("content_path", f"the {self.name} task API has no download path")
+        chosen = variant or self.main_variant
+        if chosen is None or self.variant_param is None:
+            return {}
+        if self.variants and chosen not in self.variants:
+            raise InvalidRequest("variant", f"must be one of {', '.join(self.variants)}; got {variant!r}")
+        return {self.variant_param: chosen}
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A task as a family's gateway sent it: typed where the description says, everything kept in `raw`."""
 
     id: str | None = None
-    status: str | None = None
-    progress: int | None = None
+    status: str | None = None  # as sent
+    state: str | None = None  # as read: one of TASK_STATES
+    progress: float | None = None
+    created_at: float | None = None  # Unix seconds (milliseconds are converted)
+    error: Any = None
+    prompt: str | None = field(default=None, repr=False)
     model: str | None = None
-    prompt: str | None = field(default=None, repr=False)  # may be long: kept out of the repr
-    size: str | None = None
-    seconds: str | None = None
-    created_at: float | None = None
-    completed_at: float | None = None
-    expires_at: float | None = None
-    remixed_from_video_id: str | None = None
-    error: Mapping[str, Any] | None = None
+    family: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def is_terminal(self) -> bool:
-        return is_terminal(self.status)
+        return self.state in ("completed", "failed", "cancelled")
 
     @property
     def is_completed(self) -> bool:
-        return is_completed(self.status)
+        return self.state == "completed"
 
     @property
     def is_failed(self) -> bool:
-        return self.status == "failed"
+        return self.state == "failed"
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self.state == "cancelled"
 
     @property
     def error_message(self) -> str | None:
         """The failure's message (or code) when there is one."""
         if not self.error:
             return None
-        return str(self.error.get("message") or self.error.get("code") or dict(self.error))
+        if isinstance(self.error, Mapping):
+            return str(self.error.get("message") or self.error.get("code") or dict(self.error))
+        return str(self.error)
 
 
-def parse_video(data: Any) -> VideoTask:
-    """A typed video object; values of an unexpected type read as None, the originals stay in `raw`."""
+def get_field(data: Any, path: str | None) -> Any:
+    """The value at a dotted path (`output.task_id`), or None where any step is missing."""
+    if path is None:
+        return None
+    for part in path.split("."):
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(part)
+    return data
+
+
+def _put_field(body: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        body = body.setdefault(part, {})
+        if not isinstance(body, dict):
+            raise InvalidRequest(path, f"'{part}' is both a value and an object in this submission")
+    body[last] = value
+
+
+def build_submit(family: TaskFamily, prompt: str, model: str,
+                 params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A submission: prompt and model at the family's fields (dotted paths nest), then `params` (dotted
+    keys nest too); unset (None) parameters are omitted (spec, Conventions rule 2)."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InvalidRequest("prompt", "must be a non-empty string")
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidRequest("model", "must be a non-empty string")
+    body: dict[str, Any] = {}
+    _put_field(body, family.model_field, model)
+    _put_field(body, family.prompt_field, prompt)
+    for name, value in (params or {}).items():
+        if value is not None:
+            _put_field(body, name, value)
+    return body
+
+
+def parse_task(family: TaskFamily, data: Any) -> Task:
+    """A typed task; fields of an unexpected type read as None, the originals stay in `raw`."""
     if not isinstance(data, Mapping):
-        return VideoTask(raw={})
-    seconds = data.get("seconds")
-    progress = data.get("progress")
-    error = data.get("error")
-    return VideoTask(
-        id=_str(data.get("id")), status=_str(data.get("status")),
-        progress=int(progress) if _is_number(progress) else None,
-        model=_str(data.get("model")), prompt=_str(data.get("prompt")), size=_str(data.get("size")),
-        seconds=f"{seconds:g}" if _is_number(seconds) else _str(seconds),  # some gateways send 4, not "4"
-        created_at=_time(data.get("created_at")), completed_at=_time(data.get("completed_at")),
-        expires_at=_time(data.get("expires_at")),
-        remixed_from_video_id=_str(data.get("remixed_from_video_id")),
-        error=dict(error) if isinstance(error, Mapping) else None,
-        raw=dict(data),
-    )
+        return Task(family=family.name, raw={})
+    status = _str(get_field(data, family.status_field))
+    progress = get_field(data, family.progress_field)
+    return Task(
+        id=_str(get_field(data, family.id_field)), status=status, state=family.state(status),
+        progress=float(progress) if _is_number(progress) else None,
+        created_at=_seconds(get_field(data, family.created_field)),
+        error=get_field(data, family.error_field) or None,
+        prompt=_str(get_field(data, family.prompt_field)), model=_str(get_field(data, family.model_field)),
+        family=family.name, raw=dict(data))
 
 
 @dataclass(frozen=True, slots=True)
-class VideoList:
-    """One page of `GET /videos`."""
+class TaskPage:
+    """One page of a family's listing."""
 
-    data: list[VideoTask]
-    first_id: str | None = None
+    tasks: list[Task]
     last_id: str | None = None
     has_more: bool = False
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
-def parse_video_list(data: Any) -> VideoList:
-    body = data if isinstance(data, Mapping) else {}
-    items = body.get("data") if isinstance(body.get("data"), list) else []
-    return VideoList([parse_video(item) for item in items], _str(body.get("first_id")),
-                     _str(body.get("last_id")), body.get("has_more") is True, dict(body))
+def parse_page(family: TaskFamily, data: Any) -> TaskPage:
+    items = get_field(data, family.list_items_field)
+    tasks = [parse_task(family, item) for item in items] if isinstance(items, list) else []
+    last_id = _str(get_field(data, family.list_last_id_field)) or (tasks[-1].id if tasks else None)
+    return TaskPage(tasks, last_id, get_field(data, family.list_has_more_field) is True)
+
+
+def poll_after_seconds(headers: Mapping[str, str], name: str | None = VIDEO_POLL_AFTER_HEADER,
+                       default: float = VIDEO_POLL_DEFAULT_SECONDS) -> float:
+    """How long to wait before the next poll: the gateway's milliseconds header `name`, else `default`."""
+    if name is None:
+        return default
+    for key, value in headers.items():
+        if key.lower() == name:
+            try:
+                millis = float(value)
+            except (TypeError, ValueError):
+                return default
+            return millis / 1000 if millis >= 0 else default  # NaN fails the test too
+    return default
 
 
 def _str(value: Any) -> str | None:
@@ -213,6 +242,8 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
-def _time(value: Any) -> float | None:
-    """Unix time as sent (seconds here; the spec allows other forms per endpoint: kept in `raw`)."""
-    return value if _is_number(value) else None
+def _seconds(value: Any) -> float | None:
+    """Unix seconds, also from a gateway that sends milliseconds (spec, response rule 4)."""
+    if not _is_number(value):
+        return None
+    return value / 1000 if value > 1e11 else float(value)

@@ -15,6 +15,7 @@ from gatewaykit import RunningGateway
 DECIDE, TEXT, VIDEO, REALTIME = ("local/decide-e5-small", "local/gemma-3-270m", "local/video-preview",
                                  "local/realtime-gemma-3-270m")
 ANTHROPIC_VERSION = {"anthropic-version": "2023-06-01"}
+IMAGE = "local/image-preview"
 SYSTEM_ONE = {"model": DECIDE, "state": "x", "questions": {"q": {"type": "noul", "instructions": "Is it?"}}}
 SDP_OFFER = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
 
@@ -58,6 +59,12 @@ ENDPOINTS = [
     Endpoint("videos.content", "GET", "/videos/video_missing/content"),
     Endpoint("videos.delete", "DELETE", "/videos/video_missing"),
     Endpoint("videos.remix", "POST", "/videos/video_missing/remix", {"prompt": "x"}),
+    Endpoint("images.create", "POST", "/images/tasks", {"prompt": "x", "model": IMAGE}, IMAGE),
+    Endpoint("images.list", "GET", "/images/tasks"),
+    Endpoint("images.retrieve", "GET", "/images/tasks/imgtask_missing"),
+    Endpoint("images.content", "GET", "/images/tasks/imgtask_missing/content"),
+    Endpoint("images.cancel", "POST", "/images/tasks/imgtask_missing/cancel"),
+    Endpoint("images.delete", "DELETE", "/images/tasks/imgtask_missing"),
     Endpoint("realtime.sessions", "POST", "/realtime/sessions", {"model": REALTIME}, REALTIME),
     Endpoint("realtime.webrtc", "POST", f"/realtime?model={REALTIME}", SDP_OFFER,
              headers={"content-type": "application/sdp"}),

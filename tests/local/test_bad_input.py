@@ -45,6 +45,7 @@ POSTS = [
          family="typesafe"),
     Post("videos", "/videos", {"prompt": "x"}, ({"prompt": ["x"]}, "prompt")),
     Post("videos.remix", "/videos/video_missing/remix", {"prompt": "x"}, ({"prompt": 5}, "prompt")),
+    Post("images", "/images/tasks", {"prompt": "x"}, ({"prompt": ["x"]}, "prompt")),
     Post("realtime.sessions", "/realtime/sessions", {"model": REALTIME},
          ({"model": REALTIME, "voice": 5}, "voice")),
 ]

@@ -1,15 +1,13 @@
 """Videos: the OpenAI videos task API (protocols.md section 8) over the local preview renderer.
 
-A submission is stored as a task (status queued) and rendered by one background worker thread,
-which moves it to in_progress with progress 0..100 and then to completed or failed. Every change is
-written to SQLite, so a restarted gateway resumes the tasks it had not finished (`setup`)."""
+A submission is stored as a task (status queued) and rendered by the family's `TaskWorker`
+(`gwlab/local/task_worker.py`), which moves it to in_progress with progress 0..100 and then to
+completed or failed, writing every change to SQLite, so a restarted gateway resumes unfinished tasks."""
 
 from __future__ import annotations
 
-import queue
-import secrets
-import threading
 import time
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -23,14 +21,16 @@ from gwlab.local.body import BodyTooLarge, field, read_json
 from gwlab.local.errors import APIError
 from gwlab.local.settings import Settings
 from gwlab.local.store import KeyRecord, Store
-from gwlab.wire import tasks
-from gwlab.wire.limits import VIDEO_DEFAULT_VARIANT, VIDEO_POLL_AFTER_HEADER, VIDEO_TERMINAL
+from gwlab.local.task_worker import Files, Render, TaskWorker, content, load, new_id, page, poll_headers
+from gwlab.wire import videos
+from gwlab.wire.limits import VIDEO_DEFAULT_VARIANT
+from gwlab.wire.models import DEFAULT_MODELS
 
 router = APIRouter(tags=["videos"])
 Key = Annotated[KeyRecord, Depends(require_key)]
 
 KIND = "video"
-DEFAULT_MODEL = "local/video-preview"  # OpenAI defaults an omitted model too (to sora-2)
+DEFAULT_MODEL = DEFAULT_MODELS["videos"]  # OpenAI defaults an omitted model too (to sora-2)
 DEFAULT_SECONDS, DEFAULT_SIZE = "4", "720x1280"
 MAX_PROMPT_CHARS = 32_000  # the task body is rewritten at every progress step; keep it small
 _FILES = {"video": ("video/mp4", "mp4"), "thumbnail": ("image/png", "png"),
@@ -41,112 +41,31 @@ _REFERENCE = "input_reference"  # stored beside the outputs so a resumed render 
 # --- the worker ------------------------------------------------------------------------------------
 
 
-class VideoWorker:
-    """Renders queued videos one at a time on a daemon thread, pacing progress for pollers.
+def _renderer(store: Store) -> Render:
+    def render(task_id: str, video: dict[str, Any], on_step: Callable[[int], bool]) -> Files:
+        from gwlab.local import video_render  # Pillow and PyAV: the `local` extra
 
-    Deletion and shutdown race with rendering; `_lock` makes "still wanted?" and "write" one step, so
-    a deleted task is never written back and a stopped render leaves its task resumable."""
-
-    def __init__(self, store: Store, settings: Settings) -> None:
-        self.store, self.pace = store, settings.video_seconds_per_step
-        self._queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._deleted: set[str] = set()
-        self._thread = threading.Thread(target=self._run, name="gwlab-video-render", daemon=True)
-
-    def start(self) -> None:
-        """Start the thread and queue what an earlier run left unfinished, oldest first."""
-        unfinished = [t for t in self.store.unfinished_tasks() if t[2].get("object") == KIND]
-        for task_id, key_id, _ in sorted(unfinished, key=lambda t: (t[2].get("created_at", 0), t[0])):
-            self._queue.put((task_id, key_id))
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop after the current step; an interrupted task stays in_progress and resumes next start."""
-        self._stop.set()
-        self._queue.put(None)
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
-
-    def submit(self, task_id: str, key_id: int) -> None:
-        self._queue.put((task_id, key_id))
-
-    def delete(self, task_id: str, key_id: int) -> bool:
-        with self._lock:
-            self._deleted.add(task_id)
-            return self.store.delete_task(task_id, key_id)
-
-    def _update(self, task_id: str, key_id: int, video: dict[str, Any], **changes: Any) -> bool:
-        with self._lock:
-            if task_id in self._deleted:
-                return False
-            video.update(changes)
-            self.store.save_task(task_id, key_id, KIND, video)
-            return True
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            item = self._queue.get()
-            if item is None:
-                return
-            try:
-                self._render(*item)
-            except Exception as exc:  # a broken task must not end the worker
-                self._fail(*item, "render_failed", f"The preview renderer failed: {exc}")
-
-    def _fail(self, task_id: str, key_id: int, code: str, message: str) -> None:
-        video = self.store.load_task(task_id, key_id)
-        if video is not None:
-            self._update(task_id, key_id, video, status="failed", error={"code": code, "message": message})
-
-    def _render(self, task_id: str, key_id: int) -> None:
-        video = self.store.load_task(task_id, key_id)
-        if video is None or video.get("status") in VIDEO_TERMINAL:
-            return
-        done = int(video.get("progress") or 0)  # a resumed render never shows progress going back
-        if not self._update(task_id, key_id, video, status="in_progress", progress=done):
-            return
-        try:  # Pillow and PyAV come with the `local` extra; without them the gateway still serves the rest
-            from gwlab.local import video_render
-        except ImportError as exc:
-            self._fail(task_id, key_id, "renderer_unavailable",
-                       f"The preview renderer needs {exc.name}: pip install 'gwlab[local]'")
-            return
         width, height = (int(n) for n in video["size"].split("x"))
-        reference = self.store.load_content(task_id, _REFERENCE)
+        reference = store.load_content(task_id, _REFERENCE)
         spec = video_render.PreviewSpec(video["prompt"], width, height, int(video["seconds"]),
                                         reference[1] if reference else None)
+        result = video_render.render(spec, on_step)
+        return {"video": (_FILES["video"][0], result.video), "thumbnail": (_FILES["thumbnail"][0], result.thumbnail),
+                "spritesheet": (_FILES["spritesheet"][0], result.spritesheet)}
 
-        def on_step(progress: int) -> bool:
-            if self._stop.wait(self.pace):
-                return False
-            return self._update(task_id, key_id, video, progress=max(progress, video["progress"]))
-
-        try:
-            result = video_render.render(spec, on_step)
-        except video_render.Cancelled:
-            return
-        except video_render.RendererUnavailable as exc:
-            self._fail(task_id, key_id, "renderer_unavailable", str(exc))
-            return
-        with self._lock:  # the files first, then the status: "completed" always means downloadable
-            if task_id in self._deleted:
-                return
-            for variant, data in (("video", result.video), ("thumbnail", result.thumbnail),
-                                  ("spritesheet", result.spritesheet)):
-                self.store.save_content(task_id, variant, _FILES[variant][0], data)
-        self._update(task_id, key_id, video, status="completed", progress=100, completed_at=int(time.time()))
+    return render
 
 
 def setup(app: FastAPI) -> None:
     """Give the app its render worker: started (and resuming unfinished tasks) with the server."""
-    worker = app.state.video_worker = VideoWorker(app.state.store, app.state.settings)
+    settings: Settings = app.state.settings
+    worker = app.state.video_worker = TaskWorker(app.state.store, KIND, _renderer(app.state.store),
+                                                 settings.video_seconds_per_step)
     app.router.on_startup.append(worker.start)
     app.router.on_shutdown.append(worker.stop)
 
 
-def _worker(request: Request) -> VideoWorker:
+def _worker(request: Request) -> TaskWorker:
     return request.app.state.video_worker
 
 
@@ -207,20 +126,15 @@ def _model(key: KeyRecord, body: dict[str, Any]) -> str:
     return model
 
 
-def _new_id() -> str:
-    """Time-ordered ids (creation time in hex, then randomness), so listings sort by creation."""
-    return f"video_{time.time_ns():016x}{secrets.token_hex(6)}"
-
-
 def _new_video(model: str, prompt: str, size: str, seconds: str,
                remixed_from: str | None = None) -> dict[str, Any]:
-    return {"id": _new_id(), "object": "video", "model": model, "status": "queued", "progress": 0,
+    return {"id": new_id("video_"), "object": "video", "model": model, "status": "queued", "progress": 0,
             "created_at": int(time.time()), "completed_at": None, "expires_at": None, "prompt": prompt,
             "size": size, "seconds": seconds, "remixed_from_video_id": remixed_from, "error": None}
 
 
 def _prompt(body: dict[str, Any]) -> str:
-    prompt = tasks.build_remix(body.get("prompt"))["prompt"]  # the client's validator: one rule, both sides
+    prompt = videos.build_remix(body.get("prompt"))["prompt"]  # the client's validator: one rule, both sides
     if len(prompt) > MAX_PROMPT_CHARS:
         raise APIError(400, f"'prompt' is longer than {MAX_PROMPT_CHARS} characters", param="prompt")
     return prompt
@@ -237,18 +151,11 @@ def _submit(request: Request, key: KeyRecord, video: dict[str, Any], reference: 
 
 def _poll_headers(request: Request, video: dict[str, Any]) -> dict[str, str]:
     """`openai-poll-after-ms`: the SDK's poll helper waits this long instead of a full second."""
-    if video["status"] in VIDEO_TERMINAL:
-        return {}
-    step_ms = int(request.app.state.settings.video_seconds_per_step * 1000)
-    return {VIDEO_POLL_AFTER_HEADER: str(max(100, min(step_ms, 1000)))}
+    return poll_headers(request.app.state.settings.video_seconds_per_step, video)
 
 
 def _load(request: Request, key: KeyRecord, video_id: str) -> dict[str, Any]:
-    video = request.app.state.store.load_task(video_id, key.id)
-    if video is None or video.get("object") != KIND:
-        raise APIError(404, f"No video with id '{video_id}'", code="video_not_found", param="video_id")
-    request.state.model = video.get("model")
-    return video
+    return load(request, key.id, video_id, kind=KIND, noun="video", code="video", param="video_id")
 
 
 # --- the endpoints ---------------------------------------------------------------------------------
@@ -260,7 +167,7 @@ async def create_video(request: Request, key: Key) -> JSONResponse:
     prompt = _prompt(body)  # the required field first, as OpenAI reports it
     model = request.state.model = _model(key, body)
     # the client's validator: InvalidRequest naming the field -> 400; seconds 4 reads as "4"
-    checked = tasks.build_create(prompt, model, body.get("seconds"), body.get("size"))
+    checked = videos.build_create(prompt, model, body.get("seconds"), body.get("size"))
     seconds, size = checked.get("seconds", DEFAULT_SECONDS), checked.get("size", DEFAULT_SIZE)
     return _submit(request, key, _new_video(model, prompt, size, seconds), reference)
 
@@ -277,17 +184,8 @@ async def remix_video(video_id: str, request: Request, key: Key) -> JSONResponse
 @router.get("/videos")
 async def list_videos(request: Request, key: Key, limit: int = 20, order: str = "desc",
                       after: str | None = None) -> dict[str, Any]:
-    tasks.list_params(limit, order, after)  # InvalidRequest naming the parameter -> 400
-    videos = sorted(request.app.state.store.list_tasks(key.id, KIND),
-                    key=lambda v: (v["created_at"], v["id"]), reverse=order == "desc")
-    if after is not None:
-        ids = [v["id"] for v in videos]
-        if after not in ids:
-            raise APIError(400, f"'after' names no video of this key: '{after}'", param="after")
-        videos = videos[ids.index(after) + 1:]
-    page = videos[:limit]
-    return {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
-            "last_id": page[-1]["id"] if page else None, "has_more": len(videos) > limit}
+    videos.list_params(limit, order, after)  # InvalidRequest naming the parameter -> 400
+    return page(request.app.state.store.list_tasks(key.id, KIND), limit, order, after, "video")
 
 
 @router.get("/videos/{video_id}")
@@ -299,20 +197,10 @@ async def retrieve_video(video_id: str, request: Request, key: Key) -> JSONRespo
 @router.get("/videos/{video_id}/content")
 async def video_content(video_id: str, request: Request, key: Key,
                         variant: str = VIDEO_DEFAULT_VARIANT) -> Response:
-    tasks.content_params(variant)
+    videos.content_params(variant)
     video = _load(request, key, video_id)
-    # not ready is a 404, never a 409: the SDKs retry 409 (protocols.md section 5)
-    if video["status"] == "failed":
-        raise APIError(404, f"The video '{video_id}' failed and has no content: {video['error']['message']}",
-                       code="video_failed", param="video_id")
-    content = request.app.state.store.load_content(video_id, variant)
-    if video["status"] != "completed" or content is None:
-        raise APIError(404, f"The video '{video_id}' is {video['status']} ({video['progress']}%); its "
-                       "content can be downloaded once its status is completed", code="video_not_ready",
-                       param="video_id")
-    media_type, data = content
-    return Response(data, media_type=media_type,
-                    headers={"content-disposition": f'inline; filename="{video_id}.{_FILES[variant][1]}"'})
+    return content(request.app.state.store, video, variant, noun="video", code="video", param="video_id",
+                   filename=f"{video_id}.{_FILES[variant][1]}")
 
 
 @router.delete("/videos/{video_id}")

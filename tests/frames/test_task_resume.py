@@ -1,0 +1,93 @@
+"""Exactly once across kernels: a task batch SIGKILLed mid-way, then re-run, leaves one task per row."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from task_resume_job import held, run
+from taskapp import KEY, serving
+
+from gwlab.client.gateway import Gateway
+
+ROWS = 8
+JOB = Path(__file__).with_name("task_resume_job.py")
+
+
+def task_ids_in(checkpoint: Path) -> int:
+    """Rows whose task id the checkpoint holds (0 before the file exists)."""
+    try:
+        with sqlite3.connect(checkpoint, timeout=30) as conn:
+            rows = conn.execute("SELECT response FROM answers").fetchall()
+    except sqlite3.OperationalError:
+        return 0
+    return sum(1 for (response,) in rows if json.loads(response).get("task_id"))
+
+
+def gateway_tasks(db: Path, tag: str) -> list[dict]:
+    with sqlite3.connect(db) as conn:
+        bodies = [json.loads(b) for (b,) in conn.execute("SELECT body FROM tasks WHERE kind = 'image.task'")]
+    return [b for b in bodies if f"of run {tag}" in b["prompt"]]
+
+
+def test_a_batch_killed_mid_way_and_run_again_has_exactly_one_task_per_row(gateway, tmp_path: Path) -> None:
+    tag, checkpoint, folder = uuid.uuid4().hex[:8], tmp_path / "tasks.sqlite", tmp_path / "images"
+    env = {**os.environ, "GWLAB_BASE_URL": gateway.base_url, "GWLAB_API_KEY": gateway.api_key}
+    process = subprocess.Popen([sys.executable, str(JOB), str(checkpoint), str(folder), tag, str(ROWS), "60"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while task_ids_in(checkpoint) < 3:
+        if process.poll() is not None:
+            pytest.fail(f"the batch ended before it could be killed: {process.communicate()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("the batch never reached three submitted rows")
+        time.sleep(0.02)
+    process.kill()  # SIGKILL, mid-batch: no cleanup of any kind
+    process.wait()
+    created = len(gateway_tasks(gateway.db, tag))
+    assert 3 <= created < ROWS  # killed between submissions: some rows have tasks, some not
+
+    with Gateway(gateway.base_url, gateway.api_key) as gw:
+        out = run(gw, tag, ROWS, str(checkpoint), str(folder), None)
+    tasks = gateway_tasks(gateway.db, tag)
+    assert len(tasks) == ROWS  # exactly one task per row in the gateway's own task table
+    assert sorted(t["prompt"] for t in tasks) == sorted(out["scene"])
+    # every row's task was either resumed from the checkpoint, found by a lookup (a submission in flight at the
+    # kill), or submitted now because it had none; a request still being handled at the kill may be counted late
+    assert out.run.submitted + out.run.resumed + out.run.found == ROWS and out.run.submitted <= ROWS - created
+    assert (out["status"] == "completed").all() and out["task_id"].nunique() == ROWS
+    assert set(out["task_id"]) == {t["id"] for t in tasks}
+
+
+def test_a_batch_killed_while_a_submission_s_answer_is_on_its_way_finds_that_task_instead_of_resending(tmp_path):
+    checkpoint, folder = tmp_path / "tasks.sqlite", tmp_path / "results"
+    tests = str(Path(__file__).resolve().parents[1])  # where taskapp lives, for the job's import
+    with serving() as app:
+        env = {**os.environ, "GWLAB_BASE_URL": app.base_url, "GWLAB_API_KEY": KEY,
+               "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
+        process = subprocess.Popen([sys.executable, str(JOB), str(checkpoint), str(folder), "held"], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not any("hold" in t["prompt"] for t in app.tasks.values()):  # accepted, its answer held back
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"the held submission never arrived: {process.communicate()}")
+            time.sleep(0.01)
+        process.kill()  # SIGKILL while the submission's answer is on its way: the row is in doubt
+        process.wait()
+        app.release.set()
+        assert app.submissions == 2 and task_ids_in(checkpoint) == 1
+
+        with Gateway(app.base_url, KEY) as gw:
+            out = held(gw, str(checkpoint), str(folder))
+    assert out.run.resumed == 1 and out.run.found == 1 and out.run.submitted == 1
+    assert app.submissions == 3  # one per row: the in-doubt row's task was found, never resent
+    assert out["status"].tolist() == ["SUCCEEDED"] * 3 and out["task_id"].nunique() == 3
