@@ -67,7 +67,7 @@ class TaskOptions(TypedDict, total=False):
     budget: int | Budget | None
     prices: Mapping[str, float] | None
     pilot: int | None
-    checkpoint: str | Path | Checkpoint | Literal[False] | None
+    checkpoint: str | Path | AnswerStore | Literal[False] | None
     refresh: bool
     poll_interval: float
     timeout: float
@@ -394,8 +394,9 @@ class GatewayAccessor:
             Dollars per task per model (globs allowed); local preview models cost 0.
         pilot : int, optional
             Submit only rows among the first `pilot`; the summary estimates the cost and time of the rest.
-        checkpoint : path, Checkpoint, "auto" or None, default "auto"
-            Where task ids are kept (as for ``decide``); None keeps nothing and cannot resume.
+        checkpoint : path, URL, Checkpoint, "auto" or None, default "auto"
+            Where task ids are kept (as for ``decide``: a SQLite path or a ``postgresql://`` URL); None
+            keeps nothing and cannot resume.
         refresh : bool, default False
             Submit every row again, ignoring the tasks in the checkpoint (they are paid for again).
         poll_interval : float, default 1.0

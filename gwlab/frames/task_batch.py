@@ -43,7 +43,7 @@ import pandas as pd
 
 from gwlab.errors import GatewayError, InvalidRequest, NotFound, RateLimited
 from gwlab.frames.budget import Budget
-from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id, key_of
+from gwlab.frames.checkpoint import AnswerStore, canonical, gateway_id, key_of
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.result import BatchFrame
 from gwlab.wire.tasks import Task, TaskFamily
@@ -188,7 +188,7 @@ class TaskRun:
     budget: int | Budget | None = None
     prices: Mapping[str, float] | None = None
     pilot: int | None = None
-    checkpoint: Checkpoint | None = None
+    checkpoint: AnswerStore | None = None
     refresh: bool = False
     errors: str = "raise"
     progress: bool = True

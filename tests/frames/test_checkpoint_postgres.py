@@ -120,3 +120,22 @@ def test_df_gw_with_a_postgresql_url_resumes_without_resending_and_stores_no_key
     with psycopg.connect(url) as conn:
         stored = conn.execute("SELECT string_agg(t::text, ' ') FROM gwlab_answers t").fetchone()[0]
     assert gateway.api_key not in stored
+
+
+def test_an_image_batch_checkpointed_in_postgresql_reruns_without_submitting(postgres: PostgresServer, gateway,
+                                                                             tmp_path) -> None:
+    """Task batches take the same store URL: the task ids live in PostgreSQL, so another kernel (or host)
+    re-running the cell polls them instead of paying again."""
+    import pandas as pd
+
+    url = postgres.new_database()
+    frame = pd.DataFrame({"scene": ["a lighthouse at dusk", "a boat in fog"]})
+    options = {"checkpoint": url, "folder": tmp_path / "out", "progress": False, "poll_interval": 0.1,
+               "timeout": 120, "size": "256x256"}
+    with Gateway(gateway.base_url, gateway.api_key) as gw:
+        first = frame.gw.images("{scene}", gateway=gw, **options)
+        again = frame.gw.images("{scene}", gateway=gw, **options)
+    assert first.run.submitted == 2 and (first["status"] == "completed").all()
+    assert again.run.submitted == 0 and again.run.resumed == 2
+    assert list(again["task_id"]) == list(first["task_id"])
+    assert first.run.checkpoint == mask_url(url)
