@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["AnswerStore", "Checkpoint", "CommitOnArrival", "Entry", "canonical", "gateway_id", "is_store_url", "key_of",
@@ -172,6 +172,15 @@ class CommitOnArrival:
     def flush(self) -> None:
         raise NotImplementedError
 
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 class Checkpoint(CommitOnArrival):
     """A SQLite file of answers keyed by request; safe to share between processes of one machine.
@@ -267,12 +276,6 @@ class Checkpoint(CommitOnArrival):
         self.flush()
         with self._lock:
             self._conn.close()
-
-    def __enter__(self) -> Checkpoint:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Checkpoint({str(self.path)!r})"

@@ -157,11 +157,5 @@ class PostgresCheckpoint(CommitOnArrival):
             with self._lock:
                 self._conn.close()
 
-    def __enter__(self) -> PostgresCheckpoint:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"PostgresCheckpoint({self.path!r})"

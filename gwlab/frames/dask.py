@@ -316,10 +316,7 @@ def chat(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: st
         As in ``df.gw.chat``.
     {shared}
     """
-    model = model or _accessor.DEFAULT_MODELS["text"]
-    family = families.chat_family(model, max_tokens=max_tokens, **families.free_params("chat", params))
-    kwargs = {"system": system, "model": model, "max_tokens": max_tokens, "params": params}
-    return _lazy(ddf, "chat", family, (prompt,), kwargs, options)
+    return _text(ddf, "chat", prompt, {"system": system}, model, max_tokens, params, options)
 
 
 @_documented
@@ -336,10 +333,7 @@ def respond(ddf: Any, prompt: TemplateSpec, *, instructions: str | None = None, 
         As in ``df.gw.respond``.
     {shared}
     """
-    model = model or _accessor.DEFAULT_MODELS["text"]
-    family = families.responses_family(model, max_tokens=max_tokens, **families.free_params("responses", params))
-    kwargs = {"instructions": instructions, "model": model, "max_tokens": max_tokens, "params": params}
-    return _lazy(ddf, "respond", family, (prompt,), kwargs, options)
+    return _text(ddf, "respond", prompt, {"instructions": instructions}, model, max_tokens, params, options)
 
 
 @_documented
@@ -356,7 +350,19 @@ def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model
         As in ``df.gw.messages``.
     {shared}
     """
+    return _text(ddf, "messages", prompt, {"system": system}, model, max_tokens, params, options)
+
+
+# per text method: its protocol's name (for its free params) and the family that builds its columns
+_TEXT_FAMILIES = {"chat": ("chat", families.chat_family), "respond": ("responses", families.responses_family),
+                  "messages": ("messages", families.messages_family)}
+
+
+def _text(ddf: Any, method: str, prompt: TemplateSpec, lead: Mapping[str, Any], model: str | None,
+          max_tokens: int | None, params: Mapping[str, Any] | None, options: Mapping[str, Any]) -> Any:
+    """What chat, respond and messages share: the family (it gives the meta) and the partition's arguments."""
     model = model or _accessor.DEFAULT_MODELS["text"]
-    family = families.messages_family(model, max_tokens=max_tokens, **families.free_params("messages", params))
-    kwargs = {"system": system, "model": model, "max_tokens": max_tokens, "params": params}
-    return _lazy(ddf, "messages", family, (prompt,), kwargs, options)
+    protocol, family_of = _TEXT_FAMILIES[method]
+    family = family_of(model, max_tokens=max_tokens, **families.free_params(protocol, params))
+    kwargs = {**lead, "model": model, "max_tokens": max_tokens, "params": params}
+    return _lazy(ddf, method, family, (prompt,), kwargs, options)

@@ -31,18 +31,8 @@ from gwlab.errors import GatewayError
 from gwlab.widgets._bridge import Bridge, Throttle
 from gwlab.widgets._esm import esm_of
 from gwlab.widgets._realtime_view import ConversationView
-from gwlab.wire import audio
+from gwlab.wire import audio, limits
 from gwlab.wire import realtime as wire
-from gwlab.wire.limits import (
-    PCM16_SAMPLE_RATE,
-    VAD_PREFIX_PADDING_MS_DEFAULT,
-    VAD_PREFIX_PADDING_MS_RANGE,
-    VAD_SILENCE_DURATION_MS_DEFAULT,
-    VAD_SILENCE_DURATION_MS_RANGE,
-    VAD_THRESHOLD_DEFAULT,
-    VAD_THRESHOLD_RANGE,
-    VOICES,
-)
 from gwlab.wire.models import DEFAULT_MODELS
 
 __all__ = ["RealtimeConsole"]
@@ -51,6 +41,12 @@ DEFAULT_MODEL = DEFAULT_MODELS["realtime"]  # SmolLM2 (gwlab.wire.models says wh
 TRUNCATE_WAIT_SECONDS = 1.5  # for the browser's final "heard" report before truncating at the last one
 _SESSION_TRAITS = ("mode", "vad_threshold", "vad_prefix_padding_ms", "vad_silence_duration_ms", "voice",
                    "instructions")
+
+
+def _bounded(kind: type[Any], default: float, bounds: tuple[float, float]) -> Any:
+    """A synced trait whose range is the spec's (wire/limits.py), so the browser cannot set a value the
+    gateway would refuse."""
+    return kind(default, min=bounds[0], max=bounds[1]).tag(sync=True)
 
 
 class RealtimeConsole(anywidget.AnyWidget):
@@ -84,19 +80,18 @@ class RealtimeConsole(anywidget.AnyWidget):
     model = traitlets.Unicode(DEFAULT_MODEL).tag(sync=True)
     mode = traitlets.Enum(("vad", "ptt"), default_value="vad").tag(sync=True)
     transport = traitlets.Enum(("websocket", "webrtc"), default_value="websocket").tag(sync=True)
-    voice = traitlets.Enum(VOICES, default_value="alloy").tag(sync=True)
+    voice = traitlets.Enum(limits.VOICES, default_value="alloy").tag(sync=True)
     instructions = traitlets.Unicode("").tag(sync=True)
-    vad_threshold = traitlets.Float(VAD_THRESHOLD_DEFAULT, min=VAD_THRESHOLD_RANGE[0],
-                                    max=VAD_THRESHOLD_RANGE[1]).tag(sync=True)
-    vad_prefix_padding_ms = traitlets.Int(VAD_PREFIX_PADDING_MS_DEFAULT, min=VAD_PREFIX_PADDING_MS_RANGE[0],
-                                          max=VAD_PREFIX_PADDING_MS_RANGE[1]).tag(sync=True)
-    vad_silence_duration_ms = traitlets.Int(VAD_SILENCE_DURATION_MS_DEFAULT, min=VAD_SILENCE_DURATION_MS_RANGE[0],
-                                            max=VAD_SILENCE_DURATION_MS_RANGE[1]).tag(sync=True)
+    vad_threshold = _bounded(traitlets.Float, limits.VAD_THRESHOLD_DEFAULT, limits.VAD_THRESHOLD_RANGE)
+    vad_prefix_padding_ms = _bounded(traitlets.Int, limits.VAD_PREFIX_PADDING_MS_DEFAULT,
+                                     limits.VAD_PREFIX_PADDING_MS_RANGE)
+    vad_silence_duration_ms = _bounded(traitlets.Int, limits.VAD_SILENCE_DURATION_MS_DEFAULT,
+                                       limits.VAD_SILENCE_DURATION_MS_RANGE)
     # the sliders' ranges, written once in wire/limits.py and read by the front end from here
     vad_limits = traitlets.Dict({
-        "threshold": [*VAD_THRESHOLD_RANGE, 0.05],
-        "prefix_padding_ms": [*VAD_PREFIX_PADDING_MS_RANGE, 100],
-        "silence_duration_ms": [*VAD_SILENCE_DURATION_MS_RANGE, 100],
+        "threshold": [*limits.VAD_THRESHOLD_RANGE, 0.05],
+        "prefix_padding_ms": [*limits.VAD_PREFIX_PADDING_MS_RANGE, 100],
+        "silence_duration_ms": [*limits.VAD_SILENCE_DURATION_MS_RANGE, 100],
     }, read_only=True).tag(sync=True)
     # disconnected | connecting | connected | listening | thinking | speaking | error
     status = traitlets.Unicode("disconnected").tag(sync=True)
@@ -167,7 +162,7 @@ class RealtimeConsole(anywidget.AnyWidget):
             self.connect()
         self._command("text", text)
 
-    def append_audio(self, pcm16: bytes, rate: int = PCM16_SAMPLE_RATE) -> None:
+    def append_audio(self, pcm16: bytes, rate: int = limits.PCM16_SAMPLE_RATE) -> None:
         """Microphone audio, as the browser sends it (any rate; resampled to the session's)."""
         self._command("audio", bytes(pcm16), rate)
 
@@ -179,7 +174,7 @@ class RealtimeConsole(anywidget.AnyWidget):
     def _on_front_end(self, _widget: Any, content: Mapping[str, Any], buffers: Sequence[bytes]) -> None:
         kind = content.get("type")
         if kind == "audio" and buffers:
-            self.append_audio(bytes(buffers[0]), int(content.get("rate") or PCM16_SAMPLE_RATE))
+            self.append_audio(bytes(buffers[0]), int(content.get("rate") or limits.PCM16_SAMPLE_RATE))
         elif kind == "played":
             self._bridge.call(self._on_played, content)
         elif kind == "text":
@@ -314,7 +309,7 @@ class RealtimeConsole(anywidget.AnyWidget):
         self._playing = key
         self._status("speaking")
         self._bridge.post(self.send, {"type": "audio", "item_id": key[0], "content_index": key[1],
-                                      "rate": PCM16_SAMPLE_RATE}, [pcm])
+                                      "rate": limits.PCM16_SAMPLE_RATE}, [pcm])
 
     # -- playback and interruption ----------------------------------------------------------------
     def _on_played(self, report: Mapping[str, Any]) -> None:

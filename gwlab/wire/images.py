@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gwlab.errors import InvalidRequest
 from gwlab.wire import tasks
 from gwlab.wire.limits import TASK_CANCELLED_STATUSES
 
@@ -31,6 +30,6 @@ IMAGES = tasks.TaskFamily(
 
 def build_create(prompt: str, model: str, size: str | None = None, **extra: Any) -> dict[str, Any]:
     """The body of `POST /images/tasks`; refused here, naming the field, before anything is billed."""
-    if size is not None and size not in IMAGE_SIZES:
-        raise InvalidRequest("size", f"must be one of {', '.join(IMAGE_SIZES)}; got {size!r}")
+    if size is not None:
+        tasks.one_of(size, IMAGE_SIZES, "size")
     return tasks.build_submit(IMAGES, prompt, model, {"size": size, **extra})

@@ -142,11 +142,23 @@ class Task:
     @property
     def error_message(self) -> str | None:
         """The failure's message (or code) when there is one."""
-        if not self.error:
-            return None
-        if isinstance(self.error, Mapping):
-            return str(self.error.get("message") or self.error.get("code") or dict(self.error))
-        return str(self.error)
+        return error_text(self.error)
+
+
+def one_of(value: Any, allowed: tuple[str, ...], field_name: str) -> str:
+    """`value` when it is one of `allowed`, else InvalidRequest naming the field and the choices."""
+    if value not in allowed:
+        raise InvalidRequest(field_name, f"must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+def error_text(error: Any) -> str | None:
+    """A task's error as one line: its message, else its code, else the object; None without one."""
+    if not error:
+        return None
+    if isinstance(error, Mapping):
+        return str(error.get("message") or error.get("code") or dict(error))
+    return str(error)
 
 
 def get_field(data: Any, path: str | None) -> Any:

@@ -61,13 +61,9 @@ def build_create(
     body: dict[str, Any] = {"prompt": _text(prompt, "prompt"), "model": _text(model, "model")}
     if seconds is not None:
         duration = str(seconds) if isinstance(seconds, int) and not isinstance(seconds, bool) else seconds
-        if duration not in VIDEO_SECONDS:
-            raise InvalidRequest("seconds", f"must be one of {', '.join(VIDEO_SECONDS)}; got {seconds!r}")
-        body["seconds"] = duration
+        body["seconds"] = tasks.one_of(duration, VIDEO_SECONDS, "seconds")
     if size is not None:
-        if size not in VIDEO_SIZES:
-            raise InvalidRequest("size", f"must be one of {', '.join(VIDEO_SIZES)}; got {size!r}")
-        body["size"] = size
+        body["size"] = tasks.one_of(size, VIDEO_SIZES, "size")
     body.update({key: value for key, value in extra.items() if value is not None})
     return body
 
@@ -79,9 +75,7 @@ def build_remix(prompt: str) -> dict[str, Any]:
 
 def content_params(variant: str = VIDEO_DEFAULT_VARIANT) -> dict[str, str]:
     """Query parameters of `GET /videos/{id}/content`: which file to download."""
-    if variant not in VIDEO_VARIANTS:
-        raise InvalidRequest("variant", f"must be one of {', '.join(VIDEO_VARIANTS)}; got {variant!r}")
-    return {"variant": variant}
+    return {"variant": tasks.one_of(variant, VIDEO_VARIANTS, "variant")}
 
 
 def list_params(
@@ -95,9 +89,7 @@ def list_params(
             raise InvalidRequest("limit", f"must be an integer from {low} to {high}; got {limit!r}")
         params["limit"] = limit
     if order is not None:
-        if order not in LIST_ORDERS:
-            raise InvalidRequest("order", f"must be one of {', '.join(LIST_ORDERS)}; got {order!r}")
-        params["order"] = order
+        params["order"] = tasks.one_of(order, LIST_ORDERS, "order")
     if after is not None:
         params["after"] = _text(after, "after")
     return params
@@ -163,9 +155,7 @@ class VideoTask:
     @property
     def error_message(self) -> str | None:
         """The failure's message (or code) when there is one."""
-        if not self.error:
-            return None
-        return str(self.error.get("message") or self.error.get("code") or dict(self.error))
+        return tasks.error_text(self.error)
 
 
 def parse_video(data: Any) -> VideoTask:
