@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gwlab.errors import RateLimited
-from gwlab.frames.outcome import RunInterrupted, RunSummary
+from gwlab.frames.outcome import RunInterrupted
 from gwlab.frames.runner import Answer, Batch, Runner, RunResult, Sender
 from gwlab.wire import limits
 
@@ -219,7 +219,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T], gateway: Any) -> T:
         except Exception:  # the interrupt is what the caller asked to see
             pass
         summary = getattr(value, "run", None)
-        if isinstance(summary, RunSummary):  # say what was kept and how to resume, still as an interrupt
+        if hasattr(summary, "interrupted_text"):  # say what was kept and how to resume, still as an interrupt
             raise RunInterrupted(summary) from None
         raise
 

@@ -95,14 +95,15 @@ class RunSummary:
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a `df.gw` run, after the requests in flight were answered and checkpointed.
+    """Ctrl-C during a `df.gw` run, after the requests in flight were answered and checkpointed (for a
+    task batch: the submissions in flight, whose task ids are checkpointed).
 
     Still a KeyboardInterrupt, so a notebook cell or a script stops as the user asked; its message says
     how many answers are saved, in which file, and that running the same call again resumes (a bare
     `KeyboardInterrupt:` left users guessing whether the paid answers were lost). `.summary` is the run's.
     """
 
-    def __init__(self, summary: RunSummary) -> None:
+    def __init__(self, summary: RunSummary | Any) -> None:  # a RunSummary, or a task batch's TaskSummary
         self.summary = summary
         super().__init__(summary.interrupted_text())
 

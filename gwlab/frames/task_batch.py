@@ -81,6 +81,16 @@ class TaskSummary:
     folder: str = ""
     checkpoint: str | None = None
 
+    def interrupted_text(self) -> str:
+        """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
+        kept = self.submitted + self.resumed + self.found
+        if self.checkpoint is None:
+            return (f"interrupted after {kept} of {self.rows} tasks were submitted, but checkpoint=None kept no "
+                    "task id: running the cell again submits (and pays for) every row again")
+        return (f"interrupted: {kept} of {self.rows} rows have a task, whose ids are saved in the checkpoint "
+                f"{self.checkpoint} ({self.submitted} submitted in this run); run the same cell again to go on: "
+                "those tasks are polled, never resubmitted, and only rows without one are submitted")
+
     def text(self) -> str:
         cost = "n/a" if math.isnan(self.cost) else f"${self.cost:.4f}"
         parts = [f"{self.rows} rows", f"{self.submitted} submitted", f"{self.resumed} resumed",

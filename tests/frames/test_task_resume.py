@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -91,3 +92,24 @@ def test_a_batch_killed_while_a_submission_s_answer_is_on_its_way_finds_that_tas
     assert out.run.resumed == 1 and out.run.found == 1 and out.run.submitted == 1
     assert app.submissions == 3  # one per row: the in-doubt row's task was found, never resent
     assert out["status"].tolist() == ["SUCCEEDED"] * 3 and out["task_id"].nunique() == 3
+
+
+def test_ctrl_c_mid_batch_says_how_many_rows_have_a_saved_task_and_that_a_rerun_goes_on(gateway, tmp_path):
+    tag, checkpoint, folder = uuid.uuid4().hex[:8], tmp_path / "tasks.sqlite", tmp_path / "images"
+    env = {**os.environ, "GWLAB_BASE_URL": gateway.base_url, "GWLAB_API_KEY": gateway.api_key}
+    process = subprocess.Popen([sys.executable, str(JOB), str(checkpoint), str(folder), tag, str(ROWS), "60"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while task_ids_in(checkpoint) < 2:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"the batch never reached two submitted rows: {process.communicate()}")
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)  # Ctrl-C, or a notebook's "interrupt kernel"
+    _, stderr = process.communicate(timeout=120)
+    last = stderr.strip().splitlines()[-1]  # what a terminal or a notebook shows under the traceback
+    kept = task_ids_in(checkpoint)
+    assert last.startswith("gwlab.frames.outcome.RunInterrupted: interrupted: "), last
+    assert f"{kept} of {ROWS} rows have a task, whose ids are saved in the checkpoint {checkpoint}" in last
+    assert "run the same cell again to go on" in last and process.returncode != 0
+    assert len(gateway_tasks(gateway.db, tag)) == kept  # every submission answered reached the checkpoint
