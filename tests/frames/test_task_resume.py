@@ -38,19 +38,24 @@ def gateway_tasks(db: Path, tag: str) -> list[dict]:
     return [b for b in bodies if f"of run {tag}" in b["prompt"]]
 
 
-def test_a_batch_killed_mid_way_and_run_again_has_exactly_one_task_per_row(gateway, tmp_path: Path) -> None:
-    tag, checkpoint, folder = uuid.uuid4().hex[:8], tmp_path / "tasks.sqlite", tmp_path / "images"
+
+def paced_batch(gateway, checkpoint: Path, folder: Path, tag: str, *, submitted: int) -> subprocess.Popen[str]:
+    """An image batch of ROWS rows at 60/min in its own process, returned once `submitted` rows have a task
+    id in the checkpoint (bounded: 120 s), so the test can interrupt it mid-way."""
     env = {**os.environ, "GWLAB_BASE_URL": gateway.base_url, "GWLAB_API_KEY": gateway.api_key}
     process = subprocess.Popen([sys.executable, str(JOB), str(checkpoint), str(folder), tag, str(ROWS), "60"],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while task_ids_in(checkpoint) < 3:
-        if process.poll() is not None:
-            pytest.fail(f"the batch ended before it could be killed: {process.communicate()}")
-        if time.monotonic() > deadline:
+    while task_ids_in(checkpoint) < submitted:
+        if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            pytest.fail("the batch never reached three submitted rows")
+            pytest.fail(f"the batch never reached {submitted} submitted rows: {process.communicate()}")
         time.sleep(0.02)
+    return process
+
+def test_a_batch_killed_mid_way_and_run_again_has_exactly_one_task_per_row(gateway, tmp_path: Path) -> None:
+    tag, checkpoint, folder = uuid.uuid4().hex[:8], tmp_path / "tasks.sqlite", tmp_path / "images"
+    process = paced_batch(gateway, checkpoint, folder, tag, submitted=3)
     process.kill()  # SIGKILL, mid-batch: no cleanup of any kind
     process.wait()
     created = len(gateway_tasks(gateway.db, tag))
@@ -96,15 +101,7 @@ def test_a_batch_killed_while_a_submission_s_answer_is_on_its_way_finds_that_tas
 
 def test_ctrl_c_mid_batch_says_how_many_rows_have_a_saved_task_and_that_a_rerun_goes_on(gateway, tmp_path):
     tag, checkpoint, folder = uuid.uuid4().hex[:8], tmp_path / "tasks.sqlite", tmp_path / "images"
-    env = {**os.environ, "GWLAB_BASE_URL": gateway.base_url, "GWLAB_API_KEY": gateway.api_key}
-    process = subprocess.Popen([sys.executable, str(JOB), str(checkpoint), str(folder), tag, str(ROWS), "60"],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while task_ids_in(checkpoint) < 2:
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"the batch never reached two submitted rows: {process.communicate()}")
-        time.sleep(0.02)
+    process = paced_batch(gateway, checkpoint, folder, tag, submitted=2)
     process.send_signal(signal.SIGINT)  # Ctrl-C, or a notebook's "interrupt kernel"
     _, stderr = process.communicate(timeout=120)
     last = stderr.strip().splitlines()[-1]  # what a terminal or a notebook shows under the traceback
