@@ -61,7 +61,7 @@ def build_create(
     body: dict[str, Any] = {"prompt": _text(prompt, "prompt"), "model": _text(model, "model")}
     if seconds is not None:
         duration = str(seconds) if isinstance(seconds, int) and not isinstance(seconds, bool) else seconds
-        body["seconds"] = tasks.one_of(duration, VIDEO_SECONDS, "seconds")
+        body["seconds"] = tasks.one_of(duration, VIDEO_SECONDS, "seconds", given=seconds)
     if size is not None:
         body["size"] = tasks.one_of(size, VIDEO_SIZES, "size")
     body.update({key: value for key, value in extra.items() if value is not None})

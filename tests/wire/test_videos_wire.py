@@ -32,8 +32,9 @@ def test_create_body_sends_seconds_as_a_string() -> None:
 
 
 @pytest.mark.parametrize("seconds", [5, "5", "4s", True, 4.0])
-def test_create_with_a_duration_outside_the_enum_is_refused(seconds: Any) -> None:
-    assert refused(videos.build_create, "a cat", "sora-2", seconds=seconds).field == "seconds"
+def test_create_with_a_duration_outside_the_enum_is_refused_showing_what_was_given(seconds: Any) -> None:
+    error = refused(videos.build_create, "a cat", "sora-2", seconds=seconds)
+    assert error.field == "seconds" and str(error).endswith(f"got {seconds!r}")  # 5, not its wire form '5'
 
 
 def test_create_with_an_unknown_size_is_refused() -> None:
