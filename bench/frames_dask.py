@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # gatewaykit, which the kits import
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "frames"))
 
 from clusterkit import ProcessCluster

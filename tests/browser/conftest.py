@@ -20,7 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
-from labkit import CHROMIUM_FLAGS, LAB_SETTINGS, ROOT, Lab, free_port
+from gatewaykit import free_port
+from labkit import CHROMIUM_FLAGS, LAB_SETTINGS, ROOT, Lab
 
 
 @pytest.fixture(scope="session")

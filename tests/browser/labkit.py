@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import tempfile
 import time
@@ -49,11 +48,6 @@ def wait_for(probe: Callable[[], Any], timeout: float, interval: float = 0.25) -
         time.sleep(interval)
     return value
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

@@ -12,7 +12,6 @@ import contextlib
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from gatewaykit import free_port
 
 import gwlab
 
@@ -63,12 +63,6 @@ def connect(server: RunningServer, **options: Any) -> gwlab.Gateway:
     """gwlab as a user reaches this server: its base URL and key, nothing else unless `options` say so."""
     return gwlab.connect(base_url=server.base_url, api_key=server.api_key, **options)
 
-
-def free_port() -> int:
-    """A port the kernel just handed out; the server binds it a moment later (loopback only)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def new_key(prefix: str = "sk-byo-") -> str:

@@ -10,13 +10,13 @@ import asyncio
 import contextlib
 import inspect
 import json
-import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
 import pytest
+from gatewaykit import free_port
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.protocol import State
 
@@ -114,11 +114,6 @@ async def eventually(condition: Callable[[], Any], timeout: float = 10.0) -> Non
         while not condition():
             await asyncio.sleep(0.01)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- addressing ----------------------------------------------------------------------------------

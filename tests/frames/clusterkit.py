@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pgkit import free_port
+from gatewaykit import free_port
 
 ROOT = str(Path(__file__).resolve().parents[2])  # this checkout, so workers import its gwlab
 

@@ -11,7 +11,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from gatewaykit import free_port
 
 
 def binaries() -> Path | None:
@@ -30,11 +30,6 @@ def binaries() -> Path | None:
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
     return Path(candidates[-1]).parent if candidates else None
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

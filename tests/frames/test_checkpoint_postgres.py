@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 from framekit import DECISIONS, QUESTIONS, RequestLog, tickets_frame
-from pgkit import PostgresServer, free_port, postgres_server
+from gatewaykit import free_port
+from pgkit import PostgresServer, postgres_server
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames.checkpoint import mask_url, open_checkpoint, request_key

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import socket
 import sys
 import uuid
 from collections import Counter
@@ -79,11 +78,6 @@ def set_key(db: Path, key: str, action: str) -> None:
     finally:
         store.close()
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve(db: Path, *args: str, key: str | None = None) -> Any:

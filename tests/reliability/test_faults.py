@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from faultproxy import CutRequest, CutResponse, Delay, Exchange, Fault, FaultProxy, Pass, Status
+from gatewaykit import free_port
 from relkit import (
     DECIDE,
     QUESTIONS,
@@ -31,7 +32,6 @@ from relkit import (
     RequestLog,
     RunningGateway,
     billing,
-    free_port,
     own_gateway,
     serve,
     stop_gateway,
