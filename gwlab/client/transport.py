@@ -42,6 +42,7 @@ from gwlab.client import dialect as _dialect  # `dialect` is AsyncTransport's pa
 from gwlab.client import transport_choice
 from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.wire import endings, limits
+from gwlab.wire.families import FAMILIES
 
 if TYPE_CHECKING:
     from gwlab.client.streams import AsyncEventStream
@@ -53,7 +54,6 @@ T = TypeVar("T")
 Parse = Callable[[Any, str | None], T]
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-IDEMPOTENT_FAMILIES = frozenset({"chat", "responses", "messages", "decisions"})
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
@@ -88,7 +88,8 @@ def _refuse_path_after_prefix(url: str) -> None:
         todo = (f"use base_url={base!r} and dialect={{'decisions_path': '{_dialect.SYSTEM_ONE_PATH}'}} to send "
                 f"decisions to {_dialect.SYSTEM_ONE_PATH} (gwlab also detects it: docs/guide/byo-gateway.md)")
     else:
-        todo = f"use base_url={base!r}; gwlab adds each family's route (/chat/completions, /decisions, ...)"
+        routes = ", ".join(row.path for row in FAMILIES.values() if row.frame_method)
+        todo = f"use base_url={base!r}; gwlab adds each family's route ({routes})"
     raise errors.InvalidRequest("base_url", f"must end at {limits.API_PREFIX}, with no path after it "
                                             f"(got '{limits.API_PREFIX}/{rest}'): {todo}")
 
@@ -272,7 +273,10 @@ def _ending_of(family: str, result: Any) -> str:
     ending = getattr(result, "ending", None)
     if isinstance(ending, str):
         return ending
-    return endings.body_ending(family, result.body if isinstance(result, Reply) else result) or endings.COMPLETE
+    row = FAMILIES.get(family)
+    read = row.ending if row is not None and row.ending is not None else None
+    body = result.body if isinstance(result, Reply) else result
+    return (read(body) if read else None) or endings.COMPLETE
 
 
 def _usage_of(result: Any) -> Any:
@@ -359,7 +363,8 @@ class AsyncTransport:
     def is_idempotent(self, method: str, family: str, idempotent: bool | None) -> bool:
         if idempotent is not None:
             return idempotent
-        return method in IDEMPOTENT_METHODS or (method == "POST" and family in IDEMPOTENT_FAMILIES)
+        row = FAMILIES.get(family)  # a task family is no row: its submissions are never resent blind
+        return method in IDEMPOTENT_METHODS or (method == "POST" and row is not None and row.idempotent)
 
     # -- one call -----------------------------------------------------------------------------------
 
@@ -485,7 +490,7 @@ class AsyncTransport:
             return response, out
 
     def _learn_from_answer(self, call: CallRecord, path: str, body: Any) -> None:
-        if call.family == "models" and call.method == "GET" and path == "/models":
+        if call.family == "models" and call.method == FAMILIES["models"].method and path == FAMILIES["models"].path:
             step = _dialect.from_models(body)
             if step is not None:
                 self.dialects.learn(step.name, step.value, step.evidence)

@@ -15,11 +15,11 @@ from typing import Any, Literal, TypedDict, Unpack
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, families
+from gwlab.frames import _client, recipes
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.checkpoint import AnswerStore, open_checkpoint
-from gwlab.frames.families import META_COLUMNS, Family
 from gwlab.frames.limiter import Limiter, TokenBucket
+from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.runner import Batch, Budget, Runner
 from gwlab.frames.task_batch import COLUMNS as TASK_COLUMNS
@@ -175,7 +175,7 @@ class GatewayAccessor:
     async def adecide(self, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
                       **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
-        family = families.decisions_family(questions, model or DEFAULT_MODELS["decisions"])
+        family = recipes.decisions_recipe_for(questions, model)
         rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame)
         return await self._run(family, rows, options)
 
@@ -212,9 +212,8 @@ class GatewayAccessor:
                     max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
                     **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `chat`: await it in a running loop (with an AsyncGateway)."""
-        model = model or DEFAULT_MODELS["text"]
-        family = families.chat_family(model, max_tokens=max_tokens, **families.free_params("chat", params))
-        return await self._run(family, self._prompts(prompt, system), options)
+        recipe = recipes.text_recipe("chat", model, max_tokens, params)
+        return await self._run(recipe, self._prompts(prompt, system), options)
 
     @_documented
     def respond(self, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
@@ -245,9 +244,8 @@ class GatewayAccessor:
                        params: Mapping[str, Any] | None = None,
                        **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `respond`: await it in a running loop (with an AsyncGateway)."""
-        model = model or DEFAULT_MODELS["text"]
-        family = families.responses_family(model, max_tokens=max_tokens, **families.free_params("responses", params))
-        return await self._run(family, self._prompts(prompt, instructions, "instructions"), options)
+        recipe = recipes.text_recipe("responses", model, max_tokens, params)
+        return await self._run(recipe, self._prompts(prompt, instructions, "instructions"), options)
 
     @_documented
     def messages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
@@ -277,9 +275,8 @@ class GatewayAccessor:
                         max_tokens: int = 256, params: Mapping[str, Any] | None = None,
                         **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
-        model = model or DEFAULT_MODELS["text"]
-        family = families.messages_family(model, max_tokens=max_tokens, **families.free_params("messages", params))
-        return await self._run(family, self._prompts(prompt, system), options)
+        recipe = recipes.text_recipe("messages", model, max_tokens, params)
+        return await self._run(recipe, self._prompts(prompt, system), options)
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
 
@@ -496,7 +493,7 @@ class GatewayAccessor:
             return prompts
         return prompts.zip(Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame))
 
-    async def _run(self, family: Family, rows: Rows, options: RunOptions) -> BatchFrame:
+    async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions) -> BatchFrame:
         unknown = set(options) - set(RunOptions.__annotations__)
         if unknown:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
@@ -543,7 +540,7 @@ class GatewayAccessor:
         labels = self._frame.index[positions]
         return [tuple(map(json_value, label)) if isinstance(label, tuple) else json_value(label) for label in labels]
 
-    def _check_names(self, family: Family, options: RunOptions) -> None:
+    def _check_names(self, family: RowRecipe, options: RunOptions) -> None:
         """Refuse a column clash before anything is sent, not after the run has been paid for."""
         if not options.get("join", True):
             return
@@ -570,7 +567,7 @@ class InputLimitWarning(UserWarning):
     """Rows that look longer than the model's documented input limit, found before anything is sent."""
 
 
-async def _over_limit(family: Family, rows: Rows, connection: Any, options: RunOptions) -> OverLimit | None:
+async def _over_limit(family: RowRecipe, rows: Rows, connection: Any, options: RunOptions) -> OverLimit | None:
     """With `pilot=` or `budget=`: the rows over the model's `max_input_tokens` (GET /models), checked
     before spending. None when not asked, or when the gateway lists no limit for the model."""
     if options.get("pilot") is None and options.get("budget") is None:

@@ -33,11 +33,11 @@ from typing import Any, Required, TypedDict, Unpack
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, families
-from gwlab.frames import accessor as _accessor  # importing registers df.gw on the worker too
+from gwlab.frames import _client, recipes
 from gwlab.frames.checkpoint import Checkpoint, is_store_url, mask_url, open_checkpoint
-from gwlab.frames.families import META_COLUMNS, Family
 from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
+from gwlab.frames.recipes import META_COLUMNS, RowRecipe
+from gwlab.wire.families import FAMILIES
 
 __all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "chat", "decide", "decide_meta", "decide_partition",
            "messages", "meta_of", "respond", "run_partition"]
@@ -157,7 +157,7 @@ def _worker_limiter(limits: Limits, store: StoreSpec) -> Limiter:
                                                         burst=limits.burst))
 
 
-def meta_of(meta: pd.DataFrame, family: Family, *, join: bool = True, prefix: str = "") -> pd.DataFrame:
+def meta_of(meta: pd.DataFrame, family: RowRecipe, *, join: bool = True, prefix: str = "") -> pd.DataFrame:
     """The empty frame `run_partition` returns for a partition shaped like `meta`, for `family`."""
     dtypes = {**family.columns, **META_COLUMNS}
     answers = pd.DataFrame({f"{prefix}{name}": pd.Series(dtype=dtype) for name, dtype in dtypes.items()},
@@ -168,7 +168,7 @@ def meta_of(meta: pd.DataFrame, family: Family, *, join: bool = True, prefix: st
 def decide_meta(meta: pd.DataFrame, questions: Mapping[str, Any], *, model: str | None = None,
                 join: bool = True, prefix: str = "") -> pd.DataFrame:
     """The empty frame `decide` returns per partition shaped like `meta`."""
-    family = families.decisions_family(questions, model or _accessor.DEFAULT_MODELS["decisions"])
+    family = recipes.decisions_recipe_for(questions, model)
     return meta_of(meta, family, join=join, prefix=prefix)
 
 
@@ -217,7 +217,7 @@ class DaskOptions(TypedDict, total=False):
     budget_per_partition: int | None
 
 
-def _lazy(ddf: Any, method: str, family: Family, args: tuple[Any, ...], kwargs: dict[str, Any],
+def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
           options: DaskOptions) -> Any:
     """The lazy frame: checked and described here, sent by the workers on `compute()`."""
     unknown = set(options) - set(DaskOptions.__annotations__)
@@ -298,7 +298,7 @@ def decide(ddf: Any, state: TemplateSpec, questions: Mapping[str, Any], *, model
         As in ``df.gw.decide``.
     {shared}
     """
-    family = families.decisions_family(questions, model or _accessor.DEFAULT_MODELS["decisions"])
+    family = recipes.decisions_recipe_for(questions, model)
     return _lazy(ddf, "decide", family, (state, questions), {"model": model}, options)
 
 
@@ -353,16 +353,13 @@ def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model
     return _text(ddf, "messages", prompt, {"system": system}, model, max_tokens, params, options)
 
 
-# per text method: its protocol's name (for its free params) and the family that builds its columns
-_TEXT_FAMILIES = {"chat": ("chat", families.chat_family), "respond": ("responses", families.responses_family),
-                  "messages": ("messages", families.messages_family)}
 
 
 def _text(ddf: Any, method: str, prompt: TemplateSpec, lead: Mapping[str, Any], model: str | None,
           max_tokens: int | None, params: Mapping[str, Any] | None, options: Mapping[str, Any]) -> Any:
     """What chat, respond and messages share: the family (it gives the meta) and the partition's arguments."""
-    model = model or _accessor.DEFAULT_MODELS["text"]
-    protocol, family_of = _TEXT_FAMILIES[method]
-    family = family_of(model, max_tokens=max_tokens, **families.free_params(protocol, params))
+    protocol = next(row for row in FAMILIES.values() if row.frame_method == method)
+    model = model or protocol.default_model
+    family = recipes.text_recipe(protocol.name, model, max_tokens, params)
     kwargs = {**lead, "model": model, "max_tokens": max_tokens, "params": params}
     return _lazy(ddf, method, family, (prompt,), kwargs, options)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from gwlab.frames.families import META_COLUMNS, Family
+from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 
 if TYPE_CHECKING:
     from gwlab.frames.runner import Batch
@@ -113,7 +113,7 @@ class RunResult:
     """Per distinct request and ask: status, tokens, request ID, error and the answer columns."""
 
     batch: Batch
-    family: Family
+    recipe: RowRecipe
     repeats: int
     status: np.ndarray  # (repeats, jobs) int8
     input_tokens: np.ndarray  # (repeats, jobs) float, NaN when unknown
@@ -162,7 +162,7 @@ class RunResult:
                 column = column.copy()
                 for position, message in self.batch.row_errors.items():
                     column[position] = message
-            dtype = self.family.columns.get(name, META_COLUMNS.get(name, "float64"))
+            dtype = self.recipe.columns.get(name, META_COLUMNS.get(name, "float64"))
             columns[name] = _series(column, dtype, index)
         columns["__status"] = _series(text, "str", index)
         return pd.DataFrame(columns, index=index, copy=False)  # no copy into one consolidated block
@@ -177,10 +177,10 @@ class RunResult:
             else:
                 out[name] = np.nanmean(values, axis=0) if k > 1 else values[0]
         if k > 1:
-            for name in self.family.columns:
+            for name in self.recipe.columns:
                 if name.endswith("__choice"):
-                    out[name] = _argmax_choice(name, out, self.family.columns, out[name])
-            for name in self.family.spread:
+                    out[name] = _argmax_choice(name, out, self.recipe.columns, out[name])
+            for name in self.recipe.spread:
                 out[f"{name}__std"] = np.nanstd(self.answers[name], axis=0, ddof=1)
             out["__repeats"] = done.sum(axis=0).astype(float)
         any_done = done.any(axis=0)
