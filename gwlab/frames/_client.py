@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from gwlab.errors import RateLimited
@@ -47,10 +46,6 @@ class Connection:
     origin: str = ""  # the gateway's base URL: checkpointed answers are keyed by it (checkpoint.gateway_id)
     # a model's `max_input_tokens` from the gateway's GET /models (None: not listed, or no such field)
     input_limit: Callable[[str], Awaitable[int | None]] | None = field(default=None, repr=False)
-
-
-def default_checkpoint_path() -> Path:
-    return Path(os.environ.get("GWLAB_CHECKPOINT") or Path.home() / ".cache" / "gwlab" / "frames.sqlite")
 
 
 def connection(gateway: Any) -> Connection:

@@ -37,6 +37,7 @@ from gwlab.frames import _client, recipes
 from gwlab.frames.checkpoint import Checkpoint, is_store_url, mask_url, open_checkpoint
 from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
+from gwlab.frames.run_config import RunConfig
 from gwlab.wire.families import FAMILIES
 
 __all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "chat", "decide", "decide_meta", "decide_partition",
@@ -173,10 +174,13 @@ def decide_meta(meta: pd.DataFrame, questions: Mapping[str, Any], *, model: str 
 
 
 def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-                  gateway: GatewaySpec, checkpoint: StoreSpec, limits: Limits, concurrency: int = 8,
-                  errors: str = "coerce", join: bool = True, prefix: str = "",
-                  budget: int | None = None) -> pd.DataFrame:
-    """`partition.gw.<method>(*args, **kwargs)` with the shared checkpoint and limit; a plain DataFrame."""
+                  gateway: GatewaySpec, checkpoint: StoreSpec, limits: Limits,
+                  config: RunConfig | None = None) -> pd.DataFrame:
+    """`partition.gw.<method>(*args, **kwargs)` with the shared checkpoint and limit; a plain DataFrame.
+
+    `config` holds the run options a partition applies (concurrency, errors, join, prefix, budget),
+    checked once when the lazy frame was built; None: the Dask defaults."""
+    config = config or RunConfig(kind="dask")
     store = checkpoint.open()  # first: the SQLite limiter would create a missing file
     try:
         limiter = _worker_limiter(limits, checkpoint)
@@ -185,8 +189,9 @@ def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...]
         if in_flight is not None:
             connection = dataclasses.replace(connection, send=in_flight(connection.send))
         out = getattr(partition.gw, method)(*args, **kwargs, gateway=connection, checkpoint=store,
-                                            limiter=limiter, concurrency=concurrency, errors=errors, join=join,
-                                            prefix=prefix, budget=budget, progress=False)
+                                            limiter=limiter, concurrency=config.concurrency, errors=config.errors,
+                                            join=config.join, prefix=config.prefix, budget=config.budget,
+                                            progress=False)
     finally:
         store.close()
     return pd.DataFrame(out)
@@ -195,9 +200,11 @@ def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...]
 def decide_partition(partition: pd.DataFrame, *, state: str | Sequence[str] | Mapping[str, str],
                      questions: Mapping[str, Any], gateway: GatewaySpec, checkpoint: str | StoreSpec,
                      model: str | None = None, limits: Limits | None = None, **options: Any) -> pd.DataFrame:
-    """`run_partition` for decisions, to call `map_partitions` yourself (with `meta=decide_meta(...)`)."""
+    """`run_partition` for decisions, to call `map_partitions` yourself (with `meta=decide_meta(...)`);
+    `options` are concurrency, errors, join, prefix and budget."""
     return run_partition(partition, method="decide", args=(state, questions), kwargs={"model": model},
-                         gateway=gateway, checkpoint=StoreSpec.of(checkpoint), limits=limits or Limits(), **options)
+                         gateway=gateway, checkpoint=StoreSpec.of(checkpoint), limits=limits or Limits(),
+                         config=RunConfig.of("dask", options))
 
 
 class DaskOptions(TypedDict, total=False):
@@ -217,18 +224,19 @@ class DaskOptions(TypedDict, total=False):
     budget_per_partition: int | None
 
 
+# the DaskOptions each partition's df.gw run applies (the others configure the cluster's shared parts)
+_PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix")
+
+
 def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
           options: DaskOptions) -> Any:
     """The lazy frame: checked and described here, sent by the workers on `compute()`."""
     unknown = set(options) - set(DaskOptions.__annotations__)
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-    errors, concurrency = options.get("errors", "coerce"), options.get("concurrency", 8)
-    join, prefix = options.get("join", True), options.get("prefix", "")
-    if errors not in ("raise", "coerce"):
-        raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {errors!r}")
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise InvalidRequest("concurrency", f"must be a positive integer; got {concurrency!r}")
+    shared = {name: options[name] for name in _PARTITION_OPTIONS if name in options}  # type: ignore[literal-required]
+    config = RunConfig.of("dask", {**shared, "budget": options.get("budget_per_partition")})
+    join, prefix = config.join, config.prefix
     limits = Limits(options.get("requests_per_minute"), options.get("tokens_per_minute"),
                     options.get("max_in_flight"), options.get("limiter_name", "default"),
                     options.get("burst", DEFAULT_BURST_SECONDS))
@@ -240,9 +248,8 @@ def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwarg
     meta = meta_of(ddf._meta, family, join=join, prefix=prefix)
     return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs,
                               gateway=GatewaySpec.of(options["gateway"]),
-                              checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits,
-                              concurrency=concurrency, errors=errors, join=join, prefix=prefix,
-                              budget=options.get("budget_per_partition"), meta=meta)
+                              checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits, config=config,
+                              meta=meta)
 
 
 _SHARED_DOC = """

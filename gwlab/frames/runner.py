@@ -27,11 +27,14 @@ import numpy as np
 from gwlab.errors import InvalidRequest, RateLimited
 from gwlab.frames.budget import Budget, Spend
 from gwlab.frames.checkpoint import AnswerStore, canonical, gateway_id, key_of, request_key
+from gwlab.frames.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.outcome import CACHED, ERROR, NOT_RUN, SENT, RunResult, RunSummary
 from gwlab.frames.recipes import RowRecipe
+from gwlab.frames.run_config import RunConfig
 from gwlab.frames.templates import Rows
-from gwlab.frames.usage import PriceTable, as_table
+from gwlab.frames.usage import as_table
+from gwlab.wire import limits
 from gwlab.wire.families import ProtocolFamily
 
 __all__ = ["Answer", "Batch", "Budget", "RunResult", "RunSummary", "Runner", "Sender"]
@@ -68,31 +71,23 @@ class Batch:
         return self._count
 
 
-class Runner:
+class Runner(Stoppable):
     """Sends a `Batch` through `send`; one instance per run (it holds the run's counters)."""
 
-    def __init__(self, recipe: RowRecipe, send: Sender, *, concurrency: int = 16,
-                 limiter: Limiter | None = None, budget: Budget | None = None,
-                 prices: PriceTable | Mapping[str, Any] | None = None, checkpoint: AnswerStore | None = None,
-                 refresh: bool = False, repeats: int = 1, pilot: int | None = None, errors: str = "raise",
-                 progress: bool = True, max_retries: int = 2,
+    def __init__(self, recipe: RowRecipe, send: Sender, config: RunConfig, *,
+                 checkpoint: AnswerStore | None = None, max_retries: int = limits.MAX_RETRIES_DEFAULT,
                  retry_delay: Callable[[BaseException, int], float | None] | None = None,
                  description: str | None = None, gateway: str = "") -> None:
-        if errors not in ("raise", "coerce"):
-            raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {errors!r}")
-        if not isinstance(concurrency, int) or concurrency < 1:
-            raise InvalidRequest("concurrency", f"must be a positive integer; got {concurrency!r}")
-        if not isinstance(repeats, int) or repeats < 1:
-            raise InvalidRequest("repeats", f"must be a positive integer; got {repeats!r}")
+        budget = Budget.of(config.budget, config.prices)
         if budget is not None and recipe.charges_output and not recipe.reserved_output:
             raise InvalidRequest("max_tokens", "a budget on a text protocol needs max_tokens, so the "
                                                "output a request may bill is known before it is sent")
-        self.recipe, self.send = recipe, send
-        self.concurrency, self.repeats, self.pilot = concurrency, repeats, pilot
-        self.limiter: Limiter = limiter or TokenBucket()
-        self.prices = as_table(budget.prices if budget and budget.prices is not None else prices)
-        self.budget, self.checkpoint, self.refresh = budget, checkpoint, refresh
-        self.errors, self.progress, self.max_retries = errors, progress, max_retries
+        self.recipe, self.send, self.config = recipe, send, config
+        self.concurrency, self.repeats, self.pilot = config.concurrency, config.repeats, config.pilot
+        self.limiter: Limiter = config.limiter or TokenBucket(config.requests_per_minute, config.tokens_per_minute)
+        self.prices = as_table(budget.prices if budget and budget.prices is not None else config.prices)
+        self.budget, self.checkpoint, self.refresh = budget, checkpoint, config.refresh
+        self.errors, self.progress, self.max_retries = config.errors, config.progress, max_retries
         self.retry_delay = retry_delay or _retry_rate_limits
         self.description = description or recipe.name
         # whose answers these are: part of every checkpoint key, so one gateway's are never another's
@@ -101,12 +96,7 @@ class Runner:
         self.factor = 1.0  # grows only if an answer ever bills more than its estimate
         self._needs_text = (checkpoint is not None or budget is not None
                             or getattr(self.limiter, "counts_tokens", True))
-        self._stopping: str | None = None
         self._labels: dict[str, str] = {}
-
-    def stop(self, reason: str = "interrupted") -> None:
-        """Send nothing more; requests in flight finish and are checkpointed. Thread-safe via the loop."""
-        self._stopping = self._stopping or reason
 
     def estimate(self, text: str) -> int:
         """Conservative input tokens of a request whose canonical JSON body is `text`."""
@@ -123,10 +113,9 @@ class Runner:
                            dtype=object if dtype in ("str", "object") else np.float64)
              for name, dtype in self.recipe.columns.items()})
         spend = Spend(self.budget, self.prices, self.recipe)
-        bar = _progress(self.progress, len(batch.row_job), self.description)
+        bar = Progress(self.progress, len(batch.row_job), self.description)
         remaining = np.full(jobs, k, dtype=np.int64)
-        if batch.row_errors:
-            bar.update(len(batch.row_errors))
+        bar.advance(len(batch.row_errors))
         last_job = jobs if self.pilot is None else _jobs_before(batch, self.pilot)
         items: Iterator[tuple[int, int]] = ((j, r) for j in range(last_job) for r in range(k))
         counters = {"sent": 0, "cached": 0, "rate_limited": 0}
@@ -134,7 +123,7 @@ class Runner:
         def finished(job: int) -> None:
             remaining[job] -= 1
             if remaining[job] == 0:
-                bar.update(int(batch.rows_per_job[job]))
+                bar.advance(int(batch.rows_per_job[job]))
 
         async def worker() -> None:
             for job, repeat in items:
@@ -143,18 +132,7 @@ class Runner:
                 await self._one(job, repeat, batch, result, spend, counters)
                 finished(job)
 
-        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, max(1, jobs * k)))]
-        try:
-            await asyncio.gather(*workers)
-        except BaseException:
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            raise
-        finally:
-            if self.checkpoint is not None:
-                self.checkpoint.flush()
-            bar.close()
+        await drive([worker() for _ in range(min(self.concurrency, max(1, jobs * k)))], self.checkpoint, bar)
         if self.pilot is not None and last_job < jobs and not self._stopping:
             self._stopping = "pilot"
         result.summary = self._summary(result, spend, counters, time.perf_counter() - started)
@@ -337,18 +315,3 @@ def _jobs_before(batch: Batch, rows: int) -> int:
     head = head[head >= 0]
     return int(head.max()) + 1 if len(head) else 0
 
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress(enabled: bool, total: int, description: str) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, unit="row", desc=description, leave=True)
