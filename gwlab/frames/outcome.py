@@ -16,13 +16,14 @@ import numpy as np
 import pandas as pd
 
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
+from gwlab.frames.status import LABELS, RowStatus
 
 if TYPE_CHECKING:
     from gwlab.frames.runner import Batch
 
 __all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunInterrupted", "RunResult", "RunSummary"]
 
-NOT_RUN, SENT, CACHED, ERROR = 0, 1, 2, 3
+NOT_RUN, SENT, CACHED, ERROR = RowStatus.NOT_RUN, RowStatus.SENT, RowStatus.CACHED, RowStatus.ERROR
 
 
 @dataclass
@@ -134,12 +135,12 @@ class RunResult:
             per_job = self._combine(self.done())
         status = per_job.pop("__status")
         row_status = np.where(ok_rows, status[take] if len(status) else ERROR, ERROR)
-        text = _STATUS_TEXT[row_status]
+        text = LABELS[row_status]
         first = np.zeros(len(row_job), dtype=bool)
         if len(status):
             jobs, first_rows = np.unique(row_job, return_index=True)
             first[first_rows[jobs >= 0]] = True
-        text[(row_status == SENT) & ~first] = "duplicate"
+        text[(row_status == SENT) & ~first] = RowStatus.DUPLICATE.label
         # one row per request, every row answered (the common large case): the job arrays are the columns
         identity = bool(ok_rows.all()) and len(per_job["__error"]) == len(row_job) and bool(
             (row_job == np.arange(len(row_job))).all())
@@ -229,9 +230,6 @@ def _argmax_choice(name: str, out: dict[str, np.ndarray], columns: Mapping[str, 
     labels = np.array([c.removeprefix(f"{question}__p__") for c in options], dtype=object)
     best = labels[np.nan_to_num(probs, nan=-1.0).argmax(axis=0)]
     return np.where(np.isnan(probs).all(axis=0), fallback, best)
-
-
-_STATUS_TEXT = np.array(["not_run", "sent", "cached", "error"], dtype=object)
 
 
 def _series(values: np.ndarray, dtype: str, index: pd.Index) -> pd.Series:

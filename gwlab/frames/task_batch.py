@@ -47,13 +47,15 @@ from gwlab.frames.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.run_config import RunConfig
+from gwlab.frames.status import RowStatus
 from gwlab.wire import limits
 from gwlab.wire.tasks import Task, TaskFamily
 
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
 
 COLUMNS = ("task_id", "status", "error", "file", "thumbnail", "submitted_at", "finished_at", "seconds")
-IN_DOUBT, NOT_RUN, ERROR = "in_doubt", "not_run", "error"  # row statuses besides the task's own
+# row statuses besides the task's own: the same words as every run's (frames/status.py)
+IN_DOUBT, NOT_RUN, ERROR = RowStatus.IN_DOUBT.label, RowStatus.NOT_RUN.label, RowStatus.ERROR.label
 
 
 @dataclass
