@@ -27,12 +27,11 @@ from gwlab.frames.task_batch import COLUMNS as TASK_COLUMNS
 from gwlab.frames.task_batch import TaskFrame, TaskRun
 from gwlab.frames.templates import Rows, Template, json_value
 from gwlab.wire import images, videos
-from gwlab.wire import models as _models
+from gwlab.wire.models import DEFAULT_MODELS  # written once, in wire
 from gwlab.wire.tasks import TaskFamily, build_submit
 
-__all__ = ["DEFAULT_MODELS", "GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
+__all__ = ["GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
 
-DEFAULT_MODELS = _models.DEFAULT_MODELS  # written once, in wire: gw.decide and the magics share it
 
 TemplateSpec = str | Sequence[str] | Mapping[str, str]
 
