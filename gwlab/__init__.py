@@ -15,6 +15,7 @@ name a user imports rather than the module it happens to live in today.
 from __future__ import annotations
 
 from gwlab import errors
+from gwlab.client.config import ClientConfig
 from gwlab.client.dialect import Dialect
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.client.ledger import label_calls
@@ -57,6 +58,7 @@ __all__ = [
     "BadRequest",
     "Budget",
     "ChatCompletion",
+    "ClientConfig",
     "ConnectionFailed",
     "DecisionResult",
     "Dialect",

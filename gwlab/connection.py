@@ -11,8 +11,9 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Unpack
 
+from gwlab.client.config import ClientConfig, ClientOptions
 from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 
@@ -24,7 +25,7 @@ log = logging.getLogger("gwlab")
 
 
 def connect(base_url: str | None = None, api_key: str | None = None, *, env: Mapping[str, str] | None = None,
-            **options: Any) -> Gateway:
+            config: ClientConfig | None = None, **options: Unpack[ClientOptions]) -> Gateway:
     """A gateway client: the hosted gateway when configured, else the embedded local one.
 
     Parameters
@@ -36,6 +37,7 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     env : where to read the variables; default `os.environ` (tests pass a dict). Not a default
         argument value: a signature holding os.environ would show every variable, key included,
         in `help(connect)` and Jupyter's `connect?`.
+    config : a `ClientConfig` to start from; `**options` are applied over it.
     **options : `Gateway` options (timeout, deadline, max_retries, ledger_path, dialect, http_transport, ...);
         `dialect={"decisions_path": "/systemone"}` is the one place to say how a gateway differs from
         the spec (docs/guide/byo-gateway.md). `http_transport="httpx"` (or "fast") overrides the
@@ -54,10 +56,11 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     >>> gw.models()                             # doctest: +SKIP
     """
     env = os.environ if env is None else env
+    config = ClientConfig.of(config, **options)  # built and checked once, before anything starts
     base_url = base_url or env.get(ENV_BASE_URL) or None
     api_key = api_key or env.get(ENV_API_KEY) or None
     if base_url and api_key:
-        return _made_current(Gateway(base_url, api_key, **options))
+        return _made_current(Gateway(base_url, api_key, config=config))
     if base_url:
         raise InvalidRequest("api_key", f"an address is set but no key: pass api_key= or set {ENV_API_KEY}")
     if api_key:
@@ -72,9 +75,10 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     else:
         log.info("gwlab: using the embedded local gateway already running at %s", lease.base_url)
     # our own server on loopback: reached directly even when HTTP_PROXY leaves loopback uncovered
-    options.setdefault("http_transport", "fast")
+    if config.http_transport is None:
+        config = ClientConfig.of(config, http_transport="fast")
     try:
-        gateway = Gateway(lease.base_url, lease.api_key, **options)
+        gateway = Gateway(lease.base_url, lease.api_key, config=config)
     except BaseException:
         lease.stop()
         raise

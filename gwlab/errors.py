@@ -116,14 +116,14 @@ class StreamError(GatewayError):
 class RealtimeError(StreamError):
     """An `error` event from a realtime server (already saved to the ledger); `.error_event` has it all."""
 
-    def __init__(self, event: ErrorEvent) -> None:
+    def __init__(self, event: ErrorEvent, *, method: str | None = None, path: str | None = None) -> None:
         self.error_event = event
         self.type, self.related_event = event.error_type, event.related_event
         related = event.related_event
         where = f" (for {related.get('type')} {event.related_event_id})" if related else ""
         error = event.raw.get("error") if isinstance(event.raw.get("error"), Mapping) else {}
         super().__init__(f"{event.error_type}/{event.code}: {event.message}{where}", error=error,
-                         event=event.type, method="GET", path="/realtime")
+                         event=event.type, method=method, path=path)
 
 
 class ProtocolError(GatewayError):

@@ -32,13 +32,12 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from gwlab.client.gateway import Gateway
 from gwlab.connection import ENV_API_KEY, current_gateway
 from gwlab.errors import GatewayError, InvalidRequest
-from gwlab.wire import models as _models
+from gwlab.wire.families import FAMILIES, TEXT
 
-__all__ = ["DEFAULT_MODELS", "GwMagics", "load_ipython_extension", "session_gateway", "use_gateway"]
+__all__ = ["GwMagics", "load_ipython_extension", "session_gateway", "use_gateway"]
 
-# the defaults of gw.decide and df.gw (gwlab.wire.models), not a second copy of them
-DEFAULT_MODELS = {"chat": _models.DEFAULT_MODELS["text"], "decide": _models.DEFAULT_MODELS["decisions"]}
-_LIMIT_FIELD = {"chat": "max_completion_tokens", "responses": "max_output_tokens", "messages": "max_tokens"}
+# which family each magic speaks by default: its default model and token cap are that family's row
+_MAGIC_FAMILY = {"chat": FAMILIES["chat"], "decide": FAMILIES["decisions"]}
 
 
 class _Session:
@@ -47,7 +46,8 @@ class _Session:
 
     gateway: Gateway | None = None
     owned = False
-    models: dict[str, str] = dict(DEFAULT_MODELS)  # noqa: RUF012  (one session per kernel)
+    # `%gw use --model/--decide-model` choices; the families' default models until then
+    models: dict[str, str] = {magic: row.default_model for magic, row in _MAGIC_FAMILY.items()}  # noqa: RUF012
 
 
 def session_gateway() -> Gateway:
@@ -86,7 +86,7 @@ def _parser() -> _Parser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     chat = sub.add_parser("chat", add_help=False, help="stream an answer to the cell body")
     chat.add_argument("--model")
-    chat.add_argument("--protocol", choices=tuple(_LIMIT_FIELD), default="chat")
+    chat.add_argument("--protocol", choices=TEXT, default="chat")
     chat.add_argument("--max-tokens", type=int, default=64)
     chat.add_argument("-o", "--output", metavar="NAME")
     chat.add_argument("--gateway", metavar="NAME", help="a Gateway variable, for this cell only")
@@ -191,7 +191,7 @@ class GwMagics(Magics):
         family = getattr(gw, args.protocol)
         started = time.monotonic()
         stream = family.stream(prompt, model=model, allow_partial=True,
-                               **{_LIMIT_FIELD[args.protocol]: args.max_tokens})
+                               **{FAMILIES[args.protocol].token_cap: args.max_tokens})
         shown, status = 0, None
         try:
             for _event in stream:

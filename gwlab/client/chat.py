@@ -11,6 +11,7 @@ from gwlab.client.transport import AsyncTransport
 from gwlab.errors import InvalidRequest
 from gwlab.wire import chat
 from gwlab.wire.chat import ChatChunk, ChatCompletion
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.sse import UnknownEvent
 
 __all__ = ["AsyncChat", "AsyncChatStream", "Chat", "ChatStream"]
@@ -18,7 +19,7 @@ __all__ = ["AsyncChat", "AsyncChatStream", "Chat", "ChatStream"]
 AsyncChatStream = AsyncEventStream[ChatChunk | UnknownEvent, ChatCompletion]
 ChatStream = EventStream[ChatChunk | UnknownEvent, ChatCompletion]
 Messages = str | Sequence[Mapping[str, Any]]
-PATH = "/chat/completions"
+CHAT = FAMILIES["chat"]
 Headers = Mapping[str, str] | None
 
 
@@ -38,7 +39,7 @@ class AsyncChat:
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.chat.stream(...) for a stream")
         body = chat.build_request(messages, model=model, **params)
-        return await self._transport.request("POST", PATH, family="chat", json=body, headers=extra_headers,
+        return await self._transport.request(CHAT.method, CHAT.path, family=CHAT.name, json=body, headers=extra_headers,
                                              parse=chat.parse_response)
 
     async def stream(self, messages: Messages, *, model: str, allow_partial: bool = False,
@@ -48,7 +49,7 @@ class AsyncChat:
         (then check `.ending`: complete, capped, interrupted, ...; gwlab/wire/endings.py)."""
         params.pop("stream", None)
         body = chat.build_request(messages, model=model, stream=True, **params)
-        return await self._transport.stream("POST", PATH, family="chat", json=body, headers=extra_headers,
+        return await self._transport.stream(CHAT.method, CHAT.path, family=CHAT.name, json=body, headers=extra_headers,
                                             accumulator=chat.ChatAccumulator(), parse=chat.parse_response,
                                             allow_partial=allow_partial)
 

@@ -18,10 +18,11 @@ from gwlab.client._loop import LoopThread
 from gwlab.client.transport import AsyncTransport
 from gwlab.wire import decisions
 from gwlab.wire.decisions import DecisionResult, Question
+from gwlab.wire.families import FAMILIES
 
 __all__ = ["AsyncDecisions", "Decisions", "Questions", "State"]
 
-PATH = "/decisions"
+DECISIONS = FAMILIES["decisions"]
 State = str | Mapping[str, Any] | Sequence[Any]
 Questions = Mapping[str, Mapping[str, Any] | Question]
 
@@ -39,7 +40,7 @@ class AsyncDecisions:
         `extra` rides along as top-level fields (None ones omitted).
         """
         body = decisions.build_request(state, questions, model, **extra)  # strict writer: refuse here
-        return await self._transport.request("POST", PATH, family="decisions", json=body,
+        return await self._transport.request(DECISIONS.method, DECISIONS.path, family=DECISIONS.name, json=body,
                                              parse=decisions.parse_response)
 
 

@@ -44,15 +44,16 @@ from gwlab import errors
 from gwlab.wire import chat as wire_chat
 from gwlab.wire import decisions as wire_decisions
 from gwlab.wire import decisions_openai
+from gwlab.wire.families import FAMILIES
 
 __all__ = ["DEFAULTS", "Dialect", "DialectBook", "Fallback", "Outgoing", "adapt_request", "adapt_response",
            "fallback", "forget", "from_models", "route_missing"]
 
 log = logging.getLogger("gwlab")
 
-DECISIONS_PATH = "/decisions"  # the spec's route, what every caller asks for
-SYSTEM_ONE_PATH = "/systemone"
-CHAT_PATH = "/chat/completions"
+DECISIONS_PATH = FAMILIES["decisions"].path  # the spec's route, what every caller asks for
+SYSTEM_ONE_PATH = FAMILIES["systemone"].path
+CHAT_PATH = FAMILIES["chat"].path
 CHOICES: dict[str, tuple[str, ...]] = {
     "decisions_path": (DECISIONS_PATH, SYSTEM_ONE_PATH),
     "decisions_shape": ("systemone", "openai"),

@@ -7,15 +7,12 @@ with the loop thread); every family class takes `(transport)`, every sync twin `
 
 from __future__ import annotations
 
-import os
 import weakref
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-import httpx
+from typing import TYPE_CHECKING, Any, Unpack
 
 from gwlab.client._loop import LoopThread
 from gwlab.client.chat import AsyncChat, Chat
+from gwlab.client.config import ClientConfig, ClientOptions
 from gwlab.client.decisions import AsyncDecisions, Decisions, Questions, State
 from gwlab.client.dialect import Dialect
 from gwlab.client.images import AsyncImages, Images
@@ -30,7 +27,6 @@ from gwlab.client.tools import AsyncTools, Tools
 from gwlab.client.transport import AsyncTransport
 from gwlab.client.transport_choice import TransportChoice
 from gwlab.client.videos import AsyncVideos, Videos
-from gwlab.wire import limits
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.models import DEFAULT_MODELS
 from gwlab.wire.tasks import TaskFamily
@@ -49,6 +45,7 @@ class AsyncGateway:
     ----------
     base_url : `{api_host}` or `{api_host}/v1`; /v1 is added once, never twice.
     api_key : a key issued by this gateway; kept private, never shown or logged.
+    config : a `ClientConfig` to start from (the keyword options below are applied over it).
     timeout, connect_timeout : seconds of silence allowed while reading, and to connect.
     deadline : seconds for a whole call, retries and stream included (None: no limit).
     max_retries, retry_after_cap : the retry policy (see `gwlab.client.transport`).
@@ -63,21 +60,11 @@ class AsyncGateway:
         the others are detected and shown by `repr(gw)` and `gw.dialect` (docs/guide/byo-gateway.md).
     """
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float | None = limits.READ_TIMEOUT_SECONDS,
-                 connect_timeout: float | None = limits.CONNECT_TIMEOUT_SECONDS,
-                 deadline: float | None = None,
-                 max_retries: int = limits.MAX_RETRIES_DEFAULT,
-                 retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
-                 ledger_path: str | os.PathLike[str] | None = None, messages_auth: str = "x-api-key",
-                 anthropic_version: str = limits.ANTHROPIC_VERSION, headers: Mapping[str, str] | None = None,
-                 http_transport: str | httpx.AsyncBaseTransport | None = None,
-                 dialect: Dialect | Mapping[str, Any] | None = None) -> None:
-        self.ledger = Ledger(ledger_path)
-        self.transport = AsyncTransport(
-            base_url, api_key, ledger=self.ledger, timeout=timeout, connect_timeout=connect_timeout,
-            deadline=deadline, max_retries=max_retries, retry_after_cap=retry_after_cap,
-            messages_auth=messages_auth, anthropic_version=anthropic_version, headers=headers,
-            http_transport=http_transport, dialect=dialect)
+    def __init__(self, base_url: str, api_key: str, *, config: ClientConfig | None = None,
+                 **options: Unpack[ClientOptions]) -> None:
+        self.config = ClientConfig.of(config, **options)
+        self.ledger = Ledger(self.config.ledger_path)
+        self.transport = AsyncTransport(base_url, api_key, config=self.config, ledger=self.ledger)
         # the families: adding one is one line here and one in Gateway.__init__
         self.models = AsyncModels(self.transport)
         self.chat = AsyncChat(self.transport)
@@ -153,22 +140,12 @@ class Gateway:
     when a cell rebinds the name) closes the connections on that loop, quietly.
     """
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float | None = limits.READ_TIMEOUT_SECONDS,
-                 connect_timeout: float | None = limits.CONNECT_TIMEOUT_SECONDS,
-                 deadline: float | None = None,
-                 max_retries: int = limits.MAX_RETRIES_DEFAULT,
-                 retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
-                 ledger_path: str | os.PathLike[str] | None = None, messages_auth: str = "x-api-key",
-                 anthropic_version: str = limits.ANTHROPIC_VERSION, headers: Mapping[str, str] | None = None,
-                 http_transport: str | httpx.AsyncBaseTransport | None = None,
-                 dialect: Dialect | Mapping[str, Any] | None = None) -> None:
+    def __init__(self, base_url: str, api_key: str, *, config: ClientConfig | None = None,
+                 **options: Unpack[ClientOptions]) -> None:
+        config = ClientConfig.of(config, **options)  # checked here, before a thread starts
         self._loop = LoopThread()
         try:
-            self._twin = self._loop.run(_build(
-                base_url, api_key, timeout=timeout, connect_timeout=connect_timeout, deadline=deadline,
-                max_retries=max_retries, retry_after_cap=retry_after_cap, ledger_path=ledger_path,
-                messages_auth=messages_auth, anthropic_version=anthropic_version, headers=headers,
-                http_transport=http_transport, dialect=dialect))
+            self._twin = self._loop.run(_build(base_url, api_key, config))
         except BaseException:
             self._loop.close()
             raise
@@ -230,6 +207,11 @@ class Gateway:
         return Tasks(self._twin.tasks(family), self._loop)
 
     @property
+    def config(self) -> ClientConfig:
+        """How this client reaches its gateway: timeouts, retries, headers, transport, dialect (no key)."""
+        return self._twin.config
+
+    @property
     def twin(self) -> AsyncGateway:
         """The async gateway underneath (it lives on this gateway's loop thread)."""
         return self._twin
@@ -268,8 +250,8 @@ def _dialect_repr(dialect: Dialect) -> str:
     return f", dialect: {shown}"
 
 
-async def _build(base_url: str, api_key: str, **options: Any) -> AsyncGateway:
-    return AsyncGateway(base_url, api_key, **options)  # built on the loop that will use it
+async def _build(base_url: str, api_key: str, config: ClientConfig) -> AsyncGateway:
+    return AsyncGateway(base_url, api_key, config=config)  # built on the loop that will use it
 
 
 def _close(loop: LoopThread, twin: AsyncGateway, owned: list[Any]) -> None:

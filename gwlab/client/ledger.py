@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import astuple, dataclass, field, fields
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from gwlab.client._ledger_columns import Columns
 from gwlab.wire import endings
+from gwlab.wire.families import read_usage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -244,14 +245,4 @@ class CallRecord:
                       error=error if isinstance(error, str | None) else type(error).__name__, ending=ending)
 
 
-def _tokens(usage: Any) -> tuple[int | None, int | None]:
-    """Input and output tokens of a typed usage (any family) or a usage mapping."""
-    if usage is None:
-        return None, None
-    if isinstance(usage, Mapping):
-        tokens_in = usage.get("input_tokens", usage.get("prompt_tokens"))
-        tokens_out = usage.get("output_tokens", usage.get("completion_tokens"))
-    else:
-        tokens_in, tokens_out = getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
-    return (tokens_in if isinstance(tokens_in, int) else None,
-            tokens_out if isinstance(tokens_out, int) else None)
+_tokens = read_usage  # input and output tokens of a typed usage (any family) or a usage mapping

@@ -10,10 +10,12 @@ from gwlab.client.streams import AsyncEventStream, EventStream
 from gwlab.client.transport import AsyncTransport
 from gwlab.errors import InvalidRequest
 from gwlab.wire import messages as wire
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.messages import Message, MessageEvent
 from gwlab.wire.sse import UnknownEvent
 
 __all__ = ["AsyncMessages", "AsyncMessagesStream", "Messages", "MessagesStream"]
+MESSAGES = FAMILIES["messages"]
 
 AsyncMessagesStream = AsyncEventStream[MessageEvent | UnknownEvent, Message]
 MessagesStream = EventStream[MessageEvent | UnknownEvent, Message]
@@ -34,7 +36,7 @@ class AsyncMessages:
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.messages.stream(...) for a stream")
         body = wire.build_request(messages, model=model, max_tokens=max_tokens, **params)
-        return await self._transport.request("POST", "/messages", family="messages", json=body,
+        return await self._transport.request(MESSAGES.method, MESSAGES.path, family=MESSAGES.name, json=body,
                                              headers=extra_headers, parse=wire.parse_response)
 
     async def stream(self, messages: Conversation, *, model: str, max_tokens: int,
@@ -42,7 +44,7 @@ class AsyncMessages:
                      **params: Any) -> AsyncMessagesStream:
         params.pop("stream", None)
         body = wire.build_request(messages, model=model, max_tokens=max_tokens, stream=True, **params)
-        return await self._transport.stream("POST", "/messages", family="messages", json=body,
+        return await self._transport.stream(MESSAGES.method, MESSAGES.path, family=MESSAGES.name, json=body,
                                             headers=extra_headers, accumulator=wire.MessagesAccumulator(),
                                             parse=wire.parse_response, allow_partial=allow_partial)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from gwlab.client._loop import LoopThread
 from gwlab.client.transport import AsyncTransport
 from gwlab.wire import models
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.models import ModelList
 
 __all__ = ["AsyncModels", "Models"]
+MODELS = FAMILIES["models"]
 
 
 class AsyncModels:
@@ -20,7 +22,7 @@ class AsyncModels:
         return (await self.list()).ids
 
     async def list(self) -> ModelList:
-        return await self._transport.request("GET", "/models", family="models", parse=models.parse_models)
+        return await self._transport.request(MODELS.method, MODELS.path, family=MODELS.name, parse=models.parse_models)
 
 
 class Models:

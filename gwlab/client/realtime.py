@@ -22,6 +22,7 @@ from gwlab.client.realtime_session import FunctionCall, RealtimeSession, Turn, _
 from gwlab.client.realtime_socket import AsyncRealtimeConnection
 from gwlab.client.transport import AsyncTransport, normalize_base_url, ws_url
 from gwlab.errors import ProtocolError, RealtimeError
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.limits import AUTHORIZATION_HEADER, OPENAI_BETA_HEADER, REALTIME_BETA
 from gwlab.wire.models import check_model_id
 from gwlab.wire.realtime_events import RateLimit, RealtimeEvent, ServerEvent, UnknownEvent, parse_event
@@ -43,6 +44,8 @@ __all__ = [
     "parse_event",
     "realtime_url",
 ]
+REALTIME = FAMILIES["realtime"]
+SESSIONS_PATH = REALTIME.path + "/sessions"  # POST: an ephemeral token
 
 
 # --- addressing --------------------------------------------------------------------------------
@@ -52,7 +55,7 @@ def realtime_url(base_url: str, model: str, *, websocket: bool = True) -> str:
     ws for http, wss for https; /v1 added only when the base URL lacks it, never twice.
     """
     base = normalize_base_url(base_url)
-    return f"{ws_url(base) if websocket else base}/realtime?model={quote(check_model_id(model), safe='')}"
+    return f"{ws_url(base) if websocket else base}{REALTIME.path}?model={quote(check_model_id(model), safe='')}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +76,7 @@ class EphemeralToken:
         secret = data.get("client_secret")
         if not isinstance(secret, Mapping) or not isinstance(secret.get("value"), str):
             raise ProtocolError("the answer holds no client_secret.value", method="POST",
-                                path="/realtime/sessions")
+                                path=SESSIONS_PATH)
         return cls(value=secret["value"], expires_at=secret.get("expires_at"), model=data.get("model"),
                    raw=data)
 
@@ -119,7 +122,7 @@ class AsyncRealtime:
         if voice is not None:
             config["voice"] = voice
         body: dict[str, Any] = {"model": check_model_id(model), **_checked_session({}, config, prefix="")}
-        return await self._transport.request("POST", "/realtime/sessions", family="realtime", json=body,
+        return await self._transport.request("POST", SESSIONS_PATH, family=REALTIME.name, json=body,
                                              parse=lambda data, _request_id: EphemeralToken.from_wire(data))
 
 

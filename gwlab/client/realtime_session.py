@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.errors import ConnectionFailed, GatewayError, RealtimeError, StreamInterrupted, Timeout
 from gwlab.wire import realtime as wire
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.limits import REALTIME_MAX_APPEND_BYTES
 from gwlab.wire.realtime_events import (
     AudioEvent,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from gwlab.wire import audio  # numpy: imported where audio is handled, not with the client
 
 __all__ = ["FunctionCall", "RealtimeSession", "Turn"]
+REALTIME = FAMILIES["realtime"]
 
 _REMEMBERED_EVENTS = 512  # client events kept for matching errors; older ones are forgotten
 _MAX_APPEND_BYTES = REALTIME_MAX_APPEND_BYTES * 3 // 8 * 2  # raw audio per event: its base64 fits the cap
@@ -53,7 +55,7 @@ async def _deadline(timeout: float | None, what: str) -> AsyncIterator[None]:
         async with asyncio.timeout(timeout):
             yield
     except TimeoutError:
-        raise Timeout(f"no {what} within {timeout:g} s", method="GET", path="/realtime") from None
+        raise Timeout(f"no {what} within {timeout:g} s", method="GET", path=REALTIME.path) from None
 
 
 def _new_event_id() -> str:
@@ -351,9 +353,9 @@ class RealtimeSession:
                 if event.type in types:
                     return event
                 if isinstance(event, ErrorEvent):
-                    raise RealtimeError(event)
+                    raise RealtimeError(event, method=REALTIME.method, path=REALTIME.path)
         raise ConnectionFailed(f"realtime session ended before {' or '.join(types)}", method="GET",
-                               path="/realtime")
+                               path=REALTIME.path)
 
     async def turn(self, *, timeout: float | None = None) -> Turn:
         """Collect the next response: text, audio, transcript, function calls, usage, status.
@@ -383,7 +385,7 @@ class RealtimeSession:
         except GatewayError as exc:
             reason = exc
         raise StreamInterrupted(f"turn interrupted: {reason}", partial=builder.finish(), method="GET",
-                                path="/realtime") from (reason if isinstance(reason, BaseException) else None)
+                                path=REALTIME.path) from (reason if isinstance(reason, BaseException) else None)
 
     async def ask(self, text: str, **response_options: Any) -> Turn:
         """send_text + create_response + turn: one question, one answer."""

@@ -33,9 +33,11 @@ from gwlab.client.realtime_session import RealtimeSession, _End, _Reconnected
 from gwlab.client.transport import RetryPolicy, request_id_of, status_error
 from gwlab.errors import ConnectionFailed, GatewayError
 from gwlab.wire import realtime as wire
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.limits import API_KEY_HEADER, AUTHORIZATION_HEADER
 
 __all__ = ["AsyncRealtimeConnection"]
+REALTIME = FAMILIES["realtime"]
 
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a server event (websockets' default of 1 MiB is tight for audio)
 _RECONNECT_CLOSE_CODES = frozenset({1006, 1011, 1012, 1013, 1014})  # abnormal, server error, restart, later
@@ -96,7 +98,7 @@ class AsyncRealtimeConnection(RealtimeSession):
     async def open(self) -> None:
         """Connect (Connection-category failures retried within the budget), then send the session."""
         self._changed = asyncio.Condition()
-        self._call = CallRecord("GET", "/realtime", "realtime", self.model, streamed=True)
+        self._call = CallRecord(REALTIME.method, REALTIME.path, REALTIME.name, self.model, streamed=True)
         try:
             ws = await self._connect_with_budget()
         except GatewayError as exc:
@@ -158,7 +160,7 @@ class AsyncRealtimeConnection(RealtimeSession):
             raise _handshake_error(exc) from exc
         except (OSError, TimeoutError, EOFError, InvalidHandshake) as exc:
             raise ConnectionFailed(f"realtime handshake failed: {type(exc).__name__}: {exc}", method="GET",
-                                   path="/realtime") from exc
+                                   path=REALTIME.path) from exc
 
     async def _connect_with_budget(self) -> ClientConnection:
         while True:
@@ -192,7 +194,7 @@ class AsyncRealtimeConnection(RealtimeSession):
                 if code not in _RECONNECT_CLOSE_CODES or self.reconnects >= self.max_reconnects:
                     return await self._ended(_End(ConnectionFailed(
                         f"realtime connection closed (code {code}) after {self.reconnects} reconnects",
-                        method="GET", path="/realtime")))
+                        method="GET", path=REALTIME.path)))
             try:
                 await self._reconnect()
             except GatewayError as exc:
@@ -224,5 +226,5 @@ def _handshake_error(exc: InvalidStatus) -> GatewayError:
     """A refused upgrade as the status's error class (401 AuthenticationFailed, 403 PermissionDenied...)."""
     response = exc.response
     headers = list(response.headers.raw_items())  # a repeated header is kept, not an error
-    return status_error(response.status_code, headers, response.body, method="GET", path="/realtime",
-                        family="realtime", reason="realtime handshake refused")
+    return status_error(response.status_code, headers, response.body, method="GET", path=REALTIME.path,
+                        family=REALTIME.name, reason="realtime handshake refused")

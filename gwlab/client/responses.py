@@ -10,10 +10,12 @@ from gwlab.client.streams import AsyncEventStream, EventStream
 from gwlab.client.transport import AsyncTransport
 from gwlab.errors import InvalidRequest
 from gwlab.wire import responses
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.responses import Response, ResponseEvent
 from gwlab.wire.sse import UnknownEvent
 
 __all__ = ["AsyncResponses", "AsyncResponsesStream", "Responses", "ResponsesStream"]
+RESPONSES = FAMILIES["responses"]
 
 AsyncResponsesStream = AsyncEventStream[ResponseEvent | UnknownEvent, Response]
 ResponsesStream = EventStream[ResponseEvent | UnknownEvent, Response]
@@ -35,14 +37,14 @@ class AsyncResponses:
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.responses.stream(...) for a stream")
         body = responses.build_request(input, model=model, **params)
-        return await self._transport.request("POST", "/responses", family="responses", json=body,
+        return await self._transport.request(RESPONSES.method, RESPONSES.path, family=RESPONSES.name, json=body,
                                              headers=extra_headers, parse=responses.parse_response)
 
     async def stream(self, input: Input, *, model: str, allow_partial: bool = False,
                      extra_headers: Headers = None, **params: Any) -> AsyncResponsesStream:
         params.pop("stream", None)
         body = responses.build_request(input, model=model, stream=True, **params)
-        return await self._transport.stream("POST", "/responses", family="responses", json=body,
+        return await self._transport.stream(RESPONSES.method, RESPONSES.path, family=RESPONSES.name, json=body,
                                             headers=extra_headers, parse=responses.parse_response,
                                             accumulator=responses.ResponsesAccumulator(),
                                             allow_partial=allow_partial)
@@ -51,7 +53,7 @@ class AsyncResponses:
         """A stored response by its id."""
         if not isinstance(response_id, str) or not response_id:
             raise InvalidRequest("response_id", "required")
-        return await self._transport.request("GET", "/responses/{response_id}", family="responses",
+        return await self._transport.request("GET", RESPONSES.path + "/{response_id}", family=RESPONSES.name,
                                              path_params={"response_id": response_id},
                                              parse=responses.parse_response)
 

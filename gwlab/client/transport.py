@@ -40,8 +40,10 @@ import httpx
 from gwlab import errors
 from gwlab.client import dialect as _dialect  # `dialect` is AsyncTransport's parameter and property
 from gwlab.client import transport_choice
+from gwlab.client.config import ClientConfig
 from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.wire import endings, limits
+from gwlab.wire.families import FAMILIES
 
 if TYPE_CHECKING:
     from gwlab.client.streams import AsyncEventStream
@@ -53,7 +55,6 @@ T = TypeVar("T")
 Parse = Callable[[Any, str | None], T]
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-IDEMPOTENT_FAMILIES = frozenset({"chat", "responses", "messages", "decisions"})
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
@@ -88,7 +89,8 @@ def _refuse_path_after_prefix(url: str) -> None:
         todo = (f"use base_url={base!r} and dialect={{'decisions_path': '{_dialect.SYSTEM_ONE_PATH}'}} to send "
                 f"decisions to {_dialect.SYSTEM_ONE_PATH} (gwlab also detects it: docs/guide/byo-gateway.md)")
     else:
-        todo = f"use base_url={base!r}; gwlab adds each family's route (/chat/completions, /decisions, ...)"
+        routes = ", ".join(row.path for row in FAMILIES.values() if row.frame_method)
+        todo = f"use base_url={base!r}; gwlab adds each family's route ({routes})"
     raise errors.InvalidRequest("base_url", f"must end at {limits.API_PREFIX}, with no path after it "
                                             f"(got '{limits.API_PREFIX}/{rest}'): {todo}")
 
@@ -272,7 +274,10 @@ def _ending_of(family: str, result: Any) -> str:
     ending = getattr(result, "ending", None)
     if isinstance(ending, str):
         return ending
-    return endings.body_ending(family, result.body if isinstance(result, Reply) else result) or endings.COMPLETE
+    row = FAMILIES.get(family)
+    read = row.ending if row is not None and row.ending is not None else None
+    body = result.body if isinstance(result, Reply) else result
+    return (read(body) if read else None) or endings.COMPLETE
 
 
 def _usage_of(result: Any) -> Any:
@@ -301,34 +306,26 @@ class _Secret:
 class AsyncTransport:
     """One `httpx.AsyncClient` per gateway, with everything the spec asks of every call."""
 
-    def __init__(self, base_url: str, api_key: str, *, ledger: Ledger | None = None,
-                 timeout: float | None = limits.READ_TIMEOUT_SECONDS,
-                 connect_timeout: float | None = limits.CONNECT_TIMEOUT_SECONDS,
-                 deadline: float | None = None, max_retries: int = limits.MAX_RETRIES_DEFAULT,
-                 retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS,
-                 messages_auth: str = "x-api-key", anthropic_version: str = limits.ANTHROPIC_VERSION,
-                 headers: Mapping[str, str] | None = None,
-                 http_transport: str | httpx.AsyncBaseTransport | None = None,
-                 dialect: _dialect.Dialect | Mapping[str, Any] | None = None) -> None:
+    def __init__(self, base_url: str, api_key: str, *, config: ClientConfig | None = None,
+                 ledger: Ledger | None = None) -> None:
         if not isinstance(api_key, str) or not api_key.strip():
             raise errors.InvalidRequest("api_key", "required: a key issued by this gateway (GWLAB_API_KEY)")
-        if messages_auth not in ("x-api-key", "bearer"):
-            raise errors.InvalidRequest("messages_auth", f"'x-api-key' or 'bearer'; got {messages_auth!r}")
+        config = config if config is not None else ClientConfig()
         self.base_url = normalize_base_url(base_url)
-        self.dialects = _dialect.DialectBook(self.base_url, dialect)
+        self.dialects = _dialect.DialectBook(self.base_url, config.dialect)
         self.api_host = self.base_url[: -len(limits.API_PREFIX)]
         self.ws_base_url = ws_url(self.base_url)
         self.ledger = ledger if ledger is not None else Ledger()
-        self.retry = RetryPolicy(max_retries, retry_after_cap)
-        self.deadline = deadline
-        self._key = _Secret(api_key, messages_auth, anthropic_version)
+        self.retry = RetryPolicy(config.max_retries, config.retry_after_cap)
+        self.deadline = config.deadline
+        self._key = _Secret(api_key, config.messages_auth, config.anthropic_version)
         self._urls: dict[str, httpx.URL] = {}
         # the fast path on loopback, httpx (with the environment's proxies) elsewhere: transport_choice
-        self.http_transport = transport_choice.choose(self.base_url, http_transport)
+        self.http_transport = transport_choice.choose(self.base_url, config.http_transport)
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            headers={"user-agent": "gwlab/0.1", "accept": "application/json", **(headers or {})},
-            transport=transport_choice.transport_for(self.http_transport, http_transport),
+            timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout),
+            headers={"user-agent": "gwlab/0.1", "accept": "application/json", **(config.headers or {})},
+            transport=transport_choice.transport_for(self.http_transport, config.http_transport),
             trust_env=self.http_transport.name == "httpx", follow_redirects=False,
         )
 
@@ -359,7 +356,8 @@ class AsyncTransport:
     def is_idempotent(self, method: str, family: str, idempotent: bool | None) -> bool:
         if idempotent is not None:
             return idempotent
-        return method in IDEMPOTENT_METHODS or (method == "POST" and family in IDEMPOTENT_FAMILIES)
+        row = FAMILIES.get(family)  # a task family is no row: its submissions are never resent blind
+        return method in IDEMPOTENT_METHODS or (method == "POST" and row is not None and row.idempotent)
 
     # -- one call -----------------------------------------------------------------------------------
 
@@ -485,7 +483,7 @@ class AsyncTransport:
             return response, out
 
     def _learn_from_answer(self, call: CallRecord, path: str, body: Any) -> None:
-        if call.family == "models" and call.method == "GET" and path == "/models":
+        if call.family == "models" and call.method == FAMILIES["models"].method and path == FAMILIES["models"].path:
             step = _dialect.from_models(body)
             if step is not None:
                 self.dialects.learn(step.name, step.value, step.evidence)

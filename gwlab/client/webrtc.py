@@ -40,6 +40,7 @@ from gwlab.client.transport import request_id_of, status_error
 from gwlab.errors import ConnectionFailed, InvalidRequest, Timeout
 from gwlab.wire import audio
 from gwlab.wire import realtime as wire
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.limits import (
     AUTHORIZATION_HEADER,
     PCM16_SAMPLE_RATE,
@@ -49,6 +50,7 @@ from gwlab.wire.limits import (
 )
 
 __all__ = ["AsyncWebRTCConnection", "PcmAudioTrack", "connect_webrtc"]
+REALTIME = FAMILIES["realtime"]
 
 RTC_RATE = WEBRTC_SAMPLE_RATE  # Opus runs at 48 kHz; the track is fed at this rate
 FRAME_MS = 20
@@ -191,7 +193,7 @@ class AsyncWebRTCConnection(RealtimeSession):
         except TimeoutError:
             state = self._pc.iceConnectionState
             raise Timeout(f"the {WEBRTC_DATA_CHANNEL} data channel did not open within {timeout:g} s "
-                          f"(ICE state {state})", method="POST", path="/realtime") from None
+                          f"(ICE state {state})", method="POST", path=REALTIME.path) from None
         if self._session:
             await self.send({"type": wire.SESSION_UPDATE, "session": self._session})
 
@@ -278,7 +280,7 @@ async def _open(realtime: AsyncRealtime, model: str, token: EphemeralToken | str
     value = await _ephemeral_value(realtime, model, token)
     config = RTCConfiguration(iceServers=[RTCIceServer(urls=url) for url in ice_servers])
     pc = RTCPeerConnection(config)
-    call = CallRecord("POST", "/realtime", "realtime", model, streamed=True)  # the session's ledger row
+    call = CallRecord("POST", REALTIME.path, REALTIME.name, model, streamed=True)  # the session's ledger row
     try:
         track = PcmAudioTrack()
         pc.addTrack(track)
@@ -324,12 +326,12 @@ async def _post_offer(url: str, offer: str, token: str, timeout: float, call: Ca
         async with httpx.AsyncClient(timeout=timeout) as client:
             response = await client.post(url, content=offer.encode(), headers=headers)
     except httpx.TimeoutException as exc:
-        raise Timeout(f"no SDP answer within {timeout:g} s", method="POST", path="/realtime") from exc
+        raise Timeout(f"no SDP answer within {timeout:g} s", method="POST", path=REALTIME.path) from exc
     except httpx.HTTPError as exc:
-        raise ConnectionFailed(f"SDP offer not delivered: {exc}", method="POST", path="/realtime") from exc
+        raise ConnectionFailed(f"SDP offer not delivered: {exc}", method="POST", path=REALTIME.path) from exc
     call.status, call.request_id = response.status_code, request_id_of(response.headers)
     if response.status_code >= 400:
         raise status_error(response.status_code, response.headers, response.content, method="POST",
-                           path="/realtime", family="realtime", reason="WebRTC negotiation refused")
+                           path=REALTIME.path, family=REALTIME.name, reason="WebRTC negotiation refused")
     return response.text
 

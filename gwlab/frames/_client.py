@@ -15,19 +15,15 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from gwlab.errors import RateLimited
 from gwlab.frames.outcome import RunInterrupted
 from gwlab.frames.runner import Answer, Batch, Runner, RunResult, Sender
 from gwlab.wire import limits
+from gwlab.wire.families import ProtocolFamily
 
 T = TypeVar("T")
-
-
-_FAMILIES = {"/decisions": "decisions", "/chat/completions": "chat", "/responses": "responses",
-             "/messages": "messages"}
 
 
 def _default_policy(error: BaseException, attempt: int) -> float | None:
@@ -52,10 +48,6 @@ class Connection:
     input_limit: Callable[[str], Awaitable[int | None]] | None = field(default=None, repr=False)
 
 
-def default_checkpoint_path() -> Path:
-    return Path(os.environ.get("GWLAB_CHECKPOINT") or Path.home() / ".cache" / "gwlab" / "frames.sqlite")
-
-
 def connection(gateway: Any) -> Connection:
     """A `Connection` for a Gateway, an AsyncGateway, a Connection, or None (the default gateway)."""
     if isinstance(gateway, Connection):
@@ -71,11 +63,10 @@ def connection(gateway: Any) -> Connection:
     else:
         raise TypeError(f"gateway= takes a gwlab Gateway or AsyncGateway; got {type(gateway).__name__}")
 
-    async def send(path: str, body: dict[str, Any]) -> Answer:
+    async def send(family: ProtocolFamily, body: dict[str, Any]) -> Answer:
         # one attempt: the runner retries between attempts by the transport's own policy, so that a
         # 429 can pause every worker of the run instead of only the request that met it
-        reply = await transport.request("POST", path, family=_FAMILIES.get(path, "decisions"), json=body,
-                                        retries=0)
+        reply = await transport.request(family.method, family.path, family=family.name, json=body, retries=0)
         return Answer(reply.body, None, reply.request_id)
 
     async def input_limit(model: str) -> int | None:
@@ -106,7 +97,8 @@ def _transport_policy(transport: Any) -> Callable[[BaseException, int], float | 
     """The client transport's retry policy (`transport.retry`), applied by the runner between attempts.
 
     Every family a run sends (decisions, chat, responses, messages) is an idempotent POST for the
-    transport (`IDEMPOTENT_FAMILIES`), so a lost answer is resent as the transport would resend it."""
+    transport (`ProtocolFamily.idempotent`, gwlab/wire/families.py), so a lost answer is resent as the
+    transport would resend it."""
     return functools.partial(transport.retry.delay, idempotent=True)
 
 

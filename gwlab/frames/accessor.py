@@ -15,23 +15,23 @@ from typing import Any, Literal, TypedDict, Unpack
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, families
+from gwlab.frames import _client, recipes
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
-from gwlab.frames.checkpoint import AnswerStore, open_checkpoint
-from gwlab.frames.families import META_COLUMNS, Family
-from gwlab.frames.limiter import Limiter, TokenBucket
+from gwlab.frames.checkpoint import AnswerStore, open_for_run
+from gwlab.frames.limiter import Limiter
+from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.result import BatchFrame
+from gwlab.frames.run_config import RunConfig
 from gwlab.frames.runner import Batch, Budget, Runner
 from gwlab.frames.task_batch import COLUMNS as TASK_COLUMNS
-from gwlab.frames.task_batch import DEFAULT_POLL_INTERVAL, DEFAULT_TIMEOUT, TaskFrame, TaskRun
+from gwlab.frames.task_batch import TaskFrame, TaskRun
 from gwlab.frames.templates import Rows, Template, json_value
 from gwlab.wire import images, videos
-from gwlab.wire import models as _models
+from gwlab.wire.models import DEFAULT_MODELS  # written once, in wire
 from gwlab.wire.tasks import TaskFamily, build_submit
 
-__all__ = ["DEFAULT_MODELS", "GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
+__all__ = ["GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
 
-DEFAULT_MODELS = _models.DEFAULT_MODELS  # written once, in wire: gw.decide and the magics share it
 
 TemplateSpec = str | Sequence[str] | Mapping[str, str]
 
@@ -175,7 +175,7 @@ class GatewayAccessor:
     async def adecide(self, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
                       **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
-        family = families.decisions_family(questions, model or DEFAULT_MODELS["decisions"])
+        family = recipes.decisions_recipe_for(questions, model)
         rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame)
         return await self._run(family, rows, options)
 
@@ -212,9 +212,8 @@ class GatewayAccessor:
                     max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
                     **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `chat`: await it in a running loop (with an AsyncGateway)."""
-        model = model or DEFAULT_MODELS["text"]
-        family = families.chat_family(model, max_tokens=max_tokens, **families.free_params("chat", params))
-        return await self._run(family, self._prompts(prompt, system), options)
+        recipe = recipes.text_recipe("chat", model, max_tokens, params)
+        return await self._run(recipe, self._prompts(prompt, system), options)
 
     @_documented
     def respond(self, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
@@ -245,9 +244,8 @@ class GatewayAccessor:
                        params: Mapping[str, Any] | None = None,
                        **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `respond`: await it in a running loop (with an AsyncGateway)."""
-        model = model or DEFAULT_MODELS["text"]
-        family = families.responses_family(model, max_tokens=max_tokens, **families.free_params("responses", params))
-        return await self._run(family, self._prompts(prompt, instructions, "instructions"), options)
+        recipe = recipes.text_recipe("responses", model, max_tokens, params)
+        return await self._run(recipe, self._prompts(prompt, instructions, "instructions"), options)
 
     @_documented
     def messages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
@@ -277,9 +275,8 @@ class GatewayAccessor:
                         max_tokens: int = 256, params: Mapping[str, Any] | None = None,
                         **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
-        model = model or DEFAULT_MODELS["text"]
-        family = families.messages_family(model, max_tokens=max_tokens, **families.free_params("messages", params))
-        return await self._run(family, self._prompts(prompt, system), options)
+        recipe = recipes.text_recipe("messages", model, max_tokens, params)
+        return await self._run(recipe, self._prompts(prompt, system), options)
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
 
@@ -436,9 +433,7 @@ class GatewayAccessor:
 
     async def _run_tasks(self, family: TaskFamily, model: str, prompt: TemplateSpec,
                          build: Callable[[str], dict[str, Any]], options: TaskOptions) -> TaskFrame:
-        unknown = set(options) - set(TaskOptions.__annotations__)
-        if unknown:
-            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+        config = RunConfig.of("tasks", options)
         rows = Template.parse(prompt, self._frame.columns, field="prompt").rows(self._frame)
         bodies: list[dict[str, Any] | None] = []
         errors = dict(rows.errors)
@@ -453,28 +448,21 @@ class GatewayAccessor:
                     raise  # a setting shared by every row: refused before anything is sent
                 bodies.append(None)
                 errors[position] = str(exc)
-        if errors and options.get("errors", "raise") == "raise":
+        if errors and config.errors == "raise":
             position, message = min(errors.items())
             raise InvalidRequest("prompt", f"row {self._labels([position])[0]!r}: {message} (errors='coerce' "
                                            "makes it an error row)")
-        prefix = options.get("prefix", "")
-        if options.get("join", True):
+        prefix = config.prefix
+        if config.join:
             clash = [f"{prefix}{c}" for c in TASK_COLUMNS if f"{prefix}{c}" in self._frame.columns]
             if clash:
                 raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' "
                                                "or join=False")
-        client, origin = _client.task_client(options.get("gateway"), family)
-        limiter = options.get("limiter") or TokenBucket(options.get("requests_per_minute"))
-        checkpoint, owned = _checkpoint(options.get("checkpoint", "auto"))
+        client, origin = _client.task_client(config.gateway, family)
+        checkpoint, owned = open_for_run(config.checkpoint)
         try:
-            run = TaskRun(client, family, model, self._frame.index, bodies, errors,
-                          folder=Path(options.get("folder") or Path("gwlab-tasks") / family.name), origin=origin,
-                          concurrency=options.get("concurrency", 4), limiter=limiter, budget=options.get("budget"),
-                          prices=options.get("prices"), pilot=options.get("pilot"), checkpoint=checkpoint,
-                          refresh=options.get("refresh", False), errors=options.get("errors", "raise"),
-                          progress=options.get("progress", True),
-                          poll_interval=options.get("poll_interval", DEFAULT_POLL_INTERVAL),
-                          timeout=options.get("timeout", DEFAULT_TIMEOUT))
+            run = TaskRun(client, family, model, self._frame.index, bodies, errors, config, origin=origin,
+                          checkpoint=checkpoint)
             _client.stop_on_interrupt(run)
             with _client.run_tag(None, family.name):
                 frame, summary = await run.run()
@@ -483,7 +471,7 @@ class GatewayAccessor:
                 checkpoint.close()
         if run.failure is not None:
             raise run.failure
-        answers = self._wrap(frame, {"join": options.get("join", True), "prefix": prefix})
+        answers = self._wrap(frame, config)
         return TaskFrame.wrap(answers, summary)
 
     # --- the shared steps -----------------------------------------------------------------------
@@ -496,33 +484,24 @@ class GatewayAccessor:
             return prompts
         return prompts.zip(Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame))
 
-    async def _run(self, family: Family, rows: Rows, options: RunOptions) -> BatchFrame:
-        unknown = set(options) - set(RunOptions.__annotations__)
-        if unknown:
-            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-        errors = options.get("errors", "raise")
-        if rows.errors and errors == "raise":
+    async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions) -> BatchFrame:
+        config = RunConfig.of("rows", options)
+        if rows.errors and config.errors == "raise":
             position, message = next(iter(sorted(rows.errors.items())))
             label = self._frame.index[position]
             label = tuple(map(json_value, label)) if isinstance(label, tuple) else json_value(label)
             raise InvalidRequest(message.split(":", 1)[0],
                                  f"row {label!r}: {message.split(': ', 1)[-1]} (errors='coerce' makes it an "
                                  "error row)")
-        self._check_names(family, options)
-        connection = _client.connection(options.get("gateway"))
-        limiter = options.get("limiter") or TokenBucket(options.get("requests_per_minute"),
-                                                        options.get("tokens_per_minute"))
-        over = await _over_limit(family, rows, connection, options)
+        self._check_names(family, config)
+        connection = _client.connection(config.gateway)
+        over = await _over_limit(family, rows, connection, config)
         if over is not None and len(over.positions):
             warnings.warn(_over_limit_text(over, self._labels(over.positions)), InputLimitWarning, stacklevel=2)
-        checkpoint, owned = _checkpoint(options.get("checkpoint", "auto"))
-        runner = Runner(family, connection.send, concurrency=options.get("concurrency", 16), limiter=limiter,
-                        budget=Budget.of(options.get("budget"), options.get("prices")),
-                        prices=options.get("prices"), checkpoint=checkpoint,
-                        refresh=options.get("refresh", False), repeats=options.get("repeats", 1),
-                        pilot=options.get("pilot"), errors=errors, progress=options.get("progress", True),
-                        max_retries=connection.max_retries, retry_delay=connection.retry_delay,
-                        description=f"{family.name} {family.model}", gateway=connection.origin)
+        checkpoint, owned = open_for_run(config.checkpoint)
+        runner = Runner(family, connection.send, config, checkpoint=checkpoint, max_retries=connection.max_retries,
+                        retry_delay=connection.retry_delay, description=f"{family.name} {family.model}",
+                        gateway=connection.origin)
         try:
             with _client.run_tag(connection, family.name):
                 result = await _client.stoppable(runner, Batch(rows))
@@ -536,31 +515,30 @@ class GatewayAccessor:
         if result.failure is not None:
             raise result.failure
         answers = result.frame(self._frame.index)
-        return BatchFrame.wrap(self._wrap(answers, options), result.summary)
+        return BatchFrame.wrap(self._wrap(answers, config), result.summary)
 
     def _labels(self, positions: Any) -> list[Any]:
         """Index labels of row positions, as JSON-safe values (they go into `.attrs`)."""
         labels = self._frame.index[positions]
         return [tuple(map(json_value, label)) if isinstance(label, tuple) else json_value(label) for label in labels]
 
-    def _check_names(self, family: Family, options: RunOptions) -> None:
+    def _check_names(self, family: RowRecipe, config: RunConfig) -> None:
         """Refuse a column clash before anything is sent, not after the run has been paid for."""
-        if not options.get("join", True):
+        if not config.join:
             return
-        prefix = options.get("prefix", "")
+        prefix = config.prefix
         names = [*family.columns, *META_COLUMNS]
-        if options.get("repeats", 1) > 1:
+        if config.repeats > 1:
             names += [f"{c}__std" for c in family.spread] + ["__repeats"]
         clash = [f"{prefix}{c}" for c in names if f"{prefix}{c}" in self._frame.columns]
         if clash:
             raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' "
                                            "or join=False")
 
-    def _wrap(self, answers: pd.DataFrame, options: RunOptions) -> pd.DataFrame:
-        prefix = options.get("prefix", "")
-        if prefix:
-            answers.columns = [f"{prefix}{c}" for c in answers.columns]
-        if not options.get("join", True):
+    def _wrap(self, answers: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
+        if config.prefix:
+            answers.columns = [f"{config.prefix}{c}" for c in answers.columns]
+        if not config.join:
             return answers
         answers.index = self._frame.index  # the same object: concat aligns nothing, duplicates stay put
         return pd.concat([self._frame, answers], axis=1)
@@ -570,10 +548,10 @@ class InputLimitWarning(UserWarning):
     """Rows that look longer than the model's documented input limit, found before anything is sent."""
 
 
-async def _over_limit(family: Family, rows: Rows, connection: Any, options: RunOptions) -> OverLimit | None:
+async def _over_limit(family: RowRecipe, rows: Rows, connection: Any, config: RunConfig) -> OverLimit | None:
     """With `pilot=` or `budget=`: the rows over the model's `max_input_tokens` (GET /models), checked
     before spending. None when not asked, or when the gateway lists no limit for the model."""
-    if options.get("pilot") is None and options.get("budget") is None:
+    if config.pilot is None and config.budget is None:
         return None
     limit = await connection.input_limit(family.model) if connection.input_limit is not None else None
     return over_limit(rows, family.model, limit) if limit else None
@@ -587,13 +565,3 @@ def _over_limit_text(over: OverLimit, labels: list[Any]) -> str:
             f"(its max_input_tokens in GET /models; estimated at {BYTES_PER_TOKEN} bytes per token): rows "
             f"{shown}{more}. The gateway will refuse them: shorten or split them before the full run.")
 
-
-def _checkpoint(spec: Any) -> tuple[AnswerStore | None, bool]:
-    """(checkpoint, opened here) for the `checkpoint=` option."""
-    if spec is None or spec is False:
-        return None, False
-    if isinstance(spec, AnswerStore):
-        return spec, False
-    if spec == "auto":
-        return open_checkpoint(_client.default_checkpoint_path()), True
-    return open_checkpoint(spec), True

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames.families import Family
+from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.templates import Rows
 from gwlab.frames.usage import PriceTable
 
@@ -53,8 +53,8 @@ class Budget:
 class Spend:
     """Budget bookkeeping: billed so far plus reservations of requests in flight."""
 
-    def __init__(self, budget: Budget | None, prices: PriceTable, family: Family) -> None:
-        self.budget, self.prices, self.family = budget, prices, family
+    def __init__(self, budget: Budget | None, prices: PriceTable, recipe: RowRecipe) -> None:
+        self.budget, self.prices, self.recipe = budget, prices, recipe
         self.tokens = 0.0
         self.cost = 0.0
         self.held_tokens = 0.0
@@ -62,11 +62,11 @@ class Spend:
         self.in_flight = 0
         self.changed = asyncio.Condition()
         # the model's price, looked up once (the table matches globs) and applied to every request
-        self._table = PriceTable({family.model: price}) if (price := prices.price(family.model)) else PriceTable()
+        self._table = PriceTable({recipe.model: price}) if (price := prices.price(recipe.model)) else PriceTable()
 
     def _price(self, tokens_in: float, tokens_out: float) -> tuple[float, float]:
-        billed = tokens_in + (tokens_out if self.family.charges_output else 0)
-        cost = self._table.cost(self.family.model, self.family.endpoint, tokens_in, tokens_out)
+        billed = tokens_in + (tokens_out if self.recipe.charges_output else 0)
+        cost = self._table.cost(self.recipe.model, self.recipe.endpoint, tokens_in, tokens_out)
         return billed, cost
 
     def fits(self, tokens_in: float, tokens_out: float) -> bool:
@@ -77,7 +77,7 @@ class Spend:
             return False
         if self.budget.cost is not None:
             if math.isnan(cost):
-                raise InvalidRequest("budget", f"no price for model {self.family.model!r}: a cost budget "
+                raise InvalidRequest("budget", f"no price for model {self.recipe.model!r}: a cost budget "
                                                "needs prices=")
             if self.cost + self.held_cost + cost > self.budget.cost:
                 return False

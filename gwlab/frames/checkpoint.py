@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -31,8 +32,8 @@ from pathlib import Path
 from typing import Any, Protocol, Self, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["AnswerStore", "Checkpoint", "CommitOnArrival", "Entry", "canonical", "gateway_id", "is_store_url", "key_of",
-           "mask_url", "open_checkpoint", "request_key"]
+__all__ = ["AnswerStore", "Checkpoint", "CommitOnArrival", "Entry", "canonical", "default_checkpoint_path",
+           "gateway_id", "is_store_url", "key_of", "mask_url", "open_checkpoint", "open_for_run", "request_key"]
 
 _URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -149,6 +150,26 @@ def open_checkpoint(spec: str | Path) -> AnswerStore:
 
         return PostgresCheckpoint(str(spec))
     return Checkpoint(spec)
+
+
+ENV_CHECKPOINT = "GWLAB_CHECKPOINT"
+
+
+def default_checkpoint_path() -> Path:
+    """Where `checkpoint="auto"` keeps answers: `$GWLAB_CHECKPOINT`, else ~/.cache/gwlab/frames.sqlite."""
+    return Path(os.environ.get(ENV_CHECKPOINT) or Path.home() / ".cache" / "gwlab" / "frames.sqlite")
+
+
+def open_for_run(spec: Any) -> tuple[AnswerStore | None, bool]:
+    """(store, opened here) for a run's `checkpoint=` option: None/False keep nothing; a store is used as
+    given (its owner closes it); "auto" opens the default file; a path or URL opens that store."""
+    if spec is None or spec is False:
+        return None, False
+    if isinstance(spec, AnswerStore):
+        return spec, False
+    if isinstance(spec, str) and spec == "auto":
+        return open_checkpoint(default_checkpoint_path()), True
+    return open_checkpoint(spec), True
 
 
 class CommitOnArrival:

@@ -35,6 +35,7 @@ from distributed.protocol.pickle import dumps
 
 from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, _Bucket
 from gwlab.frames.runner import Answer, Sender
+from gwlab.wire.families import ProtocolFamily
 
 __all__ = ["ClusterLimiter", "ClusterLimits"]
 
@@ -262,12 +263,12 @@ class ClusterLimiter:
             return send
         address = self._worker.address
 
-        async def send_in_slot(path: str, body: dict[str, Any]) -> Answer:
+        async def send_in_slot(family: ProtocolFamily, body: dict[str, Any]) -> Answer:
             lease = uuid.uuid4().hex
             await self._call("gwlab_slot_acquire", name=self.name, limit=self.max_in_flight, lease=lease,
                              worker=address)
             try:
-                return await send(path, body)
+                return await send(family, body)
             finally:
                 self._submit("gwlab_slot_release", name=self.name, lease=lease)
 

@@ -33,11 +33,12 @@ from typing import Any, Required, TypedDict, Unpack
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, families
-from gwlab.frames import accessor as _accessor  # importing registers df.gw on the worker too
+from gwlab.frames import _client, recipes
 from gwlab.frames.checkpoint import Checkpoint, is_store_url, mask_url, open_checkpoint
-from gwlab.frames.families import META_COLUMNS, Family
 from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
+from gwlab.frames.recipes import META_COLUMNS, RowRecipe
+from gwlab.frames.run_config import RunConfig
+from gwlab.wire.families import FAMILIES
 
 __all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "chat", "decide", "decide_meta", "decide_partition",
            "messages", "meta_of", "respond", "run_partition"]
@@ -157,7 +158,7 @@ def _worker_limiter(limits: Limits, store: StoreSpec) -> Limiter:
                                                         burst=limits.burst))
 
 
-def meta_of(meta: pd.DataFrame, family: Family, *, join: bool = True, prefix: str = "") -> pd.DataFrame:
+def meta_of(meta: pd.DataFrame, family: RowRecipe, *, join: bool = True, prefix: str = "") -> pd.DataFrame:
     """The empty frame `run_partition` returns for a partition shaped like `meta`, for `family`."""
     dtypes = {**family.columns, **META_COLUMNS}
     answers = pd.DataFrame({f"{prefix}{name}": pd.Series(dtype=dtype) for name, dtype in dtypes.items()},
@@ -168,15 +169,18 @@ def meta_of(meta: pd.DataFrame, family: Family, *, join: bool = True, prefix: st
 def decide_meta(meta: pd.DataFrame, questions: Mapping[str, Any], *, model: str | None = None,
                 join: bool = True, prefix: str = "") -> pd.DataFrame:
     """The empty frame `decide` returns per partition shaped like `meta`."""
-    family = families.decisions_family(questions, model or _accessor.DEFAULT_MODELS["decisions"])
+    family = recipes.decisions_recipe_for(questions, model)
     return meta_of(meta, family, join=join, prefix=prefix)
 
 
 def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-                  gateway: GatewaySpec, checkpoint: StoreSpec, limits: Limits, concurrency: int = 8,
-                  errors: str = "coerce", join: bool = True, prefix: str = "",
-                  budget: int | None = None) -> pd.DataFrame:
-    """`partition.gw.<method>(*args, **kwargs)` with the shared checkpoint and limit; a plain DataFrame."""
+                  gateway: GatewaySpec, checkpoint: StoreSpec, limits: Limits,
+                  config: RunConfig | None = None) -> pd.DataFrame:
+    """`partition.gw.<method>(*args, **kwargs)` with the shared checkpoint and limit; a plain DataFrame.
+
+    `config` holds the run options a partition applies (concurrency, errors, join, prefix, budget),
+    checked once when the lazy frame was built; None: the Dask defaults."""
+    config = config or RunConfig(kind="dask")
     store = checkpoint.open()  # first: the SQLite limiter would create a missing file
     try:
         limiter = _worker_limiter(limits, checkpoint)
@@ -185,8 +189,9 @@ def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...]
         if in_flight is not None:
             connection = dataclasses.replace(connection, send=in_flight(connection.send))
         out = getattr(partition.gw, method)(*args, **kwargs, gateway=connection, checkpoint=store,
-                                            limiter=limiter, concurrency=concurrency, errors=errors, join=join,
-                                            prefix=prefix, budget=budget, progress=False)
+                                            limiter=limiter, concurrency=config.concurrency, errors=config.errors,
+                                            join=config.join, prefix=config.prefix, budget=config.budget,
+                                            progress=False)
     finally:
         store.close()
     return pd.DataFrame(out)
@@ -195,9 +200,11 @@ def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...]
 def decide_partition(partition: pd.DataFrame, *, state: str | Sequence[str] | Mapping[str, str],
                      questions: Mapping[str, Any], gateway: GatewaySpec, checkpoint: str | StoreSpec,
                      model: str | None = None, limits: Limits | None = None, **options: Any) -> pd.DataFrame:
-    """`run_partition` for decisions, to call `map_partitions` yourself (with `meta=decide_meta(...)`)."""
+    """`run_partition` for decisions, to call `map_partitions` yourself (with `meta=decide_meta(...)`);
+    `options` are concurrency, errors, join, prefix and budget."""
     return run_partition(partition, method="decide", args=(state, questions), kwargs={"model": model},
-                         gateway=gateway, checkpoint=StoreSpec.of(checkpoint), limits=limits or Limits(), **options)
+                         gateway=gateway, checkpoint=StoreSpec.of(checkpoint), limits=limits or Limits(),
+                         config=RunConfig.of("dask", options))
 
 
 class DaskOptions(TypedDict, total=False):
@@ -217,18 +224,19 @@ class DaskOptions(TypedDict, total=False):
     budget_per_partition: int | None
 
 
-def _lazy(ddf: Any, method: str, family: Family, args: tuple[Any, ...], kwargs: dict[str, Any],
+# the DaskOptions each partition's df.gw run applies (the others configure the cluster's shared parts)
+_PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix")
+
+
+def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
           options: DaskOptions) -> Any:
     """The lazy frame: checked and described here, sent by the workers on `compute()`."""
     unknown = set(options) - set(DaskOptions.__annotations__)
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-    errors, concurrency = options.get("errors", "coerce"), options.get("concurrency", 8)
-    join, prefix = options.get("join", True), options.get("prefix", "")
-    if errors not in ("raise", "coerce"):
-        raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {errors!r}")
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise InvalidRequest("concurrency", f"must be a positive integer; got {concurrency!r}")
+    shared = {name: options[name] for name in _PARTITION_OPTIONS if name in options}  # type: ignore[literal-required]
+    config = RunConfig.of("dask", {**shared, "budget": options.get("budget_per_partition")})
+    join, prefix = config.join, config.prefix
     limits = Limits(options.get("requests_per_minute"), options.get("tokens_per_minute"),
                     options.get("max_in_flight"), options.get("limiter_name", "default"),
                     options.get("burst", DEFAULT_BURST_SECONDS))
@@ -240,9 +248,8 @@ def _lazy(ddf: Any, method: str, family: Family, args: tuple[Any, ...], kwargs: 
     meta = meta_of(ddf._meta, family, join=join, prefix=prefix)
     return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs,
                               gateway=GatewaySpec.of(options["gateway"]),
-                              checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits,
-                              concurrency=concurrency, errors=errors, join=join, prefix=prefix,
-                              budget=options.get("budget_per_partition"), meta=meta)
+                              checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits, config=config,
+                              meta=meta)
 
 
 _SHARED_DOC = """
@@ -298,7 +305,7 @@ def decide(ddf: Any, state: TemplateSpec, questions: Mapping[str, Any], *, model
         As in ``df.gw.decide``.
     {shared}
     """
-    family = families.decisions_family(questions, model or _accessor.DEFAULT_MODELS["decisions"])
+    family = recipes.decisions_recipe_for(questions, model)
     return _lazy(ddf, "decide", family, (state, questions), {"model": model}, options)
 
 
@@ -353,16 +360,13 @@ def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model
     return _text(ddf, "messages", prompt, {"system": system}, model, max_tokens, params, options)
 
 
-# per text method: its protocol's name (for its free params) and the family that builds its columns
-_TEXT_FAMILIES = {"chat": ("chat", families.chat_family), "respond": ("responses", families.responses_family),
-                  "messages": ("messages", families.messages_family)}
 
 
 def _text(ddf: Any, method: str, prompt: TemplateSpec, lead: Mapping[str, Any], model: str | None,
           max_tokens: int | None, params: Mapping[str, Any] | None, options: Mapping[str, Any]) -> Any:
     """What chat, respond and messages share: the family (it gives the meta) and the partition's arguments."""
-    model = model or _accessor.DEFAULT_MODELS["text"]
-    protocol, family_of = _TEXT_FAMILIES[method]
-    family = family_of(model, max_tokens=max_tokens, **families.free_params(protocol, params))
+    protocol = next(row for row in FAMILIES.values() if row.frame_method == method)
+    model = model or protocol.default_model
+    family = recipes.text_recipe(protocol.name, model, max_tokens, params)
     kwargs = {**lead, "model": model, "max_tokens": max_tokens, "params": params}
     return _lazy(ddf, method, family, (prompt,), kwargs, options)

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from gwlab.frames.families import META_COLUMNS, Family
+from gwlab.frames.recipes import META_COLUMNS, RowRecipe
+from gwlab.frames.status import LABELS, RowStatus
 
 if TYPE_CHECKING:
     from gwlab.frames.runner import Batch
 
 __all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunInterrupted", "RunResult", "RunSummary"]
 
-NOT_RUN, SENT, CACHED, ERROR = 0, 1, 2, 3
+NOT_RUN, SENT, CACHED, ERROR = RowStatus.NOT_RUN, RowStatus.SENT, RowStatus.CACHED, RowStatus.ERROR
 
 
 @dataclass
@@ -113,7 +114,7 @@ class RunResult:
     """Per distinct request and ask: status, tokens, request ID, error and the answer columns."""
 
     batch: Batch
-    family: Family
+    recipe: RowRecipe
     repeats: int
     status: np.ndarray  # (repeats, jobs) int8
     input_tokens: np.ndarray  # (repeats, jobs) float, NaN when unknown
@@ -134,12 +135,12 @@ class RunResult:
             per_job = self._combine(self.done())
         status = per_job.pop("__status")
         row_status = np.where(ok_rows, status[take] if len(status) else ERROR, ERROR)
-        text = _STATUS_TEXT[row_status]
+        text = LABELS[row_status]
         first = np.zeros(len(row_job), dtype=bool)
         if len(status):
             jobs, first_rows = np.unique(row_job, return_index=True)
             first[first_rows[jobs >= 0]] = True
-        text[(row_status == SENT) & ~first] = "duplicate"
+        text[(row_status == SENT) & ~first] = RowStatus.DUPLICATE.label
         # one row per request, every row answered (the common large case): the job arrays are the columns
         identity = bool(ok_rows.all()) and len(per_job["__error"]) == len(row_job) and bool(
             (row_job == np.arange(len(row_job))).all())
@@ -162,7 +163,7 @@ class RunResult:
                 column = column.copy()
                 for position, message in self.batch.row_errors.items():
                     column[position] = message
-            dtype = self.family.columns.get(name, META_COLUMNS.get(name, "float64"))
+            dtype = self.recipe.columns.get(name, META_COLUMNS.get(name, "float64"))
             columns[name] = _series(column, dtype, index)
         columns["__status"] = _series(text, "str", index)
         return pd.DataFrame(columns, index=index, copy=False)  # no copy into one consolidated block
@@ -177,10 +178,10 @@ class RunResult:
             else:
                 out[name] = np.nanmean(values, axis=0) if k > 1 else values[0]
         if k > 1:
-            for name in self.family.columns:
+            for name in self.recipe.columns:
                 if name.endswith("__choice"):
-                    out[name] = _argmax_choice(name, out, self.family.columns, out[name])
-            for name in self.family.spread:
+                    out[name] = _argmax_choice(name, out, self.recipe.columns, out[name])
+            for name in self.recipe.spread:
                 out[f"{name}__std"] = np.nanstd(self.answers[name], axis=0, ddof=1)
             out["__repeats"] = done.sum(axis=0).astype(float)
         any_done = done.any(axis=0)
@@ -229,9 +230,6 @@ def _argmax_choice(name: str, out: dict[str, np.ndarray], columns: Mapping[str, 
     labels = np.array([c.removeprefix(f"{question}__p__") for c in options], dtype=object)
     best = labels[np.nan_to_num(probs, nan=-1.0).argmax(axis=0)]
     return np.where(np.isnan(probs).all(axis=0), fallback, best)
-
-
-_STATUS_TEXT = np.array(["not_run", "sent", "cached", "error"], dtype=object)
 
 
 def _series(values: np.ndarray, dtype: str, index: pd.Index) -> pd.Series:

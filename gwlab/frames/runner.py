@@ -27,11 +27,15 @@ import numpy as np
 from gwlab.errors import InvalidRequest, RateLimited
 from gwlab.frames.budget import Budget, Spend
 from gwlab.frames.checkpoint import AnswerStore, canonical, gateway_id, key_of, request_key
-from gwlab.frames.families import Family
+from gwlab.frames.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.outcome import CACHED, ERROR, NOT_RUN, SENT, RunResult, RunSummary
+from gwlab.frames.recipes import RowRecipe
+from gwlab.frames.run_config import RunConfig
 from gwlab.frames.templates import Rows
-from gwlab.frames.usage import PriceTable, as_table
+from gwlab.frames.usage import as_table
+from gwlab.wire import limits
+from gwlab.wire.families import ProtocolFamily
 
 __all__ = ["Answer", "Batch", "Budget", "RunResult", "RunSummary", "Runner", "Sender"]
 
@@ -45,7 +49,8 @@ class Answer:
     request_id: str | None = None
 
 
-Sender = Callable[[str, dict[str, Any]], Awaitable[Answer]]
+# one attempt of a request of a protocol family (a row of gwlab.wire.families) with a JSON body
+Sender = Callable[[ProtocolFamily, dict[str, Any]], Awaitable[Answer]]
 
 
 class Batch:
@@ -66,45 +71,32 @@ class Batch:
         return self._count
 
 
-class Runner:
+class Runner(Stoppable):
     """Sends a `Batch` through `send`; one instance per run (it holds the run's counters)."""
 
-    def __init__(self, family: Family, send: Sender, *, concurrency: int = 16,
-                 limiter: Limiter | None = None, budget: Budget | None = None,
-                 prices: PriceTable | Mapping[str, Any] | None = None, checkpoint: AnswerStore | None = None,
-                 refresh: bool = False, repeats: int = 1, pilot: int | None = None, errors: str = "raise",
-                 progress: bool = True, max_retries: int = 2,
+    def __init__(self, recipe: RowRecipe, send: Sender, config: RunConfig, *,
+                 checkpoint: AnswerStore | None = None, max_retries: int = limits.MAX_RETRIES_DEFAULT,
                  retry_delay: Callable[[BaseException, int], float | None] | None = None,
                  description: str | None = None, gateway: str = "") -> None:
-        if errors not in ("raise", "coerce"):
-            raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {errors!r}")
-        if not isinstance(concurrency, int) or concurrency < 1:
-            raise InvalidRequest("concurrency", f"must be a positive integer; got {concurrency!r}")
-        if not isinstance(repeats, int) or repeats < 1:
-            raise InvalidRequest("repeats", f"must be a positive integer; got {repeats!r}")
-        if budget is not None and family.charges_output and not family.reserved_output:
+        budget = Budget.of(config.budget, config.prices)
+        if budget is not None and recipe.charges_output and not recipe.reserved_output:
             raise InvalidRequest("max_tokens", "a budget on a text protocol needs max_tokens, so the "
                                                "output a request may bill is known before it is sent")
-        self.family, self.send = family, send
-        self.concurrency, self.repeats, self.pilot = concurrency, repeats, pilot
-        self.limiter: Limiter = limiter or TokenBucket()
-        self.prices = as_table(budget.prices if budget and budget.prices is not None else prices)
-        self.budget, self.checkpoint, self.refresh = budget, checkpoint, refresh
-        self.errors, self.progress, self.max_retries = errors, progress, max_retries
+        self.recipe, self.send, self.config = recipe, send, config
+        self.concurrency, self.repeats, self.pilot = config.concurrency, config.repeats, config.pilot
+        self.limiter: Limiter = config.limiter or TokenBucket(config.requests_per_minute, config.tokens_per_minute)
+        self.prices = as_table(budget.prices if budget and budget.prices is not None else config.prices)
+        self.budget, self.checkpoint, self.refresh = budget, checkpoint, config.refresh
+        self.errors, self.progress, self.max_retries = config.errors, config.progress, max_retries
         self.retry_delay = retry_delay or _retry_rate_limits
-        self.description = description or family.name
+        self.description = description or recipe.name
         # whose answers these are: part of every checkpoint key, so one gateway's are never another's
         self.gateway = gateway_id(gateway) if gateway else ""
         self._cached_at: list[float] = []  # when each answer served from the checkpoint arrived
         self.factor = 1.0  # grows only if an answer ever bills more than its estimate
         self._needs_text = (checkpoint is not None or budget is not None
                             or getattr(self.limiter, "counts_tokens", True))
-        self._stopping: str | None = None
         self._labels: dict[str, str] = {}
-
-    def stop(self, reason: str = "interrupted") -> None:
-        """Send nothing more; requests in flight finish and are checkpointed. Thread-safe via the loop."""
-        self._stopping = self._stopping or reason
 
     def estimate(self, text: str) -> int:
         """Conservative input tokens of a request whose canonical JSON body is `text`."""
@@ -114,17 +106,16 @@ class Runner:
         started = time.perf_counter()
         k, jobs = self.repeats, len(batch)
         result = RunResult(
-            batch, self.family, k, np.zeros((k, jobs), np.int8), np.full((k, jobs), np.nan),
+            batch, self.recipe, k, np.zeros((k, jobs), np.int8), np.full((k, jobs), np.nan),
             np.full((k, jobs), np.nan), np.full((k, jobs), None, dtype=object),
             np.full((k, jobs), None, dtype=object),
             {name: np.full((k, jobs), None if dtype in ("str", "object") else np.nan,
                            dtype=object if dtype in ("str", "object") else np.float64)
-             for name, dtype in self.family.columns.items()})
-        spend = Spend(self.budget, self.prices, self.family)
-        bar = _progress(self.progress, len(batch.row_job), self.description)
+             for name, dtype in self.recipe.columns.items()})
+        spend = Spend(self.budget, self.prices, self.recipe)
+        bar = Progress(self.progress, len(batch.row_job), self.description)
         remaining = np.full(jobs, k, dtype=np.int64)
-        if batch.row_errors:
-            bar.update(len(batch.row_errors))
+        bar.advance(len(batch.row_errors))
         last_job = jobs if self.pilot is None else _jobs_before(batch, self.pilot)
         items: Iterator[tuple[int, int]] = ((j, r) for j in range(last_job) for r in range(k))
         counters = {"sent": 0, "cached": 0, "rate_limited": 0}
@@ -132,7 +123,7 @@ class Runner:
         def finished(job: int) -> None:
             remaining[job] -= 1
             if remaining[job] == 0:
-                bar.update(int(batch.rows_per_job[job]))
+                bar.advance(int(batch.rows_per_job[job]))
 
         async def worker() -> None:
             for job, repeat in items:
@@ -141,18 +132,7 @@ class Runner:
                 await self._one(job, repeat, batch, result, spend, counters)
                 finished(job)
 
-        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, max(1, jobs * k)))]
-        try:
-            await asyncio.gather(*workers)
-        except BaseException:
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            raise
-        finally:
-            if self.checkpoint is not None:
-                self.checkpoint.flush()
-            bar.close()
+        await drive([worker() for _ in range(min(self.concurrency, max(1, jobs * k)))], self.checkpoint, bar)
         if self.pilot is not None and last_job < jobs and not self._stopping:
             self._stopping = "pilot"
         result.summary = self._summary(result, spend, counters, time.perf_counter() - started)
@@ -162,15 +142,15 @@ class Runner:
 
     async def _one(self, job: int, repeat: int, batch: Batch, result: RunResult, spend: Spend,
                    counters: dict[str, int]) -> None:
-        family = self.family
+        recipe = self.recipe
         try:
-            body = family.body(batch.value(job))
+            body = recipe.body(batch.value(job))
             # the canonical text costs a sorted JSON dump: only made when a key or an estimate needs it
             text = canonical(body) if self._needs_text else ""
         except (InvalidRequest, ValueError, TypeError) as exc:
             self._fail(result, job, repeat, exc)
             return
-        key = key_of(self.gateway, family.endpoint, text, repeat) if self.checkpoint is not None else ""
+        key = key_of(self.gateway, recipe.endpoint, text, repeat) if self.checkpoint is not None else ""
         if self.checkpoint is not None and not self.refresh:
             entry = self.checkpoint.get(key)
             if entry is None:  # a store shared by workers: wait for a request another worker is asking
@@ -183,7 +163,7 @@ class Runner:
                 counters["cached"] += 1
                 return
         estimate = self.estimate(text) if text else 0
-        while not spend.fits(estimate, family.reserved_output):
+        while not spend.fits(estimate, recipe.reserved_output):
             if spend.in_flight == 0 or self._stopping:
                 self.stop("budget")
                 if self.checkpoint is not None:
@@ -191,19 +171,19 @@ class Runner:
                 return
             async with spend.changed:
                 await spend.changed.wait()
-        held = spend.hold(estimate, family.reserved_output)
+        held = spend.hold(estimate, recipe.reserved_output)
         tokens_in = tokens_out = 0
         try:
             await self.limiter.acquire(estimate)
             reply = await self._send_with_pauses(body, estimate, counters)
-            tokens_in, tokens_out = (t or 0 for t in family.usage(reply.data))
+            tokens_in, tokens_out = (t or 0 for t in recipe.usage(reply.data))
             if estimate and tokens_in > estimate:
                 self.factor *= tokens_in / estimate
             self.limiter.settle(estimate, tokens_in)
             self._store(result, job, repeat, reply.data, reply.request_id, tokens_in, tokens_out, SENT)
             counters["sent"] += 1
             if self.checkpoint is not None:
-                self.checkpoint.put(key, family.endpoint, family.model, reply.text or canonical(reply.data),
+                self.checkpoint.put(key, recipe.endpoint, recipe.model, reply.text or canonical(reply.data),
                                     reply.request_id, tokens_in, tokens_out, self.gateway)
                 await asyncio.sleep(0)  # let the flush (scheduled first) commit before this worker sends again
         except asyncio.CancelledError:
@@ -220,7 +200,7 @@ class Runner:
         """Send, retrying as the client's rules say; a 429 pauses every worker, not only this one."""
         for attempt in itertools.count():
             try:
-                return await self.send(self.family.endpoint, body)
+                return await self.send(self.recipe.family, body)
             except RateLimited as exc:
                 counters["rate_limited"] += 1
                 if attempt >= self.max_retries:
@@ -239,7 +219,7 @@ class Runner:
 
     def _store(self, result: RunResult, job: int, repeat: int, data: Any, request_id: str | None,
                tokens_in: int | None, tokens_out: int | None, status: int) -> None:
-        record = self.family.record(data)
+        record = self.recipe.record(data)
         for name, values in result.answers.items():
             value = record.get(name, values[repeat, job])
             if isinstance(value, str) and len(value) < 64:
@@ -275,7 +255,7 @@ class Runner:
             output_tokens=int(np.nansum(np.where(sent_mask, result.output_tokens, 0))),
             cost=spend.cost, elapsed=elapsed, rate_limited=counters["rate_limited"],
             waited=float(getattr(self.limiter, "waited", 0.0)), stopped=self._stopping,
-            endpoint=self.family.endpoint, model=self.family.model, gateway=self.gateway,
+            endpoint=self.recipe.endpoint, model=self.recipe.model, gateway=self.gateway,
             cached_from=self._cached_from(counters["cached"]),
             checkpoint=str(self.checkpoint.path) if self.checkpoint is not None else None)
 
@@ -289,21 +269,21 @@ class Runner:
 
     def _pilot_estimate(self, result: RunResult, first_left: int) -> dict[str, Any]:
         """Tokens and dollars the rows a pilot left out would cost, scaled from the pilot's real counts."""
-        batch, family = result.batch, self.family
+        batch, recipe = result.batch, self.recipe
         sent = result.status == SENT
         estimated = actual_in = actual_out = 0.0
         n_sent = int(sent.sum())
         for r, j in zip(*np.nonzero(sent), strict=True):
-            estimated += self.estimate(canonical(family.body(batch.value(int(j)))))
+            estimated += self.estimate(canonical(recipe.body(batch.value(int(j)))))
             actual_in += result.input_tokens[r, j]
             actual_out += result.output_tokens[r, j]
         ratio = actual_in / estimated if estimated else 1.0
-        out_per_request = actual_out / n_sent if n_sent else float(family.reserved_output)
+        out_per_request = actual_out / n_sent if n_sent else float(recipe.reserved_output)
         keys, texts = [], []
         for j in range(first_left, len(batch)):
-            body = family.body(batch.value(int(j)))
+            body = recipe.body(batch.value(int(j)))
             for r in range(self.repeats):
-                keys.append(request_key(self.gateway, family.endpoint, body, r))
+                keys.append(request_key(self.gateway, recipe.endpoint, body, r))
                 texts.append(canonical(body))
         cached = self.checkpoint.has_many(keys) if self.checkpoint is not None and not self.refresh else set()
         left = [self.estimate(t) for key, t in zip(keys, texts, strict=True) if key not in cached]
@@ -312,7 +292,7 @@ class Runner:
         tokens_out = out_per_request * requests
         rows = int(batch.rows_per_job[first_left:].sum())
         return {"rows": rows, "requests": requests, "input_tokens": tokens_in, "output_tokens": tokens_out,
-                "cost": self.prices.cost(family.model, family.endpoint, tokens_in, tokens_out)}
+                "cost": self.prices.cost(recipe.model, recipe.endpoint, tokens_in, tokens_out)}
 
 
 def _iso(epoch: float) -> str | None:
@@ -335,18 +315,3 @@ def _jobs_before(batch: Batch, rows: int) -> int:
     head = head[head >= 0]
     return int(head.max()) + 1 if len(head) else 0
 
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress(enabled: bool, total: int, description: str) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, unit="row", desc=description, leave=True)

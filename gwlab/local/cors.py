@@ -12,9 +12,10 @@ from __future__ import annotations
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gwlab.wire.limits import API_PREFIX, AUTHORIZATION_HEADER, OPENAI_BETA_HEADER, REQUEST_ID_HEADER
+from gwlab.wire.families import FAMILIES
+from gwlab.wire.limits import AUTHORIZATION_HEADER, OPENAI_BETA_HEADER, REQUEST_ID_HEADER
 
-BROWSER_PATHS = frozenset({f"{API_PREFIX}/realtime"})
+BROWSER_PATHS = frozenset({FAMILIES["realtime"].route})
 ALLOW_METHODS = "POST"
 ALLOW_HEADERS = f"{AUTHORIZATION_HEADER}, content-type, {OPENAI_BETA_HEADER}"
 EXPOSE_HEADERS = f"{REQUEST_ID_HEADER}, location"

@@ -6,7 +6,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from gwlab.wire.limits import API_PREFIX
+from gwlab.wire.families import by_path
 
 # (OpenAI error type, Anthropic error type) per status: protocols.md sections 4.5 and 5
 _TYPES: dict[int, tuple[str, str]] = {
@@ -34,13 +34,10 @@ class APIError(Exception):
         self.headers = headers or {}
 
 
-def family_of(path: str) -> str:
-    """The protocol family whose error shape a path speaks."""
-    if path.startswith(f"{API_PREFIX}/messages"):
-        return "anthropic"
-    if path.startswith(f"{API_PREFIX}/systemone"):
-        return "typesafe"
-    return "openai"
+def vendor_of(path: str) -> str:
+    """Whose error shape and request-id header a path speaks: its family's vendor (openai by default)."""
+    family = by_path(path)
+    return family.vendor if family is not None else "openai"
 
 
 def error_body(family: str, status: int, message: str, *, code: str | None = None, param: str | None = None,
@@ -60,6 +57,6 @@ def error_body(family: str, status: int, message: str, *, code: str | None = Non
 
 
 def error_response(path: str, error: APIError, request_id: str | None) -> JSONResponse:
-    body = error_body(family_of(path), error.status, error.message, code=error.code, param=error.param,
+    body = error_body(vendor_of(path), error.status, error.message, code=error.code, param=error.param,
                       type=error.type, request_id=request_id)
     return JSONResponse(body, status_code=error.status, headers=error.headers)

@@ -12,10 +12,10 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gwlab.local.body import BodyTooLarge
-from gwlab.local.errors import family_of
+from gwlab.local.errors import vendor_of
 from gwlab.wire.limits import REQUEST_ID_HEADER
 
-_FAMILY_HEADER = {"anthropic": b"request-id", "typesafe": b"x-typesafe-request-id"}
+_VENDOR_HEADER = {"anthropic": b"request-id", "typesafe": b"x-typesafe-request-id"}
 
 
 def new_request_id() -> str:
@@ -34,7 +34,7 @@ class RequestContext:
         started, status, received = time.perf_counter(), 0, 0
         path = scope["path"]
         extra = [(REQUEST_ID_HEADER.encode(), request_id.encode())]
-        if header := _FAMILY_HEADER.get(family_of(path)):
+        if header := _VENDOR_HEADER.get(vendor_of(path)):
             extra.append((header, request_id.encode()))
 
         async def capped_receive() -> Message:

@@ -16,12 +16,11 @@ from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.widgets._bridge import Bridge, Throttle
 from gwlab.widgets._esm import esm_of
+from gwlab.wire.families import FAMILIES, TEXT
 
 __all__ = ["PROTOCOLS", "StreamConsole"]
 
-PROTOCOLS = ("chat", "responses", "messages")
-# the request field that caps the answer, per protocol (protocols.md §2-4)
-_LIMIT_FIELD = {"chat": "max_completion_tokens", "responses": "max_output_tokens", "messages": "max_tokens"}
+PROTOCOLS = TEXT  # the text families (gwlab.wire.families)
 
 
 class StreamConsole(anywidget.AnyWidget):
@@ -152,7 +151,7 @@ class StreamConsole(anywidget.AnyWidget):
     async def _stream(self, prompt: str, messages: list[dict[str, str]]) -> None:
         gateway, protocol = self._bridge.gateway, self.protocol
         family = {"chat": gateway.chat, "responses": gateway.responses, "messages": gateway.messages}[protocol]
-        params = {**self._params, _LIMIT_FIELD[protocol]: self.max_tokens}
+        params = {**self._params, FAMILIES[protocol].token_cap: self.max_tokens}
         conversation: Any = messages if len(messages) > 1 else prompt
         stream = None
         throttle = Throttle(lambda: self._publish(stream), self._interval)

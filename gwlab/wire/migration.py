@@ -18,6 +18,7 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire import tools
+from gwlab.wire.families import read_usage
 
 __all__ = [
     "MIGRATION_TABLE",
@@ -398,7 +399,7 @@ def _chat_usage(usage: Any) -> dict[str, Any] | None:
 def _usage(usage: Mapping[str, Any], source: tuple[str, str], target: tuple[str, str]) -> dict[str, Any]:
     """Token counts renamed; the details objects travel whole (`cached_tokens` and
     `reasoning_tokens` are spelled alike in both APIs)."""
-    given_in, given_out = usage.get(source[0]), usage.get(source[1])
+    given_in, given_out = read_usage(usage)
     total = usage.get("total_tokens")
     if total is None and isinstance(given_in, int) and isinstance(given_out, int):
         total = given_in + given_out

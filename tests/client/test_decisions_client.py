@@ -102,7 +102,7 @@ def test_decisions_are_idempotent_so_a_503_or_a_lost_answer_is_resent(kind, faul
 
 def test_decide_without_a_model_uses_the_default_df_gw_decide_and_the_magic_use(face: Face):
     result = face.run(face.gw.decide(STATE, {"billing": QUESTIONS["billing"]}))
-    from gwlab.frames.accessor import DEFAULT_MODELS as FRAMES_DEFAULTS
+    from gwlab.wire.families import FAMILIES
     from gwlab.wire.models import DEFAULT_MODELS
 
-    assert result.model == DEFAULT_MODELS["decisions"] == FRAMES_DEFAULTS["decisions"] == DECIDE
+    assert result.model == DEFAULT_MODELS["decisions"] == FAMILIES["decisions"].default_model == DECIDE

@@ -14,7 +14,7 @@ from gatewaykit import RunningGateway, start_gateway, stop_gateway
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id
-from gwlab.frames.families import decisions_family
+from gwlab.frames.recipes import decisions_recipe
 
 MODEL = "local/decide-e5-small"
 
@@ -65,7 +65,7 @@ def test_answers_checkpointed_from_one_gateway_are_not_served_for_another(
 def test_a_checkpoint_from_before_gateways_were_keyed_serves_none_of_its_answers(
         gateway: RunningGateway, tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
-    body = decisions_family(QUESTIONS, MODEL).body(tickets_frame()["ticket"].iloc[0])
+    body = decisions_recipe(QUESTIONS, MODEL).body(tickets_frame()["ticket"].iloc[0])
     old_key = hashlib.sha256(f"/decisions\n{canonical(body)}".encode()).hexdigest()  # the former key
     with sqlite3.connect(path) as conn:  # the former schema, with a made-up answer under the former key
         conn.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, endpoint TEXT NOT NULL, model TEXT, "

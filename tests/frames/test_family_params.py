@@ -11,7 +11,7 @@ from gwlab.frames._client import Connection
 FRAME = pd.DataFrame({"fruit": ["banana"]})
 
 
-async def _never(path, body):
+async def _never(family, body):
     raise AssertionError("a refused request must not be sent")
 
 

@@ -16,10 +16,11 @@ from gwlab.client.transport import RetryPolicy
 from gwlab.errors import BadRequest, ConnectionFailed, RateLimited, ServerError
 from gwlab.frames._client import Connection, _transport_policy
 from gwlab.frames.checkpoint import Checkpoint, canonical
-from gwlab.frames.families import decisions_family
 from gwlab.frames.limiter import SharedTokenBucket, TokenBucket
+from gwlab.frames.recipes import decisions_recipe
 from gwlab.frames.runner import Answer, Budget
 from gwlab.wire import limits
+from gwlab.wire.families import ProtocolFamily
 
 QUESTIONS = {"urgent": {"type": "noul", "instructions": "Is this urgent?"},
              "team": {"type": "choice", "criteria": {"billing": "money matters", "tech": "bugs"}}}
@@ -32,7 +33,7 @@ class FakeGateway:
         self.bodies: list[dict[str, Any]] = []
         self.fail_on, self.limit_first, self.noul = fail_on, limit_first, noul
 
-    async def send(self, path: str, body: dict[str, Any]) -> Answer:
+    async def send(self, family: ProtocolFamily, body: dict[str, Any]) -> Answer:
         self.bodies.append(body)
         n = len(self.bodies)
         await asyncio.sleep(0)
@@ -121,7 +122,7 @@ def test_budget_stops_before_a_request_that_would_exceed_it(tickets: pd.DataFram
 
 
 def _body(state: str) -> dict[str, Any]:
-    return decisions_family(QUESTIONS, "local/decide-e5-small").body(state)
+    return decisions_recipe(QUESTIONS, "local/decide-e5-small").body(state)
 
 
 def test_cost_budget_needs_prices_and_counts_input_only_for_decisions(tickets: pd.DataFrame) -> None:
@@ -246,10 +247,10 @@ def test_a_server_error_is_retried_for_that_row_only(tickets: pd.DataFrame) -> N
     fake = FakeGateway()
     failures = [ServerError("down", status=503)]
 
-    async def flaky(path: str, body: dict[str, Any]) -> Answer:
+    async def flaky(family: ProtocolFamily, body: dict[str, Any]) -> Answer:
         if failures:
             raise failures.pop()
-        return await fake.send(path, body)
+        return await fake.send(family, body)
 
     connection = Connection(flaky, retry_delay=lambda error, attempt: 0.0 if isinstance(error, ServerError)
                             else None)

@@ -12,6 +12,7 @@ pytest.importorskip("IPython")
 from widgetkit import PROMPT
 
 from gwlab import Gateway, magics
+from gwlab.wire.families import FAMILIES
 
 QUESTIONS_JSON = """{"urgent": {"type": "noul", "instructions": "Is this urgent?",
   "criteria": {"true": "needs action today", "false": "can wait"}}}"""
@@ -53,7 +54,7 @@ def test_chat_cell_streams_the_answer_and_ends_with_a_usage_line(shell: Any, cap
     stream = shell.user_ns["answer"]
     assert stream.ending in ("complete", "capped") and stream.text.strip()  # sampled: it may run to the cap
     mark = "complete" if stream.ending == "complete" else "CAPPED (length)"
-    assert lines[-1].startswith(f"[gw] chat · {magics.DEFAULT_MODELS['chat']} · ")  # the default text model
+    assert lines[-1].startswith(f"[gw] chat · {FAMILIES['chat'].default_model} · ")  # the default text model
     assert f"{stream.usage.input_tokens} in / {stream.usage.output_tokens} out tokens · {mark}" in lines[-1]
     assert stream.text.strip() in "\n".join(lines[:-1])
 

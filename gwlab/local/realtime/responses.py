@@ -1,6 +1,6 @@
 """Responses of a realtime session: text, speech and function calls from the local engines (§6.5).
 
-A mixin of `RealtimeSession`, kept apart so each file reads as one concern: the session module handles
+A mixin of `ServerSession`, kept apart so each file reads as one concern: the session module handles
 client events, items and incoming audio; this one turns the conversation into `response.*` events,
 speaks clause by clause, and closes every response with response.done and rate_limits.updated.
 """
@@ -101,7 +101,7 @@ def error_payload(exc: InvalidRequest | APIError, event_id: str | None) -> dict[
 
 
 class Responses:
-    """The response half of `RealtimeSession`; it relies on the session's emit, items and state."""
+    """The response half of `ServerSession`; it relies on the session's emit, items and state."""
 
     session: dict[str, Any]
     model: str  # the realtime model id the session was opened with

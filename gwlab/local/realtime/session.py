@@ -37,7 +37,7 @@ log = logging.getLogger("gwlab.local")
 EARLY_TRANSCRIBE_MS = 200  # into a pause, Whisper starts on the turn so far (the VAD's wait hides it)
 
 
-class RealtimeSession(Responses):
+class ServerSession(Responses):
     """State and behaviour of one session; `send` receives every server event, in order."""
 
     def __init__(self, send: Callable[[dict[str, Any]], None], *, model: str,
@@ -224,7 +224,7 @@ class RealtimeSession(Responses):
         raise rt.InvalidEvent("type", "transcription-only sessions are not served here; use session.update "
                               "with input_audio_transcription")
 
-    _HANDLERS: ClassVar[dict[str, Callable[[RealtimeSession, dict[str, Any]], Any]]] = {
+    _HANDLERS: ClassVar[dict[str, Callable[[ServerSession, dict[str, Any]], Any]]] = {
         rt.SESSION_UPDATE: _session_update,
         rt.INPUT_AUDIO_BUFFER_APPEND: _append,
         rt.INPUT_AUDIO_BUFFER_COMMIT: _commit,

@@ -1,6 +1,6 @@
 """Realtime over WebRTC (aiortc): the SDP answer, the microphone track in, speech out, events on `oai-events`.
 
-The session logic is the WebSocket's (`RealtimeSession`); only the carriers differ: events are JSON text
+The session logic is the WebSocket's (`ServerSession`); only the carriers differ: events are JSON text
 messages on the data channel the client opened, input audio is the remote track (Opus, 48 kHz), and
 speech plays on a local track instead of travelling as `response.audio.delta` events (protocols.md §6.7).
 """
@@ -22,7 +22,7 @@ from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from gwlab.local.errors import APIError
-from gwlab.local.realtime.session import RATE, RealtimeSession
+from gwlab.local.realtime.session import RATE, ServerSession
 from gwlab.wire import audio
 from gwlab.wire.limits import WEBRTC_CONNECTION_TIMEOUT_MS, WEBRTC_DATA_CHANNEL, WEBRTC_SAMPLE_RATE
 
@@ -94,7 +94,7 @@ class _Call:
     def __init__(self, app: Any, session_options: dict[str, Any]) -> None:
         self.app, self.pc, self.speech = app, RTCPeerConnection(), SpeechTrack()
         self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.session = RealtimeSession(self.outbox.put_nowait, audio_sink=self.speech, **session_options)
+        self.session = ServerSession(self.outbox.put_nowait, audio_sink=self.speech, **session_options)
         self.channel: Any = None
         self.channel_open = asyncio.Event()
         self.tasks: set[asyncio.Task[Any]] = set()

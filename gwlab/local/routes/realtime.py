@@ -24,7 +24,7 @@ from gwlab.local import catalog, textgen
 from gwlab.local.auth import authenticate, bearer_token, require_key, require_model
 from gwlab.local.body import read_json
 from gwlab.local.errors import APIError, error_body
-from gwlab.local.realtime.session import RealtimeSession
+from gwlab.local.realtime.session import ServerSession
 from gwlab.local.store import KeyRecord
 from gwlab.wire import realtime as rt
 from gwlab.wire.limits import (
@@ -154,7 +154,7 @@ async def realtime_socket(websocket: WebSocket) -> None:
         return
     try:
         outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        session = RealtimeSession(outbox.put_nowait, model=model, config=config,
+        session = ServerSession(outbox.put_nowait, model=model, config=config,
                                   rate_limit=_rate_limiter(websocket, key))
     except rt.InvalidEvent as exc:  # a token's stored configuration no longer validates
         await _refuse(websocket, APIError(400, str(exc), param=exc.field or None))

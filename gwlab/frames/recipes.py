@@ -1,7 +1,8 @@
 """Per protocol family: the body a row becomes, the tidy columns its answer fills, the usage it reports.
 
-A table, not branches: the runner only knows `Family`. Bodies are built by the wire modules' own
-`build_request` (strict writer: a row that breaks a limit fails locally, naming the field) and
+A table, not branches: the runner only knows `RowRecipe`, and each recipe carries its family's row of
+`gwlab.wire.families` (path, billing, name), so nothing here repeats a protocol fact. Bodies are built
+by the wire modules' own `build_request` (strict writer: a row that breaks a limit fails locally, naming the field) and
 answers read by their `parse_response` (tolerant reader).
 """
 
@@ -15,9 +16,10 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire import chat, decisions, messages, responses
+from gwlab.wire.families import FAMILIES, ProtocolFamily, usage_of
 
-__all__ = ["META_COLUMNS", "Family", "chat_family", "decisions_family", "free_params", "messages_family",
-           "responses_family"]
+__all__ = ["META_COLUMNS", "TEXT_RECIPES", "RowRecipe", "chat_recipe", "decisions_recipe", "decisions_recipe_for",
+           "free_params", "messages_recipe", "responses_recipe", "text_recipe"]
 
 # per row, whatever the family; `__status` says which of sent/cached/duplicate/error/not_run it is
 META_COLUMNS: dict[str, str] = {"__input_tokens": "Int64", "__output_tokens": "Int64", "__request_id": "str",
@@ -25,22 +27,33 @@ META_COLUMNS: dict[str, str] = {"__input_tokens": "Int64", "__output_tokens": "I
 
 
 @dataclass(frozen=True, slots=True)
-class Family:
+class RowRecipe:
     """How one kind of row request is sent and read."""
 
-    name: str
-    endpoint: str  # relative to the base URL: "/decisions"
+    family: ProtocolFamily
     model: str
     columns: dict[str, str]  # answer column -> dtype, in order
     body: Callable[[Any], dict[str, Any]]  # the row's value (text, JSON state, (prompt, system)) -> body
     record: Callable[[Any], dict[str, Any]]  # response JSON -> {column: value}
     usage: Callable[[Any], tuple[int | None, int | None]]  # response JSON -> (input, output) tokens
-    charges_output: bool = True
     reserved_output: int = 0  # output tokens a budget must hold back per request (the max tokens asked)
     spread: tuple[str, ...] = ()  # numeric columns whose spread `repeats=k` reports
 
+    @property
+    def name(self) -> str:
+        return self.family.name
 
-def decisions_family(questions: Mapping[str, Any], model: str, **extra: Any) -> Family:
+    @property
+    def endpoint(self) -> str:
+        """The family's path: what checkpointed answers and prices are keyed by."""
+        return self.family.path
+
+    @property
+    def charges_output(self) -> bool:
+        return self.family.charges_output
+
+
+def decisions_recipe(questions: Mapping[str, Any], model: str, **extra: Any) -> RowRecipe:
     """One decision request per row value (the state); every question packed into it."""
     checked = decisions.build_request("x", questions, model, **extra)  # validates once, names the field
     wire_questions = checked["questions"]
@@ -68,25 +81,12 @@ def decisions_family(questions: Mapping[str, Any], model: str, **extra: Any) -> 
     def record(data: Any) -> dict[str, Any]:
         return decisions.parse_response(data).to_record()
 
-    return Family("decisions", "/decisions", model, columns, body, record, _usage_io, charges_output=False,
-                  spread=tuple(spread))
+    return RowRecipe(FAMILIES["decisions"], model, columns, body, record, usage_of, spread=tuple(spread))
 
 
 # `finish` is the protocol's own reason; `ending` gwlab's word for it, the same in every family and in the
 # ledger (gwlab/wire/endings.py): complete, capped (the max_tokens cap), filtered, refused, other, interrupted
 _PROMPT_COLUMNS = {"text": "str", "finish": "str", "ending": "str", "tool_calls": "object"}
-
-
-def _usage_io(data: Any) -> tuple[int | None, int | None]:
-    usage = data.get("usage") if isinstance(data, Mapping) else None
-    if not isinstance(usage, Mapping):
-        return None, None
-    return _int(usage.get("input_tokens", usage.get("prompt_tokens"))), _int(
-        usage.get("output_tokens", usage.get("completion_tokens")))
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _calls(calls: list[Any]) -> list[dict[str, Any]]:
@@ -130,7 +130,7 @@ def free_params(family: str, params: Mapping[str, Any] | None) -> dict[str, Any]
     return params
 
 
-def chat_family(model: str, *, max_tokens: int | None = None, **params: Any) -> Family:
+def chat_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> RowRecipe:
     """A chat completion per row; the row value is the prompt or (prompt, system)."""
 
     def body(value: Any) -> dict[str, Any]:
@@ -146,11 +146,11 @@ def chat_family(model: str, *, max_tokens: int | None = None, **params: Any) -> 
                 "tool_calls": _calls(result.tool_calls)}
 
     body("check")  # validates the parameters once, before any row
-    return Family("chat", "/chat/completions", model, dict(_PROMPT_COLUMNS), body, record, _usage_io,
-                  reserved_output=max_tokens or 0)
+    return RowRecipe(FAMILIES["chat"], model, dict(_PROMPT_COLUMNS), body, record, usage_of,
+                     reserved_output=max_tokens or 0)
 
 
-def responses_family(model: str, *, max_tokens: int | None = None, **params: Any) -> Family:
+def responses_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> RowRecipe:
     """A responses-protocol call per row; the system text travels as `instructions`."""
 
     def body(value: Any) -> dict[str, Any]:
@@ -165,11 +165,11 @@ def responses_family(model: str, *, max_tokens: int | None = None, **params: Any
 
     body("check")
     columns = {"text": "str", "status": "str", "ending": "str", "tool_calls": "object"}
-    return Family("responses", "/responses", model, columns, body, record, _usage_io,
-                  reserved_output=max_tokens or 0)
+    return RowRecipe(FAMILIES["responses"], model, columns, body, record, usage_of,
+                     reserved_output=max_tokens or 0)
 
 
-def messages_family(model: str, *, max_tokens: int | None = None, **params: Any) -> Family:
+def messages_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> RowRecipe:
     """A messages-protocol call per row; `max_tokens` is required by that protocol."""
     if max_tokens is None:
         raise InvalidRequest("max_tokens", "required by the messages protocol: a positive integer")
@@ -184,5 +184,22 @@ def messages_family(model: str, *, max_tokens: int | None = None, **params: Any)
                 "tool_calls": _calls(result.tool_calls)}
 
     body("check")
-    return Family("messages", "/messages", model, dict(_PROMPT_COLUMNS), body, record, _usage_io,
-                  reserved_output=max_tokens)
+    return RowRecipe(FAMILIES["messages"], model, dict(_PROMPT_COLUMNS), body, record, usage_of,
+                     reserved_output=max_tokens)
+
+
+# the text families' recipes, by family name (gwlab.wire.families.TEXT)
+TEXT_RECIPES: dict[str, Callable[..., RowRecipe]] = {"chat": chat_recipe, "responses": responses_recipe,
+                                                     "messages": messages_recipe}
+
+
+def text_recipe(family: str, model: str | None, max_tokens: int | None,
+                params: Mapping[str, Any] | None) -> RowRecipe:
+    """A text family's recipe: the family's default model when none is named, `params=` checked."""
+    return TEXT_RECIPES[family](model or FAMILIES[family].default_model, max_tokens=max_tokens,
+                                **free_params(family, params))
+
+
+def decisions_recipe_for(questions: Mapping[str, Any], model: str | None, **extra: Any) -> RowRecipe:
+    """The decisions recipe with the family's default model when none is named."""
+    return decisions_recipe(questions, model or FAMILIES["decisions"].default_model, **extra)
