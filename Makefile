@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo test lint lab bench clean browser-deps db-deps screenshots byo
+.PHONY: setup demo test test-core lint lab bench clean browser-deps db-deps screenshots byo
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,20 @@ $(BYO_STAMP): tests/byo/requirements-litellm.txt
 
 byo: $(BYO_STAMP)
 
+# A core install (`pip install gwlab`, no extras: pandas 3 without pyarrow) runs the client and df.gw paths
+# of tests/core against a gateway served by the full venv (tests/core/run_core.py says how). Built once.
+CORE := .venv-core
+CORE_STAMP := $(CORE)/.installed
+$(CORE_STAMP): pyproject.toml
+	$(PY) -m venv $(CORE)
+	$(CORE)/bin/pip install -q --upgrade pip
+	$(CORE)/bin/pip install -q -e . "pandas>=3" pytest pytest-asyncio pytest-timeout
+	touch $(CORE_STAMP)
+
+test-core: setup $(CORE_STAMP)
+	$(CORE)/bin/python -c "import importlib.util as u, sys; u.find_spec('pyarrow') and sys.exit('$(CORE) has pyarrow: not a core install')"
+	$(BIN)/python tests/core/run_core.py $(CORE)/bin/python
+
 demo: setup
 	$(BIN)/python -m gwlab.demo
 
@@ -49,6 +63,7 @@ db-deps:
 
 test: setup byo browser-deps db-deps
 	$(BIN)/ruff check gwlab tests bench
+	$(MAKE) --no-print-directory test-core
 	$(BIN)/pytest -q -p no:cacheprovider
 	$(MAKE) --no-print-directory notebooks
 
@@ -67,7 +82,7 @@ bench: setup
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(BYO) out .pytest_cache
+	rm -rf $(VENV) $(BYO) $(CORE) out .pytest_cache
 
 # Notebooks run by nbval on the embedded gateway (hosted variables unset); outputs marked
 # NBVAL_CHECK_OUTPUT are compared after notebooks/nbval_sanitize.cfg. `make notebooks` runs them alone.

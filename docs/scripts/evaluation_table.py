@@ -12,6 +12,7 @@ split is notebook 03's: rows with `default_rng(0).random(n) < 0.5` fit each map,
 from __future__ import annotations
 
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -102,7 +103,11 @@ def _at(frame: pd.DataFrame, threshold: float) -> dict[str, float]:
 
 def report(gateway: gwlab.Gateway) -> str:
     """Everything the page states, as text."""
-    frame, questions = answers(gateway)
+    return report_of(*answers(gateway))
+
+
+def report_of(frame: pd.DataFrame, questions: dict[str, Any]) -> str:
+    """The page's text from the model's answers (evaluation_spread.py perturbs them first)."""
     evaluation = gwlab.evaluate(frame, truth={q: q for q in questions}, questions=questions)
     fit = np.random.default_rng(0).random(len(frame)) < 0.5
     table = recalibration_table(evaluation, fit)
@@ -115,6 +120,17 @@ def report(gateway: gwlab.Gateway) -> str:
             f"{k} {v:.0%}" if k in ("escalated", "recall") else f"{k} {v:.2f}" for k, v in figures.items()))
     lines += ["", splits(evaluation)]
     return "\n".join(lines)
+
+
+# A figure as printed (with decimals, a percentage or a whole number), and on the page its tolerance:
+# "0.031 ±0.030", "23% ±12" (evaluation_spread.py measures them; a figure without one is exact)
+FIGURE = re.compile(r"(\d+(?:\.\d+)?)(%?)(?: ±(\d+(?:\.\d+)?))?")
+
+
+def figures(line: str) -> tuple[str, list[tuple[float, float | None]]]:
+    """A line as its wording (every figure and tolerance masked as #) and its figures as (value, tolerance)."""
+    found = [(float(m[1]), float(m[3]) if m[3] else None) for m in FIGURE.finditer(line)]
+    return FIGURE.sub(lambda m: "#" + m[2], line), found
 
 
 def main() -> int:

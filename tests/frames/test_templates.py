@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,6 +64,15 @@ def test_missing_value_makes_a_row_error_not_the_text_nan(frame: pd.DataFrame) -
 def test_empty_text_is_a_row_error() -> None:
     out = render(pd.DataFrame({"t": ["ok", "   "]}), "{t}")
     assert out.values == ["ok", None] and "empty" in out.errors[1]
+
+
+def test_python_backed_strings_render_without_pyarrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A core install has no pyarrow (fault injected: importing it fails); pandas 3's Python-backed
+    strings still have `__arrow_array__`, which must not send the blank check to pyarrow."""
+    for name in ("pyarrow", "pyarrow.compute"):
+        monkeypatch.setitem(sys.modules, name, None)
+    out = render(pd.DataFrame({"t": pd.Series(["ok", "   ", None], dtype="string[python]")}), "{t}")
+    assert out.values == ["ok", None, None] and "empty" in out.errors[1]
 
 
 def test_list_of_columns_is_a_json_object_state_with_nulls(frame: pd.DataFrame) -> None:

@@ -300,10 +300,12 @@ class E5Decider:
         candidate_tokens = sum(cand[t][1] for plan in plans.values() for t in plan.texts)
         cached_tokens = sum(cand[t][1] for plan in plans.values() for t in plan.texts if t in cached)
         decisions = []
-        for tokens, vector in zip(state_tokens, state_vectors, strict=True):
+        for tokens, vector in zip(state_tokens, state_vectors.astype(np.float64), strict=True):
             answers = {}
             for name, plan in plans.items():
-                sims = np.array([cand[t][0] @ vector for t in plan.texts])
+                # float64: a float32 dot's rounding depends on the BLAS kernel the CPU picks, and the sharp
+                # softmax below magnifies it (docs/evaluation.md: figures from a model carry a tolerance)
+                sims = np.array([cand[t][0].astype(np.float64) @ vector for t in plan.texts])
                 answers[name] = plan.answer(softmax(sims, temperature))
             decisions.append(
                 Decision(

