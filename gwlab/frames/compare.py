@@ -88,18 +88,15 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
     if len(only_a) or len(only_b):
         warnings.warn(f"rows in one side only are not compared: {len(only_a)} only in a, {len(only_b)} only in "
                       "b (see .only_a, .only_b)", EvaluationWarning, stacklevel=2)
-    rows, flips = [], []
-    for q, label in labels.items():
-        ta, tb = (_target(side.loc[common], label, q, questions, name)
-                  for side, name in ((a_frame, "a"), (b_frame, "b")))
-        ta, tb = _paired(ta, tb)
-        rows += _question_rows(ta, tb, level, bins, resamples, seed)
-        flips.append(_flips(ta, tb))
-    table = pd.DataFrame(rows).set_index(["question", "metric"])
+    pairs = [_paired(*(_target(side.loc[common], label, q, questions, name)
+                       for side, name in ((a_frame, "a"), (b_frame, "b"))))
+             for q, label in labels.items()]
+    table = pd.DataFrame(_rows(pairs, len(common), level, bins, resamples, seed)).set_index(["question", "metric"])
     table["p_adjusted"] = table.groupby(level="metric", sort=False)["p_value"].transform(
         lambda p: pd.Series(intervals.holm(p.to_numpy()), index=p.index))
     table = table[["n", "a", "b", "diff", "diff_low", "diff_high", "p_value", "p_adjusted", "method"]]
-    return Comparison(table, pd.concat(flips), only_a, only_b, level, _verdict(table, level, only_a, only_b))
+    flips = pd.concat([_flips(ta, tb) for ta, tb in pairs])
+    return Comparison(table, flips, only_a, only_b, level, _verdict(table, level, only_a, only_b))
 
 
 def _frame(side: Any, name: str) -> pd.DataFrame:
@@ -162,6 +159,8 @@ def _target(side: pd.DataFrame, label: pd.Series, q: str, questions: Any, name: 
 def _paired(ta: Target, tb: Target) -> tuple[Target, Target]:
     """Both targets kept to the rows both answered with a matched label."""
     both = np.intersect1d(ta.positions, tb.positions)
+    if not len(both):
+        raise InvalidRequest("truth", f"question {ta.question!r}: no row has a label and an answer on both sides")
     return _keep(ta, both), _keep(tb, both)
 
 
@@ -171,23 +170,36 @@ def _keep(t: Target, positions: np.ndarray) -> Target:
                    proba=None if t.proba is None else t.proba[at])
 
 
-def _question_rows(ta: Target, tb: Target, level: float, bins: int, resamples: int,
+def _rows(pairs: list[tuple[Target, Target]], n_rows: int, level: float, bins: int, resamples: int,
+          seed: int) -> list[dict[str, Any]]:
+    """Every question's rows of the table; one set of row resamples shared by all questions and both sides."""
+    sums = [(evidence.target_sums(ta, bins), evidence.target_sums(tb, bins)) for ta, tb in pairs]
+    widths = np.cumsum([0, *(s.columns.shape[1] for pair in sums for s in pair)])
+    columns = np.zeros((n_rows, widths[-1]))
+    for i, ((ta, _), pair) in enumerate(zip(pairs, sums, strict=True)):
+        for j, s in enumerate(pair):
+            columns[ta.positions, widths[2 * i + j]:widths[2 * i + j + 1]] = s.columns
+    resampled = intervals.bootstrap_sums(columns, resamples, seed)
+    rows = []
+    for i, ((ta, tb), (sa, sb)) in enumerate(zip(pairs, sums, strict=True)):
+        parts = (resampled[:, widths[2 * i]:widths[2 * i + 1]], resampled[:, widths[2 * i + 1]:widths[2 * i + 2]])
+        rows += _question_rows(ta, tb, sa, sb, parts, level, resamples, seed)
+    return rows
+
+
+def _question_rows(ta: Target, tb: Target, sa: intervals.RowSums, sb: intervals.RowSums,
+                   resampled: tuple[np.ndarray, np.ndarray], level: float, resamples: int,
                    seed: int) -> list[dict[str, Any]]:
     """One row per metric both sides have: values, paired bootstrap interval of B - A, p-value."""
-    if not len(ta.y):
-        raise InvalidRequest("truth", f"question {ta.question!r}: no row has a label and an answer on both sides")
-    sa, sb = evidence.target_sums(ta, bins), evidence.target_sums(tb, bins)
-    width = sa.columns.shape[1]
-    columns = np.hstack([sa.columns, sb.columns])
-    point_a, point_b = sa.metrics(columns[:, :width].sum(axis=0)), sb.metrics(columns[:, width:].sum(axis=0))
-    sums = intervals.bootstrap_sums(columns, resamples, seed)
-    boot_a, boot_b = sa.metrics(sums[:, :width]), sb.metrics(sums[:, width:])
+    point_a, point_b = sa.point(), sb.point()
+    counts_a, counts_b = intervals.bootstrap_counts([sa, sb], resamples, seed)
+    boot_a, boot_b = sa.metrics(counts_a, resampled[0]), sb.metrics(counts_b, resampled[1])
     right_a, right_b = ta.y == ta.pred, tb.y == tb.pred
     rows = []
     for m in evidence.METRICS:
         if m not in point_a or m not in point_b:
             continue
-        diff = float(point_b[m][0] - point_a[m][0])
+        diff = float(point_b[m] - point_a[m])
         resampled = boot_b[m] - boot_a[m]
         low, high = intervals.percentile(resampled, level)
         if m == "accuracy":
@@ -196,8 +208,8 @@ def _question_rows(ta: Target, tb: Target, level: float, bins: int, resamples: i
         else:
             p = _bootstrap_p(resampled, diff)
             method = "paired bootstrap"
-        rows.append({"question": ta.question, "metric": m, "n": len(ta.y), "a": float(point_a[m][0]),
-                     "b": float(point_b[m][0]), "diff": diff, "diff_low": low, "diff_high": high, "p_value": p,
+        rows.append({"question": ta.question, "metric": m, "n": len(ta.y), "a": point_a[m],
+                     "b": point_b[m], "diff": diff, "diff_low": low, "diff_high": high, "p_value": p,
                      "method": method})
     return rows
 

@@ -43,10 +43,11 @@ def interval_columns(targets: Sequence[Target], n_rows: int, *, level: float, bi
     columns = np.zeros((n_rows, widths[-1]))
     for t, s, start in zip(targets, sums, widths, strict=False):
         columns[t.positions, start:start + s.columns.shape[1]] = s.columns
-    resampled = intervals.bootstrap_sums(columns, resamples, seed) if n_rows else np.zeros((0, widths[-1]))
+    resampled = intervals.bootstrap_sums(columns, resamples, seed)
     rows = []
     for t, s, start, stop in zip(targets, sums, widths[:-1], widths[1:], strict=True):
-        values = s.metrics(resampled[:, start:stop])
+        (counts,) = intervals.bootstrap_counts([s], resamples, seed)
+        values = s.metrics(counts, resampled[:, start:stop])
         row: dict[str, object] = {"question": t.question, "small": len(t.y) < intervals.MIN_ROWS}
         for name in METRICS:
             low, high = intervals.percentile(values[name], level) if name in values else (np.nan, np.nan)

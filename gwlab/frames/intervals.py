@@ -3,18 +3,21 @@
 Proportions (accuracy, and a reliability bin's observed rate) get a Wilson score interval; the exact
 Clopper-Pearson interval is available too. Every other metric (macro-F1, kappa, Brier, log-loss, ECE,
 MAE) gets a percentile bootstrap over rows: `RESAMPLES` resamples of the rows with replacement, seeded
-(`SEED`), drawn `chunk` resamples at a time as multinomial counts per row (an index draw per chunk,
-folded by one `bincount`), never a resamples x rows index matrix. Each metric is a function of weighted
-column sums (`RowSums`), so one count matrix serves every metric and every question of a frame, and
-the point estimate is the same function at weight one. The interval is the (1 - level)/2 and
-(1 + level)/2 quantiles of the resampled values (the percentile method, not BCa).
+(`SEED`). Each metric is a function of sums (`RowSums`), and the point estimate is the same function
+at weight one. Brier, log-loss, ECE and MAE are sums of per-row columns: the resamples are drawn
+`chunk` at a time as counts per row (an index draw per chunk folded by one `bincount`, never a
+resamples x rows index matrix), and one chunk serves every column of every question of a frame.
+Accuracy, macro-F1 and kappa depend on the rows only through the confusion counts: resampling the rows
+is drawing those counts from a multinomial, which is exact and costs nothing per row (paired sides
+draw their joint cells). The interval is the (1 - level)/2 and (1 + level)/2 quantiles of the
+resampled values (the percentile method, not BCa).
 
 Below `MIN_ROWS` rows an interval says little: it is still computed, flagged (`small`) and warned of.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,9 +28,9 @@ from gwlab.frames.metrics import EPS
 RESAMPLES = 1000  # bootstrap resamples; the percentile endpoints move by ~0.1-0.3 points between seeds
 SEED = 0
 MIN_ROWS = 10  # below this many rows an interval is shown, flagged `small` and warned of
-_CELLS_PER_CHUNK = 2_000_000  # resamples x rows per drawn chunk: 16 MB of float64 counts
+_CELLS_PER_CHUNK = 10_000_000  # resamples x rows per chunk (100 x 100,000: 40 MB of float32 counts)
 
-__all__ = ["MIN_ROWS", "RESAMPLES", "SEED", "RowSums", "binom_cdf", "bootstrap_sums", "check_level",
+__all__ = ["MIN_ROWS", "RESAMPLES", "SEED", "RowSums", "binom_cdf", "bootstrap_counts", "bootstrap_sums", "check_level",
            "clopper_pearson", "holm", "mcnemar_exact", "percentile", "row_sums", "wilson"]
 
 
@@ -129,25 +132,42 @@ def holm(p_values: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RowSums:
-    """One question's rows as columns whose weighted sums give every metric (`metrics`).
+    """One question's rows in the two forms every metric is computed from (`metrics`).
 
-    Layout: [row, correct, y one-hot (k), pred one-hot (k), true positive (k)], then with
-    probabilities [brier, nll, bin value (B), bin hit (B)] (ECE = sum over bins |hit - value| / rows),
-    then [abs error] for MAE.
+    `cells`: each row's confusion cell, `y * (k + 1) + pred` (`pred = k`: a prediction outside the
+    classes). Accuracy, macro-F1 and kappa depend on the rows only through the confusion counts, so
+    resampling rows is drawing those counts from a multinomial: exact, and free of the row count.
+    `columns`: rows x width, summed with bootstrap weights: [row] then, with probabilities, [brier,
+    nll, hit - value in each of the B bins] (ECE = sum over bins of |sum| / rows), then [abs error].
     """
 
-    columns: np.ndarray  # rows x width
+    cells: np.ndarray
+    columns: np.ndarray
     k: int
     bins: int  # 0 without probabilities
     mae: bool
 
-    def metrics(self, sums: np.ndarray) -> dict[str, np.ndarray]:
-        """Every metric for each row of `sums` (resamples x width); NaN where a resample has no row."""
-        k, s = self.k, np.atleast_2d(sums)
+    @property
+    def n_cells(self) -> int:
+        return self.k * (self.k + 1)
+
+    def counts(self) -> np.ndarray:
+        return np.bincount(self.cells, minlength=self.n_cells).astype(float)
+
+    def point(self) -> dict[str, float]:
+        """Every metric on the rows as they are (weight one each)."""
+        values = self.metrics(self.counts()[None], self.columns.sum(axis=0)[None])
+        return {name: float(v[0]) for name, v in values.items()}
+
+    def metrics(self, counts: np.ndarray, sums: np.ndarray) -> dict[str, np.ndarray]:
+        """Every metric per resample from confusion counts (r x cells) and column sums (r x width)."""
+        k = self.k
+        cm = counts.reshape(len(counts), k, k + 1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            n = s[:, 0]
-            y, pred, tp = s[:, 2:2 + k], s[:, 2 + k:2 + 2 * k], s[:, 2 + 2 * k:2 + 3 * k]
-            p_o = s[:, 1] / n
+            n = cm.sum(axis=(1, 2))
+            tp = cm[:, np.arange(k), np.arange(k)]
+            y, pred = cm.sum(axis=2), cm[:, :, :k].sum(axis=1)
+            p_o = tp.sum(axis=1) / n
             denom = y + pred  # 2tp + fp + fn
             f1 = np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1), np.nan)
             used = (denom > 0).sum(axis=1)
@@ -155,26 +175,23 @@ class RowSums:
             p_e = (y * pred).sum(axis=1) / (n * n)
             kappa = np.where(p_e >= 1.0 - 1e-12, np.where(p_o >= 1.0, 1.0, np.nan), (p_o - p_e) / (1.0 - p_e))
             out = {"accuracy": p_o, "macro_f1": macro, "kappa": kappa}
-            at = 2 + 3 * k
+            rows, at = sums[:, 0], 1
             if self.bins:
-                b = self.bins
-                value, hit = s[:, at + 2:at + 2 + b], s[:, at + 2 + b:at + 2 + 2 * b]
-                out |= {"brier": s[:, at] / n, "log_loss": s[:, at + 1] / n,
-                        "ece": np.abs(hit - value).sum(axis=1) / n}
-                at += 2 + 2 * b
+                gap = sums[:, at + 2:at + 2 + self.bins]
+                out |= {"brier": sums[:, at] / rows, "log_loss": sums[:, at + 1] / rows,
+                        "ece": np.abs(gap).sum(axis=1) / rows}
+                at += 2 + self.bins
             if self.mae:
-                out["mae"] = s[:, at] / n
+                out["mae"] = sums[:, at] / rows
         return out
 
 
 def row_sums(y: np.ndarray, pred: np.ndarray, k: int, proba: np.ndarray | None, kind: str, bins: int,
              abs_error: np.ndarray | None) -> RowSums:
-    """The per-row columns of `RowSums` for one question (definitions as in `frames/metrics.py`)."""
+    """`RowSums` of one question (definitions as in `frames/metrics.py`)."""
     n = len(y)
-    eye = np.eye(k)
-    y_hot = eye[y]
-    pred_hot = np.where((pred >= 0)[:, None], eye[np.clip(pred, 0, None)], 0.0)
-    parts = [np.ones((n, 1)), (y == pred)[:, None].astype(float), y_hot, pred_hot, y_hot * pred_hot]
+    cells = y * (k + 1) + np.where(pred >= 0, pred, k)
+    parts = [np.ones((n, 1))]
     used_bins = 0
     if proba is not None:
         used_bins = bins
@@ -182,16 +199,15 @@ def row_sums(y: np.ndarray, pred: np.ndarray, k: int, proba: np.ndarray | None, 
             brier = (proba[:, 1] - (y == 1)) ** 2
             value, hit = proba[:, 1], (y == 1).astype(float)
         else:
-            brier = np.sum((proba - y_hot) ** 2, axis=1)
+            brier = np.sum((proba - np.eye(k)[y]) ** 2, axis=1)
             value, hit = proba.max(axis=1), (proba.argmax(axis=1) == y).astype(float)
         nll = -np.log(np.clip(proba[np.arange(n), y], EPS, 1 - EPS))
         edges = np.linspace(0.0, 1.0, bins + 1)
         which = np.clip(np.searchsorted(edges, value, side="right") - 1, 0, bins - 1)
-        bin_hot = np.eye(bins)[which]
-        parts += [brier[:, None], nll[:, None], bin_hot * value[:, None], bin_hot * hit[:, None]]
+        parts += [brier[:, None], nll[:, None], np.eye(bins)[which] * (hit - value)[:, None]]
     if abs_error is not None:
         parts.append(abs_error[:, None])
-    return RowSums(np.hstack(parts), k, used_bins, abs_error is not None)
+    return RowSums(cells.astype(np.intp), np.hstack(parts), k, used_bins, abs_error is not None)
 
 
 def resample_counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> Iterator[np.ndarray]:
@@ -202,15 +218,41 @@ def resample_counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> Ite
     while done < resamples:
         c = min(chunk, resamples - done)
         draws = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
-        yield np.bincount(draws.ravel(), minlength=c * n).reshape(c, n).astype(float)
+        yield np.bincount(draws.ravel(), minlength=c * n).reshape(c, n).astype(np.float32)
         done += c
 
 
 def bootstrap_sums(columns: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
-    """Weighted column sums (resamples x width) of `columns` (rows x width) over bootstrap resamples."""
-    if resamples < 1:
-        raise InvalidRequest("resamples", f"must be a positive number of bootstrap resamples; got {resamples}")
-    return np.vstack([w @ columns for w in resample_counts(len(columns), resamples, seed)])
+    """Weighted column sums (resamples x width) of `columns` (rows x width) over bootstrap resamples.
+
+    In float32 (counts are exact in it; a sum's rounding, ~1e-6 of it, is far below the resampling
+    noise an interval carries), and 100 resamples per product: what keeps BLAS fast on two cores.
+    """
+    _check_resamples(resamples)
+    single = columns.astype(np.float32)
+    sums = [w @ single for w in resample_counts(len(columns), resamples, seed)]
+    return np.vstack(sums).astype(float)
+
+
+def bootstrap_counts(sides: Sequence[RowSums], resamples: int = RESAMPLES, seed: int = SEED) -> list[np.ndarray]:
+    """Confusion counts (resamples x cells) per side for bootstrap resamples of the rows the sides share.
+
+    One multinomial draw over the sides' joint cells, so two answers to the same rows stay paired.
+    """
+    _check_resamples(resamples)
+    shape = [side.n_cells for side in sides]
+    joint = np.ravel_multi_index([side.cells for side in sides], shape)
+    n = len(joint)
+    observed = np.bincount(joint, minlength=int(np.prod(shape)))
+    rng = np.random.default_rng([seed, 1])  # a stream apart from the row weights'
+    drawn = rng.multinomial(n, observed / max(n, 1), size=resamples).reshape(resamples, *shape).astype(float)
+    axes = range(1, len(shape) + 1)
+    return [drawn.sum(axis=tuple(a for a in axes if a != i)) for i in axes]
+
+
+def _check_resamples(resamples: int) -> None:
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise InvalidRequest("resamples", f"must be a positive number of bootstrap resamples; got {resamples!r}")
 
 
 def percentile(values: np.ndarray, level: float) -> tuple[float, float]:
