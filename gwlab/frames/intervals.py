@@ -5,7 +5,7 @@ Clopper-Pearson interval is available too. Every other metric (macro-F1, kappa, 
 MAE) gets a percentile bootstrap over rows: `RESAMPLES` resamples of the rows with replacement, seeded
 (`SEED`). Each metric is a function of sums (`RowSums`), and the point estimate is the same function
 at weight one. Brier, log-loss, ECE and MAE are sums of per-row columns: the resamples are drawn
-`chunk` at a time as counts per row (an index draw per chunk folded by one `bincount`, never a
+`chunk` at a time as counts per row (an index draw per chunk, one `bincount` per resample, never a
 resamples x rows index matrix), and one chunk serves every column of every question of a frame.
 Accuracy, macro-F1 and kappa depend on the rows only through the confusion counts: resampling the rows
 is drawing those counts from a multinomial, which is exact and costs nothing per row (paired sides
@@ -217,8 +217,11 @@ def resample_counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> Ite
     done = 0
     while done < resamples:
         c = min(chunk, resamples - done)
-        draws = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
-        yield np.bincount(draws.ravel(), minlength=c * n).reshape(c, n).astype(np.float32)
+        draws = rng.integers(0, n, size=(c, n), dtype=np.int32)
+        counts = np.empty((c, n), dtype=np.float32)
+        for i, row in enumerate(draws):  # a loop over resamples of the chunk, never over rows
+            counts[i] = np.bincount(row, minlength=n)
+        yield counts
         done += c
 
 
@@ -226,11 +229,11 @@ def bootstrap_sums(columns: np.ndarray, resamples: int = RESAMPLES, seed: int = 
     """Weighted column sums (resamples x width) of `columns` (rows x width) over bootstrap resamples.
 
     In float32 (counts are exact in it; a sum's rounding, ~1e-6 of it, is far below the resampling
-    noise an interval carries), and 100 resamples per product: what keeps BLAS fast on two cores.
+    noise an interval carries), 100 resamples by at most 32 columns per product: BLAS's fast shapes.
     """
     _check_resamples(resamples)
-    single = columns.astype(np.float32)
-    sums = [w @ single for w in resample_counts(len(columns), resamples, seed)]
+    blocks = [np.ascontiguousarray(columns[:, i:i + 32], dtype=np.float32) for i in range(0, columns.shape[1], 32)]
+    sums = [np.hstack([w @ block for block in blocks]) for w in resample_counts(len(columns), resamples, seed)]
     return np.vstack(sums).astype(float)
 
 
