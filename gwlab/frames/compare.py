@@ -227,15 +227,16 @@ def _flips(ta: Target, tb: Target) -> pd.DataFrame:
     changed = right_a != right_b
     return pd.DataFrame({
         "question": ta.question,
-        "truth": [ta.classes[i] for i in ta.y[changed]],
-        "a": [_class(ta, i) for i in ta.pred[changed]],
-        "b": [_class(tb, i) for i in tb.pred[changed]],
+        "truth": _names(ta, ta.y[changed]),
+        "a": _names(ta, ta.pred[changed]),
+        "b": _names(tb, tb.pred[changed]),
         "change": np.where(right_a[changed], "right→wrong", "wrong→right"),
     }, index=ta.index[changed])
 
 
-def _class(t: Target, i: int) -> str | None:
-    return t.classes[i] if i >= 0 else None  # a prediction outside the question's classes
+def _names(t: Target, index: np.ndarray) -> np.ndarray:
+    """Class names of class indices; -1 (a prediction outside the question's classes) is None."""
+    return np.array([*t.classes, None], dtype=object)[np.where(index >= 0, index, len(t.classes))]
 
 
 def _verdict(table: pd.DataFrame, level: float, only_a: pd.Index, only_b: pd.Index) -> str:
