@@ -154,3 +154,11 @@ def test_two_prompts_on_the_embedded_gateway_are_compared_and_evaluated_with_int
     assert "read nothing into it" in result.verdict and "more accurate" not in result.verdict
     assert list(ev.metrics.index.names) == ["question", "channel_label"] and ev.metrics["small"].all()
     assert (ev.metrics["accuracy_low"] <= ev.metrics["accuracy"]).all()
+
+
+@pytest.mark.parametrize(("option", "field"), [({"level": 1.5}, "level"), ({"resamples": 0}, "resamples")])
+def test_a_bad_level_or_resample_count_fails_naming_it(option: dict, field: str) -> None:
+    a, b, truth = _pair(n=30)
+    with pytest.raises(InvalidRequest) as raised:
+        gwlab.compare(a, b, truth=truth, **option)
+    assert raised.value.field == field

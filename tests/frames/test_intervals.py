@@ -200,3 +200,13 @@ def test_slices_by_several_columns_and_an_unknown_column_is_named() -> None:
     with pytest.raises(InvalidRequest) as raised:
         gwlab.evaluate(_channels(), truth="label", prob="urgent", by="channel")
     assert raised.value.field == "by"
+
+
+def test_a_slice_where_a_question_has_no_labelled_row_has_n_zero_and_is_flagged() -> None:
+    frame = _channels().assign(refund=lambda f: f["label"].where(f["kind"] != "fax"),
+                               refund__noul=lambda f: f["urgent__noul"])
+    with pytest.warns(EvaluationWarning, match=r"\('refund', 'fax'\) \(n=0\)"):
+        table = gwlab.evaluate(frame, truth={"urgent": "label", "refund": "refund"}, by="kind").metrics
+    assert table.loc[("refund", "fax"), "n"] == 0 and table.loc[("refund", "fax"), "small"]
+    assert np.isnan(table.loc[("refund", "fax"), "accuracy_low"])
+    assert table.loc[("urgent", "fax"), "n"] == 6
