@@ -42,6 +42,7 @@ from gwlab.errors import (
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
 from gwlab.frames.budget import Budget
+from gwlab.frames.compare import compare
 from gwlab.frames.evaluate import evaluate
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
@@ -82,6 +83,7 @@ __all__ = [
     "Task",
     "TaskFamily",
     "Timeout",
+    "compare",
     "connect",
     "current_gateway",
     "errors",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from gwlab.frames.evaluate import Evaluation
 
-__all__ = ["confusion", "cost_per_run", "latency", "probabilities", "reliability", "scores",
+__all__ = ["confusion", "cost_per_run", "latency", "probabilities", "reliability", "scores", "slices",
            "usage_over_time"]
 
 
@@ -71,11 +71,54 @@ def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = No
     ax.plot([0, 1], [0, 1], linestyle="--", color="0.5", label="perfectly calibrated")
     used = table[table["count"] > 0]
     ax.plot(used["mean_prob"], used["observed"], marker="o", label="observed")
+    if "observed_low" in used.columns:  # each bin's Wilson interval: how far its point could move
+        ax.vlines(used["mean_prob"], used["observed_low"], used["observed_high"], color="C0", alpha=0.5,
+                  label=f"{getattr(evaluation, 'level', 0.95):.0%} interval")
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean predicted probability", ylabel="observed rate", title=title)
     handles = [*ax.get_legend_handles_labels()[0], *counts.get_legend_handles_labels()[0]]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False,
               fontsize="small")
     return ax
+
+
+def slices(evaluation: Evaluation, metric: str = "accuracy", question: str | None = None, *,
+           ax: Axes | None = None) -> Axes:
+    """One metric per slice (``evaluate(..., by=...)``; without `by`, per question) with its interval.
+
+    Each row is labelled with its row count; slices flagged ``small`` are drawn hollow and say so, so
+    a wide bar on few rows is not read like a narrow one.
+    """
+    ax = _axes(ax)
+    table = evaluation.metrics
+    if metric not in table.columns or f"{metric}_low" not in table.columns:
+        raise InvalidRequest("metric", f"no interval for {metric!r}; have "
+                                       f"{[c[:-4] for c in table.columns if str(c).endswith('_low')]}")
+    if table.index.nlevels > 1:
+        questions = list(dict.fromkeys(table.index.get_level_values(0)))
+        question = question if question is not None else questions[0] if len(questions) == 1 else None
+        if question not in questions:
+            raise InvalidRequest("question", f"name one of {questions}; got {question!r}")
+        table = table.xs(question, level=0)
+    rows = table[table[metric].notna()]
+    y = np.arange(len(rows))[::-1]
+    small = rows["small"].astype(bool).to_numpy() if "small" in rows.columns else np.zeros(len(rows), bool)
+    value, low, high = (rows[c].to_numpy(float) for c in (metric, f"{metric}_low", f"{metric}_high"))
+    ax.hlines(y, low, high, color="C0")
+    ax.scatter(value[~small], y[~small], color="C0", zorder=3, label="estimate")
+    if small.any():
+        ax.scatter(value[small], y[small], facecolors="none", edgecolors="C3", zorder=3, label="small sample")
+    labels = [f"{_slice_name(key)} (n={int(n)}{', small' if s else ''})"
+              for key, n, s in zip(rows.index, rows["n"], small, strict=True)]
+    ax.set_yticks(y, labels=labels)
+    which = f"{question}: " if question else ""
+    ax.set(xlabel=f"{metric} ({getattr(evaluation, 'level', 0.95):.0%} interval)", title=f"{which}{metric} by slice")
+    if small.any():
+        ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def _slice_name(key: Any) -> str:
+    return " / ".join(map(str, key)) if isinstance(key, tuple) else str(key)
 
 
 def probabilities(frame: pd.DataFrame, question: str, *, ax: Axes | None = None) -> Axes:

@@ -80,3 +80,15 @@ def test_notebook_03s_recalibration_figure_names_its_method_and_the_rows_of_each
     assert 'fig.suptitle(f"Temperature scaling' in figure
     assert 'rows="held-out, before"' in figure and 'rows="held-out, after temperature"' in figure
     assert ".set_title(" not in figure + tags["plot:reliability"]  # plots.reliability's titles give the rows
+
+
+def test_every_line_the_intervals_script_prints_is_on_the_page() -> None:
+    path = ROOT / "docs" / "scripts" / "evaluation_intervals.py"
+    spec = importlib.util.spec_from_file_location("evaluation_intervals", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (ROOT / "docs" / "evaluation.md").read_text()
+    assert "docs/scripts/evaluation_intervals.py" in page and "three points of accuracy as noise" not in page
+    missing = [line for line in module.report().splitlines() if line.strip() and line not in page]
+    assert not missing, "docs/evaluation.md disagrees with the script; paste these lines:\n" + "\n".join(missing)

@@ -130,7 +130,8 @@ def test_reliability_legend_sits_outside_the_axes_not_over_the_curve(answers: pd
     _drawn(ax)
     legend = ax.get_legend()
     assert not legend.get_window_extent().overlaps(ax.get_window_extent())
-    assert [t.get_text() for t in legend.get_texts()] == ["perfectly calibrated", "observed", "rows"]
+    assert [t.get_text() for t in legend.get_texts()] == ["perfectly calibrated", "observed", "95% interval",
+                                                          "rows"]
 
 
 def test_reliability_title_names_the_rows_and_bins_its_ece_is_over(answers: pd.DataFrame) -> None:
@@ -180,3 +181,31 @@ def test_every_usage_plot_draws_a_live_ledger_of_a_models_call_and_two_models(ga
     assert sorted(line.get_label() for line in ax.lines) == ["local/decide-e5-small", "local/gemma-3-270m"]
     assert len(plots.cost_per_run(ledger).patches) >= 1
     assert len(plots.latency(ledger, bins=3).patches) == 3
+
+
+def test_reliability_draws_each_bins_interval_behind_the_curve(answers: pd.DataFrame) -> None:
+    ev = evaluate(answers, truth="is_urgent", prob="urgent", bins=5)
+    ax = plots.reliability(ev)
+    (bars,) = ax.collections
+    used = ev.reliability["urgent"].query("count > 0")
+    assert len(bars.get_segments()) == len(used)
+    assert [seg[1][1] for seg in bars.get_segments()] == pytest.approx(list(used["observed_high"]))
+
+
+def test_slices_draws_a_bar_per_slice_with_its_interval_and_marks_small_ones(answers: pd.DataFrame) -> None:
+    frame = answers.assign(channel=["chat"] * 30 + ["mail"] * 25 + ["fax"] * 5)
+    with pytest.warns(UserWarning, match="fewer than 10 rows"):
+        ev = evaluate(frame, truth={"urgent": "is_urgent"}, by="channel")
+    ax = plots.slices(ev, "kappa")
+    (bars,) = [c for c in ax.collections if hasattr(c, "get_segments")]
+    assert len(bars.get_segments()) == 3
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert sorted(labels) == ["chat (n=30)", "fax (n=5, small)", "mail (n=25)"]
+    assert ax.get_legend() is not None
+
+
+def test_slices_names_the_metric_it_cannot_draw(answers: pd.DataFrame) -> None:
+    ev = evaluate(answers, truth="is_urgent", prob="urgent")
+    with pytest.raises(plots.InvalidRequest) as raised:
+        plots.slices(ev, "f1")
+    assert raised.value.field == "metric"

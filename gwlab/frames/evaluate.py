@@ -12,7 +12,8 @@ text and a 1-based score scale, are in `frames/labels.py`). Zero rows left to sc
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import metrics
+from gwlab.frames import evidence, intervals, metrics
 from gwlab.frames._targets import Target, resolve
 from gwlab.frames.calibration import Recalibration, recalibrate
 from gwlab.frames.labels import EvaluationWarning, LabelMatch
@@ -46,6 +47,8 @@ class Evaluation:
     labels: dict[str, LabelMatch] = field(default_factory=dict, repr=False)  # how each label column was read
     _source: tuple[pd.DataFrame, dict[str, str], dict[str, Any], Mapping[str, Any] | None] | None = field(
         default=None, repr=False)
+    level: float = 0.95  # confidence level of the `{metric}_low` / `{metric}_high` columns
+    methods: dict[str, str] = field(default_factory=dict)  # metric -> how its interval was computed
 
     def __getitem__(self, question: str) -> pd.Series:
         return self.metrics.loc[question]
@@ -76,15 +79,24 @@ class Evaluation:
 
     def __repr__(self) -> str:
         drop = ["n_missing"] + [c for c in ("n_unmatched", "label_shift") if not self.metrics[c].any()]
-        shown = self.metrics.drop(columns=drop, errors="ignore")
+        shown = evidence.display(self.metrics.drop(columns=drop, errors="ignore"))
         table = shown.to_string(float_format="{:.3f}".format)
         notes = "".join(f"\nnote: {line}" for line in self.notes())
-        return f"Evaluation of {len(self.metrics)} question(s)\n{table}{notes}"
+        return f"Evaluation of {self._questions()} question(s){self._interval_note()}\n{table}{notes}"
+
+    def _questions(self) -> int:
+        return self.metrics.index.get_level_values(0).nunique()
+
+    def _interval_note(self) -> str:
+        if not self.methods:
+            return ""
+        return f", {self.level:.0%} intervals: accuracy {self.methods['accuracy']}, others {self.methods['kappa']}"
 
     def _repr_html_(self) -> str:
-        head = f"<b>Evaluation</b> of {len(self.metrics)} question(s), ECE over {self.bins} equal-width bins"
+        head = (f"<b>Evaluation</b> of {self._questions()} question(s), ECE over {self.bins} equal-width bins"
+                f"{html.escape(self._interval_note())}")
         parts = [head, *(f"<p>note: {html.escape(line)}</p>" for line in self.notes()),
-                 self.metrics.to_html(float_format="{:.3f}".format, na_rep="–")]
+                 evidence.display(self.metrics).to_html(float_format="{:.3f}".format, na_rep="–")]
         for question, table in list(self.confusion.items())[:4]:
             parts.append(f"<details><summary>confusion: {html.escape(question)}</summary>{table.to_html()}"
                          "</details>")
@@ -92,7 +104,9 @@ class Evaluation:
 
 
 def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
-             questions: Mapping[str, Any] | None = None, bins: int = 10, steps: int = 20) -> Evaluation:
+             questions: Mapping[str, Any] | None = None, bins: int = 10, steps: int = 20,
+             by: str | Sequence[str] | None = None, level: float = 0.95, resamples: int = intervals.RESAMPLES,
+             seed: int = intervals.SEED) -> Evaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
 
     Parameters
@@ -115,13 +129,22 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         Number of equal-width bins over [0, 1] for ECE and the reliability tables.
     steps : int
         Points of the threshold sweep (``steps + 1``) and the coverage curve.
+    by : str or list of str, optional
+        Column(s) of `frame` to slice by: ``metrics`` then has one row per question and slice value,
+        with the slice values after the question in its index.
+    level : float
+        Confidence level of every metric's interval (``{metric}_low``, ``{metric}_high``): Wilson for
+        accuracy, a percentile bootstrap over rows for the others (``methods`` names them).
+    resamples, seed : int
+        Bootstrap resamples and their seed (defaults 1,000 and 0: the same call gives the same interval).
 
     Returns
     -------
     Evaluation
-        ``metrics`` (one row per question), ``by_type``, ``by_option_count``, and per question
-        ``confusion``, ``reliability``, ``thresholds`` (noul) and ``coverage`` tables; ``labels``
-        says per question how the labels were read.
+        ``metrics`` (one row per question, or per question and slice), ``by_type``,
+        ``by_option_count``, and per question ``confusion``, ``reliability`` (with a Wilson interval
+        per bin), ``thresholds`` (noul) and ``coverage`` tables; ``labels`` says per question how the
+        labels were read. A question (or slice) with fewer than 10 rows is flagged ``small`` and warned of.
 
     Raises
     ------
@@ -172,6 +195,16 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         if name not in table.columns:
             table[name] = np.nan
     table = table[["type", "options", "n", "n_missing", "n_unmatched", "label_shift", *_SUMMED, "mae"]]
+    # intervals (frames/evidence.py): added columns, the point estimates above unchanged
+    level = intervals.check_level(level)
+    table = table.join(evidence.interval_columns(targets, len(frame), level=level, bins=bins,
+                                                 resamples=resamples, seed=seed))
+    reliability = {q: evidence.reliability_intervals(r, level) for q, r in reliability.items()}
+    whole = table
+    if by is not None:
+        table = _sliced(frame, truth, prob, pred, by, [t.question for t in targets], questions=questions,
+                        bins=bins, level=level, resamples=resamples, seed=seed)
+    evidence.warn_small(table)
     source = None
     if isinstance(truth, Mapping):
         probs = dict(prob) if isinstance(prob, Mapping) else {}
@@ -179,9 +212,42 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
                   questions)
     elif prob is not None:
         source = (frame, {targets[0].question: truth}, {targets[0].question: prob}, questions)
-    return Evaluation(table, _grouped(table, "type"), _grouped(table, "options"), confusion, reliability,
+    return Evaluation(table, _grouped(whole, "type"), _grouped(whole, "options"), confusion, reliability,
                       thresholds, coverage, bins, {t.question: t for t in targets},
-                      {t.question: t.match for t in targets if t.match is not None}, source)
+                      {t.question: t.match for t in targets if t.match is not None}, source, level,
+                      evidence.methods(resamples, seed))
+
+
+def _sliced(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any, pred: Any,
+            by: str | Sequence[str], names: list[str], **options: Any) -> pd.DataFrame:
+    """The metrics table per question and slice of `by`; a slice where a question has no row has n = 0."""
+    keys = [by] if isinstance(by, str) else list(by)
+    missing = [k for k in keys if k not in frame.columns]
+    if not keys or missing:
+        raise InvalidRequest("by", f"slice by column(s) of the frame; unknown: {missing or keys}")
+    groups = frame.groupby(keys, dropna=False, sort=True).indices
+    parts = []
+    for q in names:
+        for value, where in groups.items():
+            part = frame.iloc[where]
+            args = _one_question(q, truth, prob, pred) if isinstance(truth, Mapping) else (truth, prob, pred)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", EvaluationWarning)  # said once, for the whole frame
+                try:
+                    one = evaluate(part, *args, **options).metrics
+                except InvalidRequest as error:
+                    if "no row to evaluate" not in str(error):
+                        raise
+                    one = pd.DataFrame({"n": [0], "small": [True]}, index=pd.Index([q], name="question"))
+            key = value if isinstance(value, tuple) else (value,)
+            parts.append(one.set_index(pd.MultiIndex.from_tuples([(i, *key) for i in one.index],
+                                                                 names=["question", *keys])))
+    return pd.concat(parts)
+
+
+def _one_question(q: str, truth: Mapping[str, str], prob: Any, pred: Any) -> tuple[Any, Any, Any]:
+    pick = ({q: m[q]} if isinstance(m, Mapping) and q in m else None for m in (prob, pred))
+    return ({q: truth[q]}, *pick)
 
 
 def _require_rows(target: Target) -> None:
