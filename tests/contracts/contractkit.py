@@ -90,3 +90,38 @@ def post_stream(url: str, key: str, body: dict[str, Any]) -> list[Any]:
         assert r.status_code == 200, r.read()
         assert r.headers["content-type"].startswith("text/event-stream")
         return list(sse_events(r.iter_lines()))
+
+
+# --- messages: no official Anthropic OpenAPI document is public, so the schemas are derived from the typed
+# models of the `anthropic` SDK installed here (pydantic models for answers, TypedDicts for requests), with
+# every object closed (additionalProperties false) so a field the SDK does not know is reported too.
+@cache
+def _anthropic_validator(name: str) -> jsonschema.Draft202012Validator:
+    from anthropic import types
+    from anthropic.types import message_create_params as params
+    from pydantic import TypeAdapter
+
+    kinds = {"MessageCreateParamsNonStreaming": params.MessageCreateParamsNonStreaming,
+             "MessageCreateParamsStreaming": params.MessageCreateParamsStreaming, "Message": types.Message,
+             "RawMessageStreamEvent": types.RawMessageStreamEvent, "ErrorResponse": types.ErrorResponse}
+    return jsonschema.Draft202012Validator(_closed(TypeAdapter(kinds[name]).json_schema()))
+
+
+def _closed(node: Any) -> Any:
+    """Every object schema with named properties refuses others (free-form dicts stay open)."""
+    if isinstance(node, list):
+        return [_closed(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _closed(value) for key, value in node.items()}
+    if isinstance(node.get("properties"), dict) and node.get("type", "object") == "object":
+        out["additionalProperties"] = False
+    return out
+
+
+def anthropic_violations(body: Any, name: str) -> list[str]:
+    """Each way `body` breaks the schema derived from the anthropic SDK's type `name`."""
+    import anthropic
+
+    label = f"anthropic {anthropic.__version__} {name}"
+    return [_describe(_deepest(error), label) for error in _anthropic_validator(name).iter_errors(body)]

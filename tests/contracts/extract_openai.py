@@ -1,7 +1,8 @@
 """Cut the official OpenAI OpenAPI document down to the JSON Schemas gwlab's contract tests need.
 
-Run: python tests/contracts/extract_openai.py PATH/TO/openapi.yaml [COMMIT]
-(openapi.yaml from github.com/openai/openai-openapi; COMMIT is the upstream commit it came from).
+Run: python tests/contracts/extract_openai.py PATH/TO/openapi.yaml COMMIT
+(openapi.yaml, or openapi.json, from github.com/openai/openai-openapi; COMMIT is the upstream commit it
+came from; reading YAML needs PyYAML, which the test extra brings).
 Writes tests/contracts/openai/schemas.json: the reachable closure of ROOTS as Draft 2020-12 `$defs`,
 with OpenAPI's `nullable: true` read as null-allowed, discriminators dropped (they have no mappings
 and are not JSON Schema) and prose (descriptions, examples, x- extensions) removed to keep it small.
@@ -13,8 +14,6 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 ROOTS = ("CreateChatCompletionRequest", "CreateChatCompletionResponse", "CreateChatCompletionStreamResponse",
          "CreateResponse", "Response", "ResponseStreamEvent", "ListModelsResponse", "ErrorResponse")
@@ -76,8 +75,16 @@ def stream_event_types(defs: dict[str, Any]) -> dict[str, str]:
     return dict(sorted(types.items()))
 
 
+def _load(source: Path) -> dict[str, Any]:
+    if source.suffix == ".json":
+        return json.loads(source.read_text())
+    import yaml  # only here: the tests import this module, and need no YAML reader
+
+    return yaml.safe_load(source.read_text())
+
+
 def main(source: Path, commit: str) -> None:
-    document = yaml.safe_load(source.read_text())
+    document = _load(source)
     defs = closure(document["components"]["schemas"], ROOTS)
     bundle = {"$schema": "https://json-schema.org/draft/2020-12/schema",
               "$comment": f"from openai/openai-openapi openapi.yaml at {commit} (MIT, see LICENSE); "
@@ -89,4 +96,6 @@ def main(source: Path, commit: str) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "unknown")
+    if len(sys.argv) != 3:
+        sys.exit("usage: extract_openai.py PATH/TO/openapi.yaml UPSTREAM_COMMIT")
+    main(Path(sys.argv[1]), sys.argv[2])

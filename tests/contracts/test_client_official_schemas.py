@@ -31,13 +31,16 @@ SCHEMAS = {("POST", "/v1/chat/completions"): "CreateChatCompletionRequest",
 
 
 class Recording(httpx.AsyncBaseTransport):
-    """Passes every request to the real gateway and keeps (method, path, body) of each."""
+    """Passes every request to the real gateway and keeps (method, path, body) of each, and its headers."""
 
     def __init__(self) -> None:
-        self.inner, self.sent = httpx.AsyncHTTPTransport(), []
+        self.inner = httpx.AsyncHTTPTransport()
+        self.sent: list[tuple[str, str, bytes]] = []
+        self.headers: list[httpx.Headers] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self.sent.append((request.method, request.url.path, await request.aread()))
+        self.headers.append(request.headers)
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:
