@@ -92,6 +92,23 @@ def post_stream(url: str, key: str, body: dict[str, Any]) -> list[Any]:
         return list(sse_events(r.iter_lines()))
 
 
+class Recording(httpx.AsyncBaseTransport):
+    """Passes every request to the real gateway and keeps (method, path, body) of each, and its headers."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.sent: list[tuple[str, str, bytes]] = []
+        self.headers: list[httpx.Headers] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append((request.method, request.url.path, await request.aread()))
+        self.headers.append(request.headers)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 # --- messages: no official Anthropic OpenAPI document is public, so the schemas are derived from the typed
 # models of the `anthropic` SDK installed here (pydantic models for answers, TypedDicts for requests), with
 # every object closed (additionalProperties false) so a field the SDK does not know is reported too.

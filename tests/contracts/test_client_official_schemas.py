@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from contractkit import violations
+from contractkit import Recording, violations
 
 from gwlab import Gateway
 
@@ -28,23 +28,6 @@ PERSON = {"type": "object", "properties": {"name": {"type": "string"}}, "require
           "additionalProperties": False}
 SCHEMAS = {("POST", "/v1/chat/completions"): "CreateChatCompletionRequest",
            ("POST", "/v1/responses"): "CreateResponse"}
-
-
-class Recording(httpx.AsyncBaseTransport):
-    """Passes every request to the real gateway and keeps (method, path, body) of each, and its headers."""
-
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
-        self.sent: list[tuple[str, str, bytes]] = []
-        self.headers: list[httpx.Headers] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.sent.append((request.method, request.url.path, await request.aread()))
-        self.headers.append(request.headers)
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def _drain(stream: Any) -> None:

@@ -14,8 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from contractkit import anthropic_violations, sse_events
-from test_client_official_schemas import Recording
+from contractkit import Recording, anthropic_violations, sse_events
 
 from gwlab import Gateway
 from gwlab.wire.limits import ANTHROPIC_VERSION
