@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
+import pandas as pd
 import pytest
 from contractkit import Recording, violations
 
@@ -28,6 +29,14 @@ PERSON = {"type": "object", "properties": {"name": {"type": "string"}}, "require
           "additionalProperties": False}
 SCHEMAS = {("POST", "/v1/chat/completions"): "CreateChatCompletionRequest",
            ("POST", "/v1/responses"): "CreateResponse"}
+
+
+FRAME = pd.DataFrame({"q": ["What is the weather in Paris?", "Name a fruit."]})
+
+
+def _rows(gw: Gateway) -> dict[str, Any]:
+    """df.gw run options: this gateway, no checkpoint (every row is sent), no progress bar."""
+    return {"gateway": gw, "checkpoint": False, "progress": False}
 
 
 def _drain(stream: Any) -> None:
@@ -54,6 +63,9 @@ CASES: dict[str, tuple[Callable[[Gateway], Any], set[str]]] = {
                          {"/v1/responses"}),
     "responses_text_format": (lambda gw: gw.responses.create("Name a person.", model=TEXT, max_output_tokens=24, text={
         "format": {"type": "json_schema", "name": "person", "schema": PERSON, "strict": True}}), {"/v1/responses"}),
+    "responses_user_tools": (lambda gw: gw.responses.create("Weather in Oslo?", model=TEXT, tools=[FLAT_TOOL],
+                                                            tool_choice="required", max_output_tokens=40),
+                             {"/v1/responses"}),
     "respond_with_tools": (lambda gw: gw.tools.respond_with_tools("What is the weather in Paris?", [CHAT_TOOL],
                                                                   FUNCTIONS, model=TEXT, tool_choice="required",
                                                                   max_rounds=2, max_output_tokens=40),
@@ -68,6 +80,12 @@ CASES: dict[str, tuple[Callable[[Gateway], Any], set[str]]] = {
         model=TEXT, messages=ASK, tools=[CHAT_TOOL], tool_choice="required", max_completion_tokens=40),
                                   {"/v1/responses"}),
     "models_list": (lambda gw: gw.models.list(), {"/v1/models"}),
+    "frames_chat": (lambda gw: FRAME.gw.chat("{q}", system="Be brief.", max_tokens=8, params={"temperature": 0.2},
+                                             **_rows(gw)), {"/v1/chat/completions"}),
+    "frames_respond": (lambda gw: FRAME.gw.respond("{q}", instructions="Be brief.", max_tokens=16, **_rows(gw)),
+                       {"/v1/responses"}),
+    "frames_respond_tools": (lambda gw: FRAME.gw.respond("{q}", max_tokens=40, params={
+        "tools": [FLAT_TOOL], "tool_choice": "required"}, **_rows(gw)), {"/v1/responses"}),
 }
 
 
