@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
+import pandas as pd
 import pytest
 from contractkit import Recording, anthropic_violations, sse_events
 
@@ -102,6 +103,9 @@ CLIENT_CASES: dict[str, Callable[[Gateway], Any]] = {
     "tools": lambda gw: gw.messages.create(ASK, model=MODEL, max_tokens=40, tools=TOOLS,
                                            tool_choice={"type": "any"}),
     "tool_result": lambda gw: gw.messages.create(ROUND_TRIP, model=MODEL, max_tokens=8, tools=TOOLS),
+    "frames_messages": lambda gw: pd.DataFrame({"q": ["Hi", "Name a fruit."]}).gw.messages(
+        "{q}", system="Be brief.", max_tokens=8, params={"tools": TOOLS}, gateway=gw, checkpoint=False,
+        progress=False),
 }
 
 
