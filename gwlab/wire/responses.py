@@ -55,8 +55,19 @@ def build_request(input: str | Sequence[Mapping[str, Any]], *, model: str, strea
     """The JSON body of `POST /responses`, checked by `parse_request` (the gateway's validator) before it
     leaves. `instructions` are never inherited through `previous_response_id` (spec, migration rule 2):
     pass them again on every call that needs them."""
-    return gen.build(parse_request, {"model": model, "input": input if isinstance(input, str) else gen.turns(input)},
+    body = gen.build(parse_request, {"model": model, "input": input if isinstance(input, str) else gen.turns(input)},
                      params, stream)
+    if isinstance(body.get("tools"), list):
+        body["tools"] = [_strict_stated(tool) for tool in body["tools"]]
+    return body
+
+
+def _strict_stated(tool: Any) -> Any:
+    """A function tool with `strict`, which the official schema requires: null when the caller left it out
+    (the server's default applies; nothing is guessed). The caller's dict is not changed."""
+    if isinstance(tool, Mapping) and tool.get("type") == "function" and "strict" not in tool:
+        return {**tool, "strict": None}
+    return tool
 
 
 @dataclass(frozen=True, slots=True)

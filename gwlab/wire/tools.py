@@ -148,11 +148,9 @@ def to_chat(spec: ToolSpec) -> dict[str, Any]:
 
 
 def to_responses(spec: ToolSpec) -> dict[str, Any]:
-    """The flat function tool of responses: type, name, description, parameters, strict when set."""
-    flat = to_realtime(spec)
-    if spec.strict is not None:
-        flat["strict"] = spec.strict
-    return flat
+    """The flat function tool of responses. `strict` is always there, as the official schema requires:
+    null when the caller did not set it (the server's default applies; gwlab never guesses one)."""
+    return {**to_realtime(spec), "strict": spec.strict}
 
 
 def to_realtime(spec: ToolSpec) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def test_chat_request_becomes_the_equivalent_responses_request() -> None:
         ],
         "tools": [
             {"type": "function", "name": "get_weather", "description": "Weather for a city",
-             "parameters": WEATHER_TOOL["function"]["parameters"]},
+             "parameters": WEATHER_TOOL["function"]["parameters"], "strict": None},  # required (bool|null)
             {"type": "web_search", "search_context_size": "low",
              "user_location": {"type": "approximate", "city": "Oslo"}},
         ],

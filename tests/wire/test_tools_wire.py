@@ -38,7 +38,7 @@ def test_every_shape_reads_to_the_same_spec(shape: dict[str, Any]) -> None:
 
 def test_every_shape_is_written_exactly() -> None:
     assert tools.to_chat(WEATHER) == CHAT
-    assert tools.to_responses(WEATHER) == FLAT
+    assert tools.to_responses(WEATHER) == {**FLAT, "strict": None}  # required by the official schema
     assert tools.to_realtime(WEATHER) == FLAT
     assert tools.to_anthropic(WEATHER) == ANTHROPIC
 
@@ -53,7 +53,7 @@ def test_strict_is_kept_for_chat_and_responses_but_not_realtime() -> None:
 def test_tool_without_parameters_gets_an_empty_object_schema() -> None:
     spec = tools.parse_tool({"type": "function", "function": {"name": "now"}})
     assert tools.to_responses(spec) == {"type": "function", "name": "now",
-                                        "parameters": {"type": "object", "properties": {}}}
+                                        "parameters": {"type": "object", "properties": {}}, "strict": None}
 
 
 def test_bad_tool_name_is_refused_naming_the_nested_field() -> None:

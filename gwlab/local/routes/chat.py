@@ -55,7 +55,7 @@ async def create_chat_completion(request: Request, key: Key) -> Any:
     request.state.usage = (usage["prompt_tokens"], usage["completion_tokens"])
     return {
         "id": textgen.new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
-        "model": info.id, "system_fingerprint": None, "service_tier": "default",
+        "model": info.id, "service_tier": "default",  # no system_fingerprint: none to report
         "choices": [{"index": i, "message": _message(r), "logprobs": None, "finish_reason": _FINISH[r.reason]}
                     for i, r in enumerate(results)],
         "usage": usage,
@@ -124,7 +124,7 @@ def _usage(results: list[Finished]) -> dict[str, Any]:
 
 async def _stream(request: Request, chat: ChatRun) -> AsyncIterator[bytes]:
     head = {"id": textgen.new_id("chatcmpl-"), "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": chat.plan.model, "system_fingerprint": None}
+            "model": chat.plan.model}
 
     def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
         payload = {**head, "choices": [{"index": index, "delta": delta, "logprobs": None,

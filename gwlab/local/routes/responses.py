@@ -178,7 +178,7 @@ def _output(result: Finished, message_id: str, call_id: str) -> list[dict[str, A
 
 def _usage(result: Finished) -> dict[str, Any]:
     used = result.usage
-    return {"input_tokens": used.prompt_tokens, "input_tokens_details": {"cached_tokens": 0},
+    return {"input_tokens": used.prompt_tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": used.completion_tokens, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": used.prompt_tokens + used.completion_tokens}
 
@@ -192,8 +192,8 @@ def _body(req: ResponsesRun, status: str, output: list[dict[str, Any]], usage: d
         "error": None, "incomplete_details": incomplete, "model": req.model, "output": output,
         "max_tool_calls": None, "prompt_cache_key": None, "reasoning": {"effort": None, "summary": None},
         "safety_identifier": None, "service_tier": "default", "store": req.store, "top_logprobs": 0,
-        "truncation": "disabled", "user": None, "usage": usage, **req.echo,
-    }
+        "truncation": "disabled", **({"usage": usage} if usage is not None else {}), **req.echo,
+    }  # usage only once counted, and no `user`: the official schema allows neither as null
 
 
 def _done(request: Request, req: ResponsesRun, key: KeyRecord, result: Finished,
@@ -247,7 +247,7 @@ async def _stream(request: Request, req: ResponsesRun, key: KeyRecord) -> AsyncI
                 output = _output(item, message_id, call_id)
                 if item.calls:
                     yield event("response.function_call_arguments.done", item_id=call_id, output_index=0,
-                                arguments=item.calls[0].arguments)
+                                name=item.calls[0].name, arguments=item.calls[0].arguments)
                 else:
                     yield event("response.output_text.done", **where, text=item.text, logprobs=[])
                     yield event("response.content_part.done", **where, part=_part(item.text))
