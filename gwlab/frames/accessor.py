@@ -521,7 +521,7 @@ class GatewayAccessor:
                         prices=options.get("prices"), checkpoint=checkpoint,
                         refresh=options.get("refresh", False), repeats=options.get("repeats", 1),
                         pilot=options.get("pilot"), errors=errors, progress=options.get("progress", True),
-                        max_retries=connection.max_retries, retry_delay=connection.retry_delay,
+                        retry_delay=connection.retry_delay,
                         description=f"{family.name} {family.model}", gateway=connection.origin)
         try:
             with _client.run_tag(connection, family.name):

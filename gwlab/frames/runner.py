@@ -73,8 +73,7 @@ class Runner:
                  limiter: Limiter | None = None, budget: Budget | None = None,
                  prices: PriceTable | Mapping[str, Any] | None = None, checkpoint: AnswerStore | None = None,
                  refresh: bool = False, repeats: int = 1, pilot: int | None = None, errors: str = "raise",
-                 progress: bool = True, max_retries: int = 2,
-                 retry_delay: Callable[[BaseException, int], float | None] | None = None,
+                 progress: bool = True, retry_delay: Callable[[BaseException, int], float | None],
                  description: str | None = None, gateway: str = "") -> None:
         if errors not in ("raise", "coerce"):
             raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {errors!r}")
@@ -90,8 +89,8 @@ class Runner:
         self.limiter: Limiter = limiter or TokenBucket()
         self.prices = as_table(budget.prices if budget and budget.prices is not None else prices)
         self.budget, self.checkpoint, self.refresh = budget, checkpoint, refresh
-        self.errors, self.progress, self.max_retries = errors, progress, max_retries
-        self.retry_delay = retry_delay or _retry_rate_limits
+        self.errors, self.progress = errors, progress
+        self.retry_delay = retry_delay  # the client transport's policy (Connection.retry_delay): its one copy
         self.description = description or family.name
         # whose answers these are: part of every checkpoint key, so one gateway's are never another's
         self.gateway = gateway_id(gateway) if gateway else ""
@@ -217,24 +216,23 @@ class Runner:
             await spend.settle(held, tokens_in, tokens_out)
 
     async def _send_with_pauses(self, body: dict[str, Any], estimate: int, counters: dict[str, int]) -> Answer:
-        """Send, retrying as the client's rules say; a 429 pauses every worker, not only this one."""
+        """Send, retrying as `retry_delay` (the client's policy) says; a 429 pauses every worker, not only
+        this one."""
         for attempt in itertools.count():
             try:
                 return await self.send(self.family.endpoint, body)
-            except RateLimited as exc:
-                counters["rate_limited"] += 1
-                if attempt >= self.max_retries:
-                    raise
+            except Exception as exc:
+                limited = isinstance(exc, RateLimited)
+                if limited:
+                    counters["rate_limited"] += 1
                 wait = self.retry_delay(exc, attempt)
                 if wait is None:
                     raise
-                self.limiter.pause(wait)
-                await self.limiter.acquire(estimate)
-            except Exception as exc:
-                wait = self.retry_delay(exc, attempt) if attempt < self.max_retries else None
-                if wait is None:
-                    raise
-                await asyncio.sleep(wait)
+                if limited:
+                    self.limiter.pause(wait)
+                    await self.limiter.acquire(estimate)
+                else:
+                    await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
     def _store(self, result: RunResult, job: int, repeat: int, data: Any, request_id: str | None,
@@ -320,13 +318,6 @@ def _iso(epoch: float) -> str | None:
     if math.isnan(epoch):
         return None
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
-
-def _retry_rate_limits(error: BaseException, attempt: int) -> float | None:
-    """The rule when none is given: a 429 waits its Retry-After (else 2^attempt s); nothing else retries."""
-    if isinstance(error, RateLimited):
-        return error.retry_after if error.retry_after is not None else float(2**attempt)
-    return None
 
 
 def _jobs_before(batch: Batch, rows: int) -> int:

@@ -29,6 +29,7 @@ import contextlib
 import fnmatch
 import html
 import io
+import itertools
 import json
 import math
 import mimetypes
@@ -204,7 +205,6 @@ class TaskRun:
     progress: bool = True
     poll_interval: float = DEFAULT_POLL_INTERVAL
     timeout: float = DEFAULT_TIMEOUT
-    max_retries: int = 2
     failure: BaseException | None = field(default=None, init=False)
     _stopping: str | None = field(default=None, init=False)
     _limited: str | None = field(default=None, init=False)  # "budget" or "pilot": rows left out before sending
@@ -389,16 +389,17 @@ class TaskRun:
                 return
         row.submitted_at = time.time()
         self._save(row)  # committed before the submission leaves: a kill after it leaves the row in doubt
-        for attempt in range(self.max_retries + 1):
+        for attempt in itertools.count():
             try:
                 await self.limiter.acquire(0)
                 task = await self.client.submit(row.body, exclude=claimed)
                 break
-            except RateLimited as exc:  # refused, so not accepted: safe to send again after the wait
-                if attempt >= self.max_retries:
+            except RateLimited as exc:  # refused, so not accepted: safe to send again after the policy's wait
+                wait = self.client.retry.refusal_delay(exc, attempt)
+                if wait is None:
                     self._fail(row, exc)
                     return
-                self.limiter.pause(exc.retry_after if exc.retry_after is not None else float(2 ** attempt))
+                self.limiter.pause(wait)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
