@@ -354,6 +354,11 @@ class AsyncTransport:
     def retry_after_cap(self) -> float:
         return self.retry.retry_after_cap
 
+    def api_key_for_workers(self) -> str:
+        """The key itself, only to hand to worker processes that open their own connection to this gateway
+        (`gwlab.frames.dask.GatewaySpec`, which keeps it out of reprs). Never log, print or store it."""
+        return self._key.value
+
     def auth_headers(self, family: str) -> dict[str, str]:
         """Bearer for every family but messages: x-api-key (or Bearer) + anthropic-version."""
         return self._key.by_family.get(family, self._key.bearer)
@@ -426,11 +431,11 @@ class AsyncTransport:
                         raise errors.ProtocolError(f"expected text/event-stream, got {media_type}",
                                                    method=method, path=call.path, request_id=call.request_id,
                                                    content_type=media_type)
-        stream = AsyncEventStream(response, call, accumulator, ledger=self.ledger, allow_partial=allow_partial,
-                                  deadline_at=deadline_at, deadline_s=self.deadline)
         if parse is not None and media_type != "text/event-stream":
-            await stream._finish_with(parse(body, call.request_id))
-        return stream
+            return AsyncEventStream.answered(response, call, accumulator, parse(body, call.request_id),
+                                             ledger=self.ledger)
+        return AsyncEventStream(response, call, accumulator, ledger=self.ledger, allow_partial=allow_partial,
+                                deadline_at=deadline_at, deadline_s=self.deadline)
 
     async def aclose(self) -> None:
         await self._client.aclose()
