@@ -82,7 +82,7 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     except BaseException:
         lease.stop()
         raise
-    gateway._owned.append(lease)  # closing the gateway lets go of its lease, never of another's
+    gateway.own(lease)  # closing the gateway lets go of its lease, never of another's
     return _made_current(gateway)
 
 

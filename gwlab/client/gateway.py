@@ -76,6 +76,7 @@ class AsyncGateway:
         self.images = AsyncImages(self.transport)
         self.tools = AsyncTools(self.transport)
         self.migrate = Migrate()  # pure conversions: one object serves both faces
+        self._owned: list[Any] = []  # what `own` was given: stopped by aclose
 
     @property
     def base_url(self) -> str:
@@ -117,9 +118,16 @@ class AsyncGateway:
         """A client for any task API, given its description (`gwlab.TaskFamily`)."""
         return AsyncTasks(self.transport, family)
 
+    def own(self, resource: Any) -> None:
+        """Stop `resource` (anything with `stop()`) when this gateway closes, after its connections: a
+        server the caller started for this gateway lives as long as the gateway does."""
+        self._owned.append(resource)
+
     async def aclose(self) -> None:
         await self.transport.aclose()
         self.ledger.close()
+        while self._owned:
+            self._owned.pop().stop()
 
     async def __aenter__(self) -> AsyncGateway:
         return self
@@ -219,6 +227,11 @@ class Gateway:
     @property
     def loop(self) -> LoopThread:
         return self._loop
+
+    def own(self, resource: Any) -> None:
+        """Stop `resource` (anything with `stop()`) when this gateway closes, after its connections and its
+        loop thread: how `connect()` ties the embedded gateway it started to the object the user closes."""
+        self._owned.append(resource)
 
     def close(self) -> None:
         """Close connections (on their own loop) and the loop thread; a second call does nothing."""

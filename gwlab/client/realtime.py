@@ -97,7 +97,7 @@ class AsyncRealtime:
         """Where sessions and their error events are recorded (the transport's ledger)."""
         return self._transport.ledger
 
-    def _is_api_key(self, value: str) -> bool:
+    def is_api_key(self, value: str) -> bool:
         """Whether `value` is the long-lived key (WebRTC refuses to send it); constant-time."""
         bearer = self._transport.auth_headers("realtime").get(AUTHORIZATION_HEADER, "")
         return secrets.compare_digest(f"Bearer {value}".encode(), bearer.encode())
@@ -229,3 +229,6 @@ class Realtime:
 
     def session_token(self, model: str, *, voice: str | None = None, **config: Any) -> EphemeralToken:
         return self._loop.run(self._twin.session_token(model, voice=voice, **config))
+
+    def is_api_key(self, value: str) -> bool:
+        return self._twin.is_api_key(value)

@@ -237,12 +237,15 @@ class AsyncEventStream(Generic[E, R]):
         call.record(self._ledger, usage=acc.usage, ending=acc.ending, error=failure)
         await self._response.aclose()
 
-    async def _finish_with(self, result: R) -> None:
-        """The gateway answered a stream request with a whole JSON body: nothing left to read."""
-        self._override = result
-        self._finished = True
-        self._call.record(self._ledger, usage=getattr(result, "usage", None),
-                          ending=getattr(result, "ending", COMPLETE))
+    @classmethod
+    def answered(cls, response: httpx.Response, call: CallRecord, accumulator: Accumulator[E, R], result: R, *,
+                 ledger: Ledger) -> AsyncEventStream[E, R]:
+        """The stream of a request the gateway answered with a whole JSON body (`result`): already complete,
+        nothing left to read, its ledger row written."""
+        stream = cls(response, call, accumulator, ledger=ledger)
+        stream._override, stream._finished = result, True
+        call.record(ledger, usage=getattr(result, "usage", None), ending=getattr(result, "ending", COMPLETE))
+        return stream
 
 
 def _error_message(error: Any) -> str | None:

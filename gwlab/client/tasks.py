@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from gwlab.client._loop import LoopThread
-from gwlab.client.transport import AsyncTransport, Reply
+from gwlab.client.transport import AsyncTransport, Reply, RetryPolicy
 from gwlab.errors import ConnectionFailed, GatewayError, InvalidRequest, ServerError, Timeout
 from gwlab.wire.tasks import (
     ID_PARAM,
@@ -74,6 +74,11 @@ class AsyncTasks:
         self.lookup_skew = lookup_skew  # seconds of clock difference tolerated between client and gateway
         self.lookup_delay = lookup_delay  # a lost answer's submission may still be in flight: settle first
         self._returned: set[str] = set()  # ids `submit` gave out: never matched again by a lookup
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The transport's retry rule, for a caller that resends a submission a 429 refused (task batches)."""
+        return self._transport.retry
 
     def build(self, prompt: str, *, model: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The submission body for this family (validated; nothing sent)."""

@@ -18,6 +18,9 @@ Retry policy (spec, Errors; protocols.md §5), decided here once for every famil
   or an HTTP date); a wait beyond `retry_after_cap` (60 s) is not slept through: the error (for 429,
   RateLimited with `.retry_after`) is raised at once. Without a header: 0.5 s·2^n capped at 8 s,
   minus up to 25 % jitter. No retry may outlive the call's overall `deadline`.
+- A 429 refused the request, so nothing was accepted: a caller that resends a non-idempotent request
+  itself (task batches, pausing every submission of a run) may resend it, after the same wait
+  (`RetryPolicy.refusal_delay`). The transport itself still sends such a POST once.
 - A stream is retried only until its status line arrives; once events flow, a cut is reported
   (StreamInterrupted), never silently resent.
 """
@@ -217,7 +220,8 @@ def status_error(status: int, headers: Mapping[str, str] | list[tuple[str, str]]
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """The retry rule of the module docstring, as a pure function of what happened: every caller that
-    retries (this transport, the frames runner between its attempts) asks it, so the rule exists once."""
+    retries (this transport, the frames runner between its attempts, task batches after a 429) asks it,
+    so the rule exists once."""
 
     max_retries: int = limits.MAX_RETRIES_DEFAULT
     retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS
@@ -233,6 +237,13 @@ class RetryPolicy:
         if isinstance(error, errors.ConnectionFailed) and not isinstance(error, errors.StreamInterrupted):
             return self.backoff(attempt) if idempotent or not sent else None
         return None
+
+    def refusal_delay(self, error: BaseException, attempt: int) -> float | None:
+        """`delay` for a request that a 429 refused: since nothing was accepted, even a non-idempotent one
+        (a task submission) may be resent; any other error gives None, so its caller settles it."""
+        if not isinstance(error, errors.RateLimited):
+            return None
+        return self.delay(error, attempt, idempotent=True)
 
     def _status_delay(self, error: errors.StatusError, attempt: int) -> float | None:
         headers = httpx.Headers(error.headers)
@@ -340,6 +351,11 @@ class AsyncTransport:
     def retry_after_cap(self) -> float:
         return self.retry.retry_after_cap
 
+    def api_key_for_workers(self) -> str:
+        """The key itself, only to hand to worker processes that open their own connection to this gateway
+        (`gwlab.frames.dask.GatewaySpec`, which keeps it out of reprs). Never log, print or store it."""
+        return self._key.value
+
     def auth_headers(self, family: str) -> dict[str, str]:
         """Bearer for every family but messages: x-api-key (or Bearer) + anthropic-version."""
         return self._key.by_family.get(family, self._key.bearer)
@@ -413,11 +429,11 @@ class AsyncTransport:
                         raise errors.ProtocolError(f"expected text/event-stream, got {media_type}",
                                                    method=method, path=call.path, request_id=call.request_id,
                                                    content_type=media_type)
-        stream = AsyncEventStream(response, call, accumulator, ledger=self.ledger, allow_partial=allow_partial,
-                                  deadline_at=deadline_at, deadline_s=self.deadline)
         if parse is not None and media_type != "text/event-stream":
-            await stream._finish_with(parse(body, call.request_id))
-        return stream
+            return AsyncEventStream.answered(response, call, accumulator, parse(body, call.request_id),
+                                             ledger=self.ledger)
+        return AsyncEventStream(response, call, accumulator, ledger=self.ledger, allow_partial=allow_partial,
+                                deadline_at=deadline_at, deadline_s=self.deadline)
 
     async def aclose(self) -> None:
         await self._client.aclose()

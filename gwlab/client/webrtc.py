@@ -310,7 +310,7 @@ async def _ephemeral_value(realtime: AsyncRealtime, model: str, token: Ephemeral
     value = token.value if isinstance(token, EphemeralToken) else token
     if not isinstance(value, str) or not value:
         raise InvalidRequest("token", "must be an ephemeral token from gw.realtime.session_token(...)")
-    if realtime._is_api_key(value):
+    if realtime.is_api_key(value):
         raise InvalidRequest("token", "this is the long-lived API key; WebRTC sends only an ephemeral token "
                                       "(gw.realtime.session_token(...)), never the key")
     return value

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import functools
 import os
 import threading
 import time
@@ -17,20 +16,14 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from gwlab.errors import RateLimited
+from gwlab.client.transport import RetryPolicy
 from gwlab.frames.outcome import RunInterrupted
 from gwlab.frames.runner import Answer, Batch, Runner, RunResult, Sender
-from gwlab.wire import limits
 from gwlab.wire.families import ProtocolFamily
 
 T = TypeVar("T")
 
 
-def _default_policy(error: BaseException, attempt: int) -> float | None:
-    """For injected connections: retry a 429 after its Retry-After (or 1 s), nothing else."""
-    if isinstance(error, RateLimited):
-        return error.retry_after if error.retry_after is not None else 1.0
-    return None
 
 
 @dataclass
@@ -38,14 +31,19 @@ class Connection:
     """How a run reaches a gateway: one attempt per `send`, and the retry rule between attempts."""
 
     send: Sender
-    max_retries: int = limits.MAX_RETRIES_DEFAULT
-    # seconds to wait before attempt `attempt + 1` after `error`, or None: give up (the row fails)
-    retry_delay: Callable[[BaseException, int], float | None] = _default_policy
+    # the client transport's retry rule (its own for a gateway; the default one for an injected sender)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     loop: asyncio.AbstractEventLoop | None = None  # where the sender's connections live (sync gateways)
     gateway: Any = field(default=None, repr=False)
     origin: str = ""  # the gateway's base URL: checkpointed answers are keyed by it (checkpoint.gateway_id)
     # a model's `max_input_tokens` from the gateway's GET /models (None: not listed, or no such field)
     input_limit: Callable[[str], Awaitable[int | None]] | None = field(default=None, repr=False)
+
+    def retry_delay(self, error: BaseException, attempt: int) -> float | None:
+        """Seconds to wait before attempt `attempt + 1` after `error`, or None: the row fails. Asked of
+        the transport's policy as idempotent, since every family a run sends (decisions, chat, responses,
+        messages) is an idempotent POST there (`ProtocolFamily.idempotent`): resent as the transport would."""
+        return self.retry.delay(error, attempt, idempotent=True)
 
 
 def connection(gateway: Any) -> Connection:
@@ -79,8 +77,7 @@ def connection(gateway: Any) -> Connection:
         limit = next((m.raw.get("max_input_tokens") for m in listing if m.id == model), None)
         return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
-    return Connection(send, transport.retry.max_retries, _transport_policy(transport), loop, gateway,
-                      origin=_origin(transport), input_limit=input_limit)
+    return Connection(send, transport.retry, loop, gateway, origin=_origin(transport), input_limit=input_limit)
 
 
 def _origin(transport: Any) -> str:
@@ -91,15 +88,6 @@ def _origin(transport: Any) -> str:
     fixed = getattr(getattr(transport, "dialects", None), "fixed", None) or {}
     chosen = " ".join(f"{name}={value}" for name, value in sorted(fixed.items()) if name.startswith("decisions_"))
     return f"{transport.base_url} {chosen}" if chosen else transport.base_url
-
-
-def _transport_policy(transport: Any) -> Callable[[BaseException, int], float | None]:
-    """The client transport's retry policy (`transport.retry`), applied by the runner between attempts.
-
-    Every family a run sends (decisions, chat, responses, messages) is an idempotent POST for the
-    transport (`ProtocolFamily.idempotent`, gwlab/wire/families.py), so a lost answer is resent as the
-    transport would resend it."""
-    return functools.partial(transport.retry.delay, idempotent=True)
 
 
 _default_lock = threading.Lock()

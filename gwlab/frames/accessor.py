@@ -499,9 +499,8 @@ class GatewayAccessor:
         if over is not None and len(over.positions):
             warnings.warn(_over_limit_text(over, self._labels(over.positions)), InputLimitWarning, stacklevel=2)
         checkpoint, owned = open_for_run(config.checkpoint)
-        runner = Runner(family, connection.send, config, checkpoint=checkpoint, max_retries=connection.max_retries,
-                        retry_delay=connection.retry_delay, description=f"{family.name} {family.model}",
-                        gateway=connection.origin)
+        runner = Runner(family, connection.send, config, retry_delay=connection.retry_delay, checkpoint=checkpoint,
+                        description=f"{family.name} {family.model}", gateway=connection.origin)
         try:
             with _client.run_tag(connection, family.name):
                 result = await _client.stoppable(runner, Batch(rows))

@@ -59,7 +59,7 @@ class GatewaySpec:
         from gwlab.client.gateway import Gateway
 
         transport = (gateway.twin if isinstance(gateway, Gateway) else gateway).transport
-        return cls(transport.base_url, transport._key.value)  # the client exposes no public key getter
+        return cls(transport.base_url, transport.api_key_for_workers())
 
 
 @dataclass(frozen=True)
@@ -231,6 +231,8 @@ _PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix")
 def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
           options: DaskOptions) -> Any:
     """The lazy frame: checked and described here, sent by the workers on `compute()`."""
+    from dask.dataframe.utils import make_meta  # dask is needed only here and by the caller's frame
+
     unknown = set(options) - set(DaskOptions.__annotations__)
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
@@ -245,7 +247,7 @@ def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwarg
         if clash:
             raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or "
                                            "join=False")
-    meta = meta_of(ddf._meta, family, join=join, prefix=prefix)
+    meta = meta_of(make_meta(ddf), family, join=join, prefix=prefix)  # dask's public way to its empty frame
     return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs,
                               gateway=GatewaySpec.of(options["gateway"]),
                               checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits, config=config,

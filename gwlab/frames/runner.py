@@ -34,7 +34,6 @@ from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.run_config import RunConfig
 from gwlab.frames.templates import Rows
 from gwlab.frames.usage import as_table
-from gwlab.wire import limits
 from gwlab.wire.families import ProtocolFamily
 
 __all__ = ["Answer", "Batch", "Budget", "RunResult", "RunSummary", "Runner", "Sender"]
@@ -75,8 +74,7 @@ class Runner(Stoppable):
     """Sends a `Batch` through `send`; one instance per run (it holds the run's counters)."""
 
     def __init__(self, recipe: RowRecipe, send: Sender, config: RunConfig, *,
-                 checkpoint: AnswerStore | None = None, max_retries: int = limits.MAX_RETRIES_DEFAULT,
-                 retry_delay: Callable[[BaseException, int], float | None] | None = None,
+                 retry_delay: Callable[[BaseException, int], float | None], checkpoint: AnswerStore | None = None,
                  description: str | None = None, gateway: str = "") -> None:
         budget = Budget.of(config.budget, config.prices)
         if budget is not None and recipe.charges_output and not recipe.reserved_output:
@@ -87,8 +85,8 @@ class Runner(Stoppable):
         self.limiter: Limiter = config.limiter or TokenBucket(config.requests_per_minute, config.tokens_per_minute)
         self.prices = as_table(budget.prices if budget and budget.prices is not None else config.prices)
         self.budget, self.checkpoint, self.refresh = budget, checkpoint, config.refresh
-        self.errors, self.progress, self.max_retries = config.errors, config.progress, max_retries
-        self.retry_delay = retry_delay or _retry_rate_limits
+        self.errors, self.progress = config.errors, config.progress
+        self.retry_delay = retry_delay  # the client transport's policy (Connection.retry_delay): its one copy
         self.description = description or recipe.name
         # whose answers these are: part of every checkpoint key, so one gateway's are never another's
         self.gateway = gateway_id(gateway) if gateway else ""
@@ -197,24 +195,23 @@ class Runner(Stoppable):
             await spend.settle(held, tokens_in, tokens_out)
 
     async def _send_with_pauses(self, body: dict[str, Any], estimate: int, counters: dict[str, int]) -> Answer:
-        """Send, retrying as the client's rules say; a 429 pauses every worker, not only this one."""
+        """Send, retrying as `retry_delay` (the client's policy) says; a 429 pauses every worker, not only
+        this one."""
         for attempt in itertools.count():
             try:
                 return await self.send(self.recipe.family, body)
-            except RateLimited as exc:
-                counters["rate_limited"] += 1
-                if attempt >= self.max_retries:
-                    raise
+            except Exception as exc:
+                limited = isinstance(exc, RateLimited)
+                if limited:
+                    counters["rate_limited"] += 1
                 wait = self.retry_delay(exc, attempt)
                 if wait is None:
                     raise
-                self.limiter.pause(wait)
-                await self.limiter.acquire(estimate)
-            except Exception as exc:
-                wait = self.retry_delay(exc, attempt) if attempt < self.max_retries else None
-                if wait is None:
-                    raise
-                await asyncio.sleep(wait)
+                if limited:
+                    self.limiter.pause(wait)
+                    await self.limiter.acquire(estimate)
+                else:
+                    await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
     def _store(self, result: RunResult, job: int, repeat: int, data: Any, request_id: str | None,
@@ -300,13 +297,6 @@ def _iso(epoch: float) -> str | None:
     if math.isnan(epoch):
         return None
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
-
-def _retry_rate_limits(error: BaseException, attempt: int) -> float | None:
-    """The rule when none is given: a 429 waits its Retry-After (else 2^attempt s); nothing else retries."""
-    if isinstance(error, RateLimited):
-        return error.retry_after if error.retry_after is not None else float(2**attempt)
-    return None
 
 
 def _jobs_before(batch: Batch, rows: int) -> int:

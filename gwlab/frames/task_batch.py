@@ -28,6 +28,7 @@ import base64
 import fnmatch
 import html
 import io
+import itertools
 import json
 import math
 import mimetypes
@@ -48,7 +49,6 @@ from gwlab.frames.limiter import Limiter, TokenBucket
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.run_config import RunConfig
 from gwlab.frames.status import RowStatus
-from gwlab.wire import limits
 from gwlab.wire.tasks import Task, TaskFamily
 
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
@@ -196,7 +196,6 @@ class TaskRun(Stoppable):
     config: RunConfig = field(default_factory=lambda: RunConfig(kind="tasks"))
     origin: str = ""
     checkpoint: AnswerStore | None = None  # the store opened for `config.checkpoint`
-    max_retries: int = limits.MAX_RETRIES_DEFAULT
     failure: BaseException | None = field(default=None, init=False)
     _stopping: str | None = field(default=None, init=False)
     _limited: str | None = field(default=None, init=False)  # "budget" or "pilot": rows left out before sending
@@ -362,16 +361,17 @@ class TaskRun(Stoppable):
                 return
         row.submitted_at = time.time()
         self._save(row)  # committed before the submission leaves: a kill after it leaves the row in doubt
-        for attempt in range(self.max_retries + 1):
+        for attempt in itertools.count():
             try:
                 await self.limiter.acquire(0)
                 task = await self.client.submit(row.body, exclude=claimed)
                 break
-            except RateLimited as exc:  # refused, so not accepted: safe to send again after the wait
-                if attempt >= self.max_retries:
+            except RateLimited as exc:  # refused, so not accepted: safe to send again after the policy's wait
+                wait = self.client.retry.refusal_delay(exc, attempt)
+                if wait is None:
                     self._fail(row, exc)
                     return
-                self.limiter.pause(exc.retry_after if exc.retry_after is not None else float(2 ** attempt))
+                self.limiter.pause(wait)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

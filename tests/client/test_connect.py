@@ -107,3 +107,23 @@ def test_two_connects_share_the_real_embedded_gateway_and_outlive_each_other(mon
         second.close()
     with gwlab.Gateway(second.base_url, CANARY_KEY, max_retries=0) as late, pytest.raises(errors.ConnectionFailed):
         late.models()  # the last client closed: so did the server
+
+
+def test_either_face_of_a_gateway_stops_what_it_owns_once_when_it_closes():
+    import asyncio
+
+    owned_sync, owned_async = FakeLocal(), FakeLocal()
+    gw = gwlab.Gateway("http://gw.example/v1", CANARY_KEY)
+    gw.own(owned_sync)
+    gw.close()
+    gw.close()
+
+    async def main() -> None:
+        agw = gwlab.AsyncGateway("http://gw.example/v1", CANARY_KEY)
+        agw.own(owned_async)
+        assert owned_async.stopped == 0
+        await agw.aclose()
+        await agw.aclose()
+
+    asyncio.run(main())
+    assert (owned_sync.stopped, owned_async.stopped) == (1, 1)

@@ -9,13 +9,19 @@ never depends on (or sends a query to) the machine's DNS.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import socket
+import socketserver
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from clientkit import CANARY_KEY
 from test_connect import FakeLocal
@@ -284,3 +290,113 @@ async def test_a_realtime_socket_goes_where_the_http_goes_and_skips_a_proxy_the_
         await gw.aclose()
     assert created.type == "session.created"
     assert proxy.log == []
+
+
+# --- the choice agrees with where httpx really sends a request ------------------------------------
+
+
+class _Answering(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        head = b""
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in head and (chunk := self.request.recv(4096)):
+                head += chunk
+                if not head[:1].isalpha():  # a TLS hello, not an HTTP head: hang up at once
+                    return
+            self.server.heads.append(head)  # type: ignore[attr-defined]
+            self.request.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+
+
+class Recorder(socketserver.ThreadingTCPServer):
+    """A loopback server that answers 200 to anything and keeps each request head: a proxy or an origin."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Answering)
+        self.heads: list[bytes] = []
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.fixture(scope="module")
+def recorders() -> Iterator[dict[str, Recorder]]:
+    """Proxies A and B, and origins O and P (a direct request lands there, or fails to connect)."""
+    running = {name: Recorder() for name in "ABOP"}
+    yield running
+    for server in running.values():
+        server.shutdown()
+        server.server_close()
+
+
+ENVIRONMENTS = [
+    {"HTTP_PROXY": "{A}"},
+    {"http_proxy": "{A_bare}"},  # no scheme: http:// assumed
+    {"ALL_PROXY": "{B}"},
+    {"all_proxy": "{B}", "HTTP_PROXY": "{A}"},  # the scheme's own proxy before all://
+    {"HTTPS_PROXY": "{A}"},
+    {"HTTPS_PROXY": "{A}", "http_proxy": "{B}"},
+    {"HTTP_PROXY": "{A}", "http_proxy": "{B}"},  # both cases set: the standard library picks, as for httpx
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "127.0.0.1"},
+    {"HTTP_PROXY": "{A}", "no_proxy": "localhost, 127.0.0.1"},
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "LOCALHOST"},
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "localhost"},
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "*"},
+    {"ALL_PROXY": "{B}", "NO_PROXY": "gateway.example, *"},
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "127.0.0.1:{O}"},  # one port only
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "::1"},
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "127.0.0.0/8"},  # httpx reads no CIDR: only the address itself
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "http://127.0.0.2"},
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "gateway.test"},
+    {"HTTP_PROXY": "{A}", "NO_PROXY": ".test"},  # subdomains only
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "test"},  # a name and its subdomains
+    {"HTTP_PROXY": "{A}", "NO_PROXY": "*.test"},
+    {"all_proxy": "{B}", "NO_PROXY": "127.0.0.1:{P}, localhost:{O}"},
+]
+URLS = ["http://127.0.0.1:{O}/v1", "http://127.0.0.1:{P}/v1", "http://127.0.0.2:{O}/v1", "http://localhost:{O}/v1",
+        "http://[::1]:{O}/v1", "http://gateway.test:{O}/v1", "https://127.0.0.1:{O}/v1"]
+
+
+def _routed_by_httpx(client: httpx.Client, url: str, recorders: dict[str, Recorder]) -> str | None:
+    """Which proxy `client` (trust_env=True) sent `url` to (its URL), or None: it went directly."""
+    before = {name: len(recorders[name].heads) for name in "AB"}
+    with contextlib.suppress(httpx.HTTPError):
+        client.get(url)
+    used = [recorders[name].url for name in "AB" if len(recorders[name].heads) > before[name]]
+    assert len(used) <= 1
+    return used[0] if used else None
+
+
+@pytest.mark.usefixtures("unresolvable")
+@pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda env: " ".join(f"{k}={v}" for k, v in env.items()))
+def test_the_choice_and_httpx_routing_agree_for_every_proxy_environment(env, recorders, monkeypatch):
+    values = {name: server.url for name, server in recorders.items()}
+    values |= {"A_bare": values["A"].removeprefix("http://")} | {
+        name: str(server.server_address[1]) for name, server in recorders.items() if name in "OP"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(**values))
+    with httpx.Client(trust_env=True, timeout=10) as client:  # reads the environment now, as a gateway's does
+        routes = {url: _routed_by_httpx(client, url, recorders) for url in (t.format(**values) for t in URLS)}
+    for url, routed in routes.items():
+        choice = choose(url)
+        assert choice.proxy == routed, url
+        if choice.name == "fast":
+            assert routed is None, url  # the fast path is taken only where httpx would go directly too
+        assert (choice.name == "fast") == (routed is None and url.startswith("http://")
+                                           and not url.startswith("http://gateway.test")), url
+
+
+def test_gwlab_imports_and_chooses_when_httpx_moves_its_private_proxy_helpers():
+    """A minor httpx release may rename `httpx._utils`' helpers: gwlab must not depend on them."""
+    script = ("import httpx._utils as private\n"
+              "for name in ('get_environment_proxies', 'URLPattern', 'is_ipv4_hostname', 'is_ipv6_hostname'):\n"
+              "    delattr(private, name)\n"
+              "import gwlab\n"
+              "from gwlab.client.transport_choice import choose\n"
+              "print(choose('http://127.0.0.1:8000/v1').name)\n")
+    env = {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, "fast"), done.stderr

@@ -91,3 +91,12 @@ def test_the_rate_limit_holds_across_worker_processes(process_client: object, gw
     # 4 partitions x 4 in flight could start all 16 at once; the shared bucket lets its 5 go, then
     # one per 0.1 s: the last start comes at least ~1.1 s after the first, whatever the machine's speed
     assert starts[-1] - starts[0] >= 0.9
+
+
+def test_a_gateway_spec_carries_the_key_to_workers_through_the_method_named_for_it_and_never_shows_it():
+    key = "sk-dask-spec-canary-0123456789"
+    with Gateway("http://gateway.test/v1", key) as gw:
+        assert gw.twin.transport.api_key_for_workers() == key
+        spec = gw_dask.GatewaySpec.of(gw)
+        assert (spec.base_url, spec.api_key) == ("http://gateway.test/v1", key)
+        assert key not in repr(spec) + repr(gw) + repr(gw.twin.transport)

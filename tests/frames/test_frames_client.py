@@ -1,9 +1,11 @@
-"""The frames layer's door to the client (gwlab/frames/_client.py): a run retries by the client
-transport's own policy. Faults are injected through httpx.MockTransport under a real Gateway."""
+"""The frames layer's door to the client (gwlab/frames/_client.py): a run, and a task batch, retries by the
+client transport's own policy. Faults are injected through httpx.MockTransport under a real Gateway."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pandas as pd
@@ -12,7 +14,9 @@ from framekit import QUESTIONS, tickets_frame
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import Gateway
+from gwlab.client.transport import status_error
 from gwlab.errors import ConnectionFailed, RateLimited
+from gwlab.frames.limiter import TokenBucket
 from gwlab.wire import limits
 
 KEY = "sk-frames-client-test"
@@ -42,8 +46,9 @@ def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 def gateway_for() -> Iterator:
     made: list[Gateway] = []
 
-    def make(handler: Always) -> Gateway:
-        gateway = Gateway("http://gateway.test/v1", api_key=KEY, http_transport=httpx.MockTransport(handler))
+    def make(handler: Always, **options: Any) -> Gateway:
+        gateway = Gateway("http://gateway.test/v1", api_key=KEY, http_transport=httpx.MockTransport(handler),
+                          **options)
         made.append(gateway)
         return gateway
 
@@ -73,3 +78,51 @@ def test_a_run_sends_each_attempt_once_so_a_refused_connection_is_tried_max_retr
     with pytest.raises(ConnectionFailed):
         decide(gateway_for(refused))
     assert len(refused.requests) == 1 + limits.MAX_RETRIES_DEFAULT  # not the transport's 3 inside each of 3
+
+
+class PauseSpy(TokenBucket):
+    """A limiter that records each pause a run asks of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused: list[float] = []
+
+    def pause(self, seconds: float) -> None:
+        self.paused.append(seconds)
+        super().pause(seconds)
+
+
+SLOW_DOWN = {"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limit_exceeded"}}
+
+
+def draw(gateway: Gateway, folder: Path, limiter: TokenBucket) -> pd.DataFrame:
+    frame = pd.DataFrame({"scene": ["a cat on a hill"]})
+    return frame.gw.images("{scene}", gateway=gateway, limiter=limiter, checkpoint=None, progress=False,
+                           errors="coerce", folder=folder)
+
+
+@pytest.mark.parametrize("headers", [{"retry-after": "0.02"}, {}], ids=["retry-after", "no-header"])
+def test_a_task_batch_waits_after_a_429_what_the_transport_policy_says(
+        gateway_for, headers: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "BACKOFF_BASE_SECONDS", 0.003)  # no copy of the rule could guess this wait
+    monkeypatch.setattr(limits, "BACKOFF_JITTER", 0.0)
+    limited, spy = Always(429, SLOW_DOWN, **headers), PauseSpy()
+    gateway = gateway_for(limited)
+    out = draw(gateway, tmp_path, spy)
+    refusal = status_error(429, headers, None, method="POST", path="/images")
+    policy = gateway.twin.transport.retry
+    assert spy.paused == [policy.delay(refusal, n, idempotent=True) for n in range(policy.max_retries)]
+    assert len(limited.requests) == 1 + policy.max_retries
+    assert out["error"].iloc[0].startswith("RateLimited")
+
+
+@pytest.mark.parametrize(("body", "headers"), [
+    (SLOW_DOWN, {"retry-after": "0.3"}),  # beyond this gateway's retry_after_cap: not waited through
+    ({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota"}}, {}),
+], ids=["beyond-the-cap", "quota-exhausted"])
+def test_a_task_batch_does_not_resend_a_submission_the_transport_policy_would_not(
+        gateway_for, body: dict, headers: dict[str, str], tmp_path: Path) -> None:
+    limited, spy = Always(429, body, **headers), PauseSpy()
+    out = draw(gateway_for(limited, retry_after_cap=0.1), tmp_path, spy)
+    assert len(limited.requests) == 1 and spy.paused == []
+    assert out["error"].iloc[0].startswith("RateLimited")

@@ -14,7 +14,7 @@ import pytest
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.transport import RetryPolicy
 from gwlab.errors import BadRequest, ConnectionFailed, RateLimited, ServerError
-from gwlab.frames._client import Connection, _transport_policy
+from gwlab.frames._client import Connection
 from gwlab.frames.checkpoint import Checkpoint, canonical
 from gwlab.frames.limiter import SharedTokenBucket, TokenBucket
 from gwlab.frames.recipes import decisions_recipe
@@ -220,10 +220,6 @@ def test_shared_bucket_is_one_limit_for_every_instance_on_the_file(tmp_path: Pat
     assert a._try(0) > 99.0
 
 
-class _Transport:
-    retry = RetryPolicy(max_retries=2, retry_after_cap=60.0)
-
-
 @pytest.mark.parametrize(("error", "expected"), [
     (RateLimited("slow", retry_after=3.0, status=429), 3.0),
     (RateLimited("slow", retry_after=None, status=429), 0.5),
@@ -240,10 +236,12 @@ class _Transport:
 def test_retries_follow_the_client_transport_rules(error: Exception, expected: float | None,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(limits, "BACKOFF_JITTER", 0.0)
-    assert _transport_policy(_Transport())(error, 0) == expected
+    connection = Connection(FakeGateway().send, RetryPolicy(max_retries=2, retry_after_cap=60.0))
+    assert connection.retry_delay(error, 0) == expected
 
 
-def test_a_server_error_is_retried_for_that_row_only(tickets: pd.DataFrame) -> None:
+def test_a_server_error_is_retried_for_that_row_only(tickets: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "BACKOFF_BASE_SECONDS", 0.001)
     fake = FakeGateway()
     failures = [ServerError("down", status=503)]
 
@@ -252,8 +250,39 @@ def test_a_server_error_is_retried_for_that_row_only(tickets: pd.DataFrame) -> N
             raise failures.pop()
         return await fake.send(family, body)
 
-    connection = Connection(flaky, retry_delay=lambda error, attempt: 0.0 if isinstance(error, ServerError)
-                            else None)
+    connection = Connection(flaky)
     out = tickets.gw.decide("{text}", QUESTIONS, gateway=connection, checkpoint=None, progress=False,
                             concurrency=1)
     assert out["__error"].isna().all() and len(fake.bodies) == 3
+
+
+class PauseSpy(TokenBucket):
+    """A limiter that records each pause a run asks of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused: list[float] = []
+
+    def pause(self, seconds: float) -> None:
+        self.paused.append(seconds)
+        super().pause(seconds)
+
+
+@pytest.mark.parametrize("retry_after", [0.02, None])
+def test_an_injected_connection_waits_after_a_429_what_the_transport_policy_says(
+        tickets: pd.DataFrame, retry_after: float | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "BACKOFF_BASE_SECONDS", 0.003)  # no copy of the rule could guess this wait
+    monkeypatch.setattr(limits, "BACKOFF_JITTER", 0.0)
+    fake, refusal = FakeGateway(), RateLimited("slow down", retry_after=retry_after, status=429)
+    refusals = [refusal]
+
+    async def send(path: str, body: dict[str, Any]) -> Answer:
+        if refusals:
+            raise refusals.pop()
+        return await fake.send(path, body)
+
+    spy = PauseSpy()
+    out = tickets.gw.decide("{text}", QUESTIONS, gateway=Connection(send), limiter=spy, checkpoint=None,
+                            progress=False, concurrency=1)
+    assert spy.paused == [RetryPolicy().delay(refusal, 0, idempotent=True)]
+    assert out["__error"].isna().all() and out.run.rate_limited == 1
