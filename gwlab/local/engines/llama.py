@@ -8,7 +8,9 @@ usage are the same for all of them.
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -182,12 +184,27 @@ class LlamaGenerator:
         return Completion("".join(p.text for p in pieces), pieces[-1].finish_reason)
 
     def json_grammar(self, schema: Mapping[str, Any]) -> str:
-        """GBNF that forces output valid against `schema` (what `LlamaGrammar.from_json_schema` parses)."""
-        import json
+        """GBNF that forces output valid against `schema` (see `json_grammar`)."""
+        return json_grammar(schema)
 
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-        return json_schema_to_gbnf(json.dumps(schema))
+# a negated character class of GBNF, `[^...]`, with its escapes (`\]`, `\\`)
+_NEGATED_CLASS = re.compile(r"\[\^((?:\\.|[^\]\\])*)\]")
+# what JSON forbids raw inside a string: the quote, the backslash and U+0000-U+001F (RFC 8259, section 7)
+_NOT_IN_A_STRING = r'"\\\x00-\x1F'
+
+
+def json_grammar(schema: Mapping[str, Any]) -> str:
+    """GBNF that forces output valid against `schema`, and always valid JSON.
+
+    llama.cpp's converter writes a string character as `[^"\\]`, which lets a raw newline (or any
+    control character) into a string, so answers asked for "several lines" did not parse; every negated
+    class it writes (the string character, a pattern's `.` or `[^x]`) sits inside a string, so each is
+    narrowed to leave out what JSON forbids there. Escaped forms (`\\n`) stay allowed."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    grammar = json_schema_to_gbnf(json.dumps(schema))
+    return _NEGATED_CLASS.sub(lambda m: f"[^{m.group(1)}{_NOT_IN_A_STRING}]", grammar)
 
 
 def _first_stop(text: str, stops: Sequence[str], sent: int) -> int | None:
