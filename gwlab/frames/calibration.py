@@ -133,7 +133,8 @@ class Recalibration:
         return isotonic(*self._fit, proba, self.kind)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """A copy of `frame` with this question's probability columns calibrated (and its answer redone)."""
+        """A copy of `frame` with this question's probability columns calibrated, and every column derived
+        from them said again: the answer, the expected level, the most likely level and the confidence."""
         out = frame.copy()
         cols = dict(self._class_columns)
         given = out[list(cols.values())].apply(pd.to_numeric, errors="coerce")
@@ -144,21 +145,28 @@ class Recalibration:
         else:
             proba = given.to_numpy(float)[ok]
         calibrated = self.apply(proba) if len(proba) else proba
-        classes = list(cols)
-        for i, (_option, col) in enumerate(cols.items()):
+        for i, col in enumerate(cols.values()):
             values = out[col].to_numpy(float, copy=True, na_value=np.nan)
             values[ok] = calibrated[:, 1 if self.kind == "noul" else i]
             out[col] = values
         if self.kind in ("choice", "score") and len(calibrated):
-            answer = f"{self.question}__{self.kind}"
-            if answer in out.columns:
-                values = out[answer].to_numpy(dtype=object, copy=True)
-                if self.kind == "choice":
-                    values[ok] = [classes[j] for j in calibrated.argmax(axis=1)]
-                else:
-                    values[ok] = calibrated @ np.array([float(c) for c in classes])
-                out[answer] = pd.Series(values, index=out.index).infer_objects()
+            for column, values in self._derived(calibrated, list(cols)).items():
+                if column in out.columns:
+                    _set_rows(out, column, ok, values)
         return out
+
+    def _derived(self, calibrated: np.ndarray, classes: list[str]) -> dict[str, Any]:
+        """The columns `decide` derives from a choice or score question's probabilities, per kept row."""
+        q = self.question
+        top = calibrated.argmax(axis=1)
+        derived: dict[str, Any] = {f"{q}__confidence": metrics.confidence(calibrated)}
+        if self.kind == "choice":
+            derived[f"{q}__choice"] = [classes[j] for j in top]
+        else:
+            levels = np.array([float(c) for c in classes])
+            derived[f"{q}__score"] = calibrated @ levels
+            derived[f"{q}__level"] = levels[top]
+        return derived
 
     @property
     def helped(self) -> bool:
@@ -186,6 +194,13 @@ class Recalibration:
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(repr(self))}</pre>"
+
+
+def _set_rows(frame: pd.DataFrame, column: str, rows: np.ndarray, values: Any) -> None:
+    """Overwrite `column` on the rows of the boolean mask `rows`, keeping the column's kind."""
+    column_values = frame[column].to_numpy(dtype=object, copy=True)
+    column_values[rows] = list(values)
+    frame[column] = pd.Series(column_values, index=frame.index).infer_objects()
 
 
 def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str = "temperature",

