@@ -50,6 +50,7 @@ class RunOptions(TypedDict, total=False):
     checkpoint: str | Path | AnswerStore | Literal[False] | None
     refresh: bool
     repeats: int
+    blank: Literal["fail", "send"]
     errors: Literal["raise", "coerce"]
     progress: bool
     join: bool
@@ -69,6 +70,7 @@ class TaskOptions(TypedDict, total=False):
     pilot: int | None
     checkpoint: str | Path | AnswerStore | Literal[False] | None
     refresh: bool
+    blank: Literal["fail", "send"]
     poll_interval: float
     timeout: float
     errors: Literal["raise", "coerce"]
@@ -105,6 +107,10 @@ _RUN_OPTIONS_DOC = """
     repeats : int, default 1
         Ask each request `repeats` times; numeric answers are averaged and their spread reported
         in ``{column}__std`` columns, with ``__repeats`` counting the asks that succeeded.
+    blank : {"fail", "send"}, default "fail"
+        A row whose template reads an empty or whitespace-only value fails, as one reading NaN does
+        (a model asked about nothing invents an answer); "send" sends such rows. A text that is
+        blank as a whole is never sent.
     errors : {"raise", "coerce"}, default "raise"
         "coerce" turns a failed row into an error row (NaN answers, the reason in ``__error``);
         never a default answer.
@@ -123,6 +129,11 @@ _RUN_OPTIONS_DOC = """
         ``__output_tokens``, ``__request_id``, ``__error`` and ``__status`` (sent, duplicate,
         cached, error or not_run).
 """
+
+
+def _blank_rule(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The `blank=` run option as `Template.rows` takes it (default: a blank value fails its row)."""
+    return {"blank": options.get("blank", "fail")}
 
 
 def _documented(method: Any) -> Any:
@@ -176,7 +187,7 @@ class GatewayAccessor:
                       **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
         family = families.decisions_family(questions, model or DEFAULT_MODELS["decisions"])
-        rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame)
+        rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame, **_blank_rule(options))
         return await self._run(family, rows, options)
 
     # --- text protocols -------------------------------------------------------------------------
@@ -214,7 +225,7 @@ class GatewayAccessor:
         """The async twin of `chat`: await it in a running loop (with an AsyncGateway)."""
         model = model or DEFAULT_MODELS["text"]
         family = families.chat_family(model, max_tokens=max_tokens, **families.free_params("chat", params))
-        return await self._run(family, self._prompts(prompt, system), options)
+        return await self._run(family, self._prompts(prompt, system, options=options), options)
 
     @_documented
     def respond(self, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
@@ -247,7 +258,7 @@ class GatewayAccessor:
         """The async twin of `respond`: await it in a running loop (with an AsyncGateway)."""
         model = model or DEFAULT_MODELS["text"]
         family = families.responses_family(model, max_tokens=max_tokens, **families.free_params("responses", params))
-        return await self._run(family, self._prompts(prompt, instructions, "instructions"), options)
+        return await self._run(family, self._prompts(prompt, instructions, "instructions", options), options)
 
     @_documented
     def messages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
@@ -279,7 +290,7 @@ class GatewayAccessor:
         """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
         model = model or DEFAULT_MODELS["text"]
         family = families.messages_family(model, max_tokens=max_tokens, **families.free_params("messages", params))
-        return await self._run(family, self._prompts(prompt, system), options)
+        return await self._run(family, self._prompts(prompt, system, options=options), options)
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
 
@@ -399,6 +410,8 @@ class GatewayAccessor:
             keeps nothing and cannot resume.
         refresh : bool, default False
             Submit every row again, ignoring the tasks in the checkpoint (they are paid for again).
+        blank : {"fail", "send"}, default "fail"
+            As for ``decide``: a row whose prompt reads an empty value fails unless "send".
         poll_interval : float, default 1.0
             Seconds between polls of the open tasks.
         timeout : float, default 600
@@ -439,7 +452,7 @@ class GatewayAccessor:
         unknown = set(options) - set(TaskOptions.__annotations__)
         if unknown:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-        rows = Template.parse(prompt, self._frame.columns, field="prompt").rows(self._frame)
+        rows = Template.parse(prompt, self._frame.columns, field="prompt").rows(self._frame, **_blank_rule(options))
         bodies: list[dict[str, Any] | None] = []
         errors = dict(rows.errors)
         for position, code in enumerate(rows.codes):
@@ -488,13 +501,15 @@ class GatewayAccessor:
 
     # --- the shared steps -----------------------------------------------------------------------
 
-    def _prompts(self, prompt: TemplateSpec, system: str | None, system_field: str = "system") -> Rows:
+    def _prompts(self, prompt: TemplateSpec, system: str | None, system_field: str = "system",
+                 options: RunOptions | None = None) -> Rows:
         """Per row: the prompt text, or (prompt, system) when a system text is given."""
-        columns = self._frame.columns
-        prompts = Template.parse(prompt, columns, field="prompt").rows(self._frame)
+        columns, blank = self._frame.columns, _blank_rule(options or {})
+        prompts = Template.parse(prompt, columns, field="prompt").rows(self._frame, **blank)
         if system is None:
             return prompts
-        return prompts.zip(Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame))
+        system_rows = Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame, **blank)
+        return prompts.zip(system_rows)
 
     async def _run(self, family: Family, rows: Rows, options: RunOptions) -> BatchFrame:
         unknown = set(options) - set(RunOptions.__annotations__)

@@ -189,3 +189,32 @@ def test_a_column_clash_is_refused_before_sending(gw: Gateway) -> None:
     frame = pd.DataFrame({"text": ["hello"]})
     with pytest.raises(InvalidRequest, match="prefix"):
         frame.gw.chat("{text}", max_tokens=2, gateway=gw)
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_value_inside_a_template_is_an_error_row_never_sent_in_chat_and_decide(
+        gw: Gateway, request_log: RequestLog, blank: str) -> None:
+    """Only NaN used to fail a row: an empty email was sent and a summary invented for it."""
+    emails = pd.DataFrame({"subject": ["Invoice", "Hello"], "body": ["I was charged twice.", blank]},
+                          index=[7, 8])
+    mark = request_log.mark()
+    said = emails.gw.chat("Summarise in three words. Subject: {subject}\n{body}", max_tokens=4, gateway=gw,
+                          checkpoint=None, progress=False, errors="coerce")
+    decided = emails.gw.decide("{subject}: {body}", QUESTIONS, gateway=gw, checkpoint=None, progress=False,
+                               errors="coerce")
+    for out in (said, decided):
+        assert list(out["__status"]) == ["sent", "error"]
+        assert "empty value in column 'body'" in out.loc[8, "__error"]
+    assert said.loc[8, "text"] is None or pd.isna(said.loc[8, "text"])
+    assert len(request_log.settled(mark, "/v1/chat/completions")) == 1
+    assert len(request_log.settled(mark, DECISIONS)) == 1
+    with pytest.raises(InvalidRequest, match="row 8: empty value in column 'body'") as info:
+        emails.gw.decide("{subject}: {body}", QUESTIONS, gateway=gw, checkpoint=None, progress=False)
+    assert info.value.field == "state"
+
+
+def test_blank_send_sends_a_row_whose_template_reads_a_blank_value(gw: Gateway) -> None:
+    emails = pd.DataFrame({"subject": ["Invoice", "Hello"], "body": ["I was charged twice.", " "]})
+    out = emails.gw.decide("{subject}: {body}", QUESTIONS, gateway=gw, checkpoint=None, progress=False,
+                           blank="send")
+    assert list(out["__status"]) == ["sent", "sent"] and out["urgent__noul"].notna().all()
