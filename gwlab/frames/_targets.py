@@ -102,7 +102,8 @@ def probability_columns(frame: pd.DataFrame, prob: ProbSpec) -> tuple[str, str, 
         return prob.removesuffix("__noul"), "noul", {"true": prob}
     if f"{prob}__noul" in frame.columns:
         return prob, "noul", {"true": f"{prob}__noul"}
-    cols = [str(c) for c in frame.columns if str(c).startswith(f"{prob}__p__")]
+    cols = [str(c) for c in frame.columns  # not the spreads `repeats=` adds ({q}__p__{option}__std)
+            if str(c).startswith(f"{prob}__p__") and not str(c).endswith("__std")]
     if not cols:
         raise InvalidRequest("prob", f"no column {prob!r}, {prob}__noul or {prob}__p__<option> in the frame")
     return prob, _kind_of(frame, prob, cols), {c.removeprefix(f"{prob}__p__"): c for c in cols}
@@ -135,7 +136,7 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
         assert pred is not None
         predictions = _column(frame, pred, "pred")
         question = pred.rsplit("__", 1)[0] if "__" in pred else pred
-        kind = "score" if pred.endswith("__score") else "noul" if pred.endswith("__noul") else "choice"
+        kind = "score" if pred.endswith(("__score", "__level")) else "noul" if pred.endswith("__noul") else "choice"
     spec = (questions or {}).get(question)
     if proba_frame is None:
         classes = _predicted_classes(predictions, kind, _options(spec, kind))

@@ -171,8 +171,9 @@ class GatewayAccessor:
         model : str, optional
             Decision model ID (default ``local/decide-e5-small``).
         {run_options}
-        Columns: ``{q}__noul``; ``{q}__choice`` or ``{q}__score``, ``{q}__p__{option}`` per option or
-        level, ``{q}__confidence``.
+        Columns: ``{q}__noul``; ``{q}__choice``, or ``{q}__score`` (expected level) and ``{q}__level``
+        (most likely level, what accuracy scores); ``{q}__p__{option}`` per option or level,
+        ``{q}__confidence``.
 
         Examples
         --------

@@ -165,7 +165,7 @@ class Recalibration:
         else:
             levels = np.array([float(c) for c in classes])
             derived[f"{q}__score"] = calibrated @ levels
-            derived[f"{q}__level"] = levels[top]
+            derived[f"{q}__level"] = [int(level) for level in levels[top]]
         return derived
 
     @property
@@ -200,7 +200,11 @@ def _set_rows(frame: pd.DataFrame, column: str, rows: np.ndarray, values: Any) -
     """Overwrite `column` on the rows of the boolean mask `rows`, keeping the column's kind."""
     column_values = frame[column].to_numpy(dtype=object, copy=True)
     column_values[rows] = list(values)
-    frame[column] = pd.Series(column_values, index=frame.index).infer_objects()
+    series = pd.Series(column_values, index=frame.index)
+    try:
+        frame[column] = series.astype(frame[column].dtype)
+    except (TypeError, ValueError):
+        frame[column] = series.infer_objects()
 
 
 def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str = "temperature",

@@ -1,6 +1,7 @@
 """`gwlab.evaluate`: answer columns scored against labels, as tables a notebook can read and plot.
 
-Definitions (pinned in `frames/metrics.py`): accuracy and macro-F1 of the predicted class; Cohen's
+Definitions (pinned in `frames/metrics.py`): accuracy and macro-F1 of the predicted class (for a score
+question the most likely level, `{q}__level`, never the rounded expected level `{q}__score`); Cohen's
 kappa between label and prediction; Brier (noul: (p - y)^2 on P(true); choice and score: the
 multi-class sum over options); log-loss; ECE over equal-width bins (noul: P(true) against the fraction
 true; choice and score: top-label confidence against the fraction right). Rows without a label or
