@@ -209,7 +209,8 @@ def _set_rows(frame: pd.DataFrame, column: str, rows: np.ndarray, values: Any) -
 
 def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str = "temperature",
                 fit: float | Any = 0.5, seed: int = 0, bins: int = 10,
-                questions: Mapping[str, Any] | None = None) -> Recalibration:
+                questions: Mapping[str, Any] | None = None,
+                levels_from: int | Mapping[str, int] | None = None) -> Recalibration:
     """Fit a calibration map for one question on part of the labelled rows; measure it on the rest.
 
     Parameters
@@ -232,6 +233,8 @@ def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str 
         Equal-width bins for the ECE reported before and after.
     questions : dict, optional
         The questions as given to ``decide``, so labels are read as `gwlab.evaluate` reads them.
+    levels_from : {0, 1} or dict, optional
+        Where numeric score labels start, as for `gwlab.evaluate`.
 
     Returns
     -------
@@ -241,7 +244,7 @@ def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str 
     """
     if method not in ("temperature", "isotonic"):
         raise InvalidRequest("method", f"must be 'temperature' or 'isotonic'; got {method!r}")
-    (target,) = resolve(frame, truth, prob, questions=questions)
+    (target,) = resolve(frame, truth, prob, questions=questions, levels_from=levels_from)
     if target.proba is None or (target.kind == "noul" and not target.columns):
         raise InvalidRequest("prob", "recalibration needs probability columns")
     is_fit = _split(frame, target, fit, seed)

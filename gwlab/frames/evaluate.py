@@ -45,8 +45,8 @@ class Evaluation:
     bins: int = 10
     targets: dict[str, Target] = field(default_factory=dict, repr=False)
     labels: dict[str, LabelMatch] = field(default_factory=dict, repr=False)  # how each label column was read
-    _source: tuple[pd.DataFrame, dict[str, str], dict[str, Any], Mapping[str, Any] | None] | None = field(
-        default=None, repr=False)
+    _source: tuple[pd.DataFrame, dict[str, str], dict[str, Any], Mapping[str, Any] | None, Any] | None = field(
+        default=None, repr=False)  # (frame, truths, probs, questions, levels_from)
 
     def __getitem__(self, question: str) -> pd.Series:
         return self.metrics.loc[question]
@@ -56,9 +56,9 @@ class Evaluation:
         """Fit a calibration map per question with probabilities (see `recalibrate`)."""
         if self._source is None:
             raise InvalidRequest("evaluation", "this evaluation kept no reference to its frame")
-        frame, truths, probs, questions = self._source
+        frame, truths, probs, questions, levels_from = self._source
         return {q: recalibrate(frame, truths[q], probs[q], method=method, fit=fit, seed=seed, bins=self.bins,
-                               questions=questions)
+                               questions=questions, levels_from=levels_from)
                 for q in truths if q in probs and self.targets[q].proba is not None}
 
     def notes(self) -> list[str]:
@@ -93,7 +93,8 @@ class Evaluation:
 
 
 def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
-             questions: Mapping[str, Any] | None = None, bins: int = 10, steps: int = 20) -> Evaluation:
+             questions: Mapping[str, Any] | None = None, bins: int = 10, steps: int = 20,
+             levels_from: int | Mapping[str, int] | None = None) -> Evaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
 
     Parameters
@@ -116,6 +117,11 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         Number of equal-width bins over [0, 1] for ECE and the reliability tables.
     steps : int
         Points of the threshold sweep (``steps + 1``) and the coverage curve.
+    levels_from : {0, 1} or dict, optional
+        Where numeric score labels start: 0 (labels 0..K-1 are the levels) or 1 (labels 1..K, read as
+        level = label - 1); a dict gives it per question id. Not given: read from the labels, with a
+        warning when they fit both (e.g. a slice whose labels are 2..4 of a 1..5 rubric), so state it
+        to read a frame and any slice of it the same way.
 
     Returns
     -------
@@ -133,8 +139,9 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     Warns
     -----
     EvaluationWarning
-        When labels were left out because they match no option (named, with counts), or a score's
-        labels were read as a 1-based scale and shifted.
+        When labels were left out because they match no option (named, with counts), a score's
+        labels were read as a 1-based scale and shifted, or fit both scales and ``levels_from`` was
+        not given.
 
     Examples
     --------
@@ -142,7 +149,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     >>> ev.metrics[["accuracy", "ece"]]                                   # doctest: +SKIP
     >>> cal = ev.recalibrate("temperature")["urgent"]                     # doctest: +SKIP
     """
-    targets = resolve(frame, truth, prob, pred, questions)
+    targets = resolve(frame, truth, prob, pred, questions, levels_from)
     rows, confusion, reliability, thresholds, coverage = [], {}, {}, {}, {}
     for t in targets:
         _require_rows(t)
@@ -177,9 +184,9 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     if isinstance(truth, Mapping):
         probs = dict(prob) if isinstance(prob, Mapping) else {}
         source = (frame, dict(truth), {t.question: probs.get(t.question, t.question) for t in targets},
-                  questions)
+                  questions, levels_from)
     elif prob is not None:
-        source = (frame, {targets[0].question: truth}, {targets[0].question: prob}, questions)
+        source = (frame, {targets[0].question: truth}, {targets[0].question: prob}, questions, levels_from)
     return Evaluation(table, _grouped(table, "type"), _grouped(table, "options"), confusion, reliability,
                       thresholds, coverage, bins, {t.question: t for t in targets},
                       {t.question: t.match for t in targets if t.match is not None}, source)

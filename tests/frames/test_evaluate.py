@@ -226,8 +226,39 @@ def test_a_one_based_score_scale_is_shifted_with_a_warning_and_a_field() -> None
 
 def test_labels_within_the_levels_are_not_shifted() -> None:
     frame = _stars([1, 2, 3, 4, 4])  # every label is a valid 0-4 level: nothing proves a 1-based scale
-    m = ev.evaluate(frame, truth={"mood": "stars"}).metrics.loc["mood"]
+    with pytest.warns(ev.EvaluationWarning, match="fit both"):
+        m = ev.evaluate(frame, truth={"mood": "stars"}).metrics.loc["mood"]
     assert m["label_shift"] == 0 and m["accuracy"] == 0.0
+
+
+def test_a_slice_whose_labels_fit_both_scales_warns_naming_the_question_and_both_readings() -> None:
+    """Labels 2-4 of a 1-5 rubric used to be read as 0-based without a word, while the whole frame
+    (where some label is 5) was shifted: the same rows, two readings."""
+    whole = _stars([1, 5, 3, 4, 2, 3])
+    part = whole[whole["stars"].between(2, 4)]
+    with pytest.warns(ev.EvaluationWarning) as caught:
+        ev.evaluate(part, truth="stars", prob="mood")
+    (message,) = [str(w.message) for w in caught]
+    assert "'mood'" in message and "0..4" in message and "1..5" in message and "levels_from=1" in message
+
+
+def test_levels_from_reads_a_frame_and_every_slice_of_it_the_same_way() -> None:
+    whole = _stars([1, 5, 3, 4, 2, 3])
+    part = whole[whole["stars"].between(2, 4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the user said which scale: nothing to warn about
+        full = ev.evaluate(whole, truth="stars", prob="mood", levels_from=1).metrics.loc["mood"]
+        sliced = ev.evaluate(part, truth={"mood": "stars"}, levels_from={"mood": 1}).metrics.loc["mood"]
+        zero = ev.evaluate(part, truth="stars", prob="mood", levels_from=0).metrics.loc["mood"]
+    assert (full["label_shift"], sliced["label_shift"], zero["label_shift"]) == (-1, -1, 0)
+    assert (full["accuracy"], sliced["accuracy"], zero["accuracy"]) == (1.0, 1.0, 0.0)
+
+
+@pytest.mark.parametrize("value", [2, -1, True, "1"])
+def test_a_levels_from_other_than_0_or_1_is_refused_naming_it(value: object) -> None:
+    with pytest.raises(InvalidRequest, match="levels_from") as info:
+        ev.evaluate(_stars([1, 2]), truth="stars", prob="mood", levels_from=value)
+    assert info.value.field == "levels_from"
 
 
 def test_labels_matching_no_option_are_named_counted_and_left_out(topics: pd.DataFrame) -> None:
