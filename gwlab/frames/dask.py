@@ -175,7 +175,7 @@ def decide_meta(meta: pd.DataFrame, questions: Mapping[str, Any], *, model: str 
 def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any],
                   gateway: GatewaySpec, checkpoint: StoreSpec, limits: Limits, concurrency: int = 8,
                   errors: str = "coerce", join: bool = True, prefix: str = "",
-                  budget: int | None = None) -> pd.DataFrame:
+                  budget: int | None = None, blank: str = "fail") -> pd.DataFrame:
     """`partition.gw.<method>(*args, **kwargs)` with the shared checkpoint and limit; a plain DataFrame."""
     store = checkpoint.open()  # first: the SQLite limiter would create a missing file
     try:
@@ -186,7 +186,7 @@ def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...]
             connection = dataclasses.replace(connection, send=in_flight(connection.send))
         out = getattr(partition.gw, method)(*args, **kwargs, gateway=connection, checkpoint=store,
                                             limiter=limiter, concurrency=concurrency, errors=errors, join=join,
-                                            prefix=prefix, budget=budget, progress=False)
+                                            prefix=prefix, budget=budget, blank=blank, progress=False)
     finally:
         store.close()
     return pd.DataFrame(out)
@@ -215,6 +215,7 @@ class DaskOptions(TypedDict, total=False):
     join: bool
     prefix: str
     budget_per_partition: int | None
+    blank: str
 
 
 def _lazy(ddf: Any, method: str, family: Family, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -242,7 +243,8 @@ def _lazy(ddf: Any, method: str, family: Family, args: tuple[Any, ...], kwargs: 
                               gateway=GatewaySpec.of(options["gateway"]),
                               checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits,
                               concurrency=concurrency, errors=errors, join=join, prefix=prefix,
-                              budget=options.get("budget_per_partition"), meta=meta)
+                              budget=options.get("budget_per_partition"), blank=options.get("blank", "fail"),
+                              meta=meta)
 
 
 _SHARED_DOC = """
@@ -265,7 +267,7 @@ _SHARED_DOC = """
         Requests in flight per partition being computed.
     errors : {"raise", "coerce"}, default "coerce"
         As in ``df.gw``; "coerce" because one raising partition would fail the whole computation.
-    join, prefix
+    join, prefix, blank
         As in ``df.gw``.
     budget_per_partition : int, optional
         A token budget per partition (a global budget across workers is not offered).

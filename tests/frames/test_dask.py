@@ -91,3 +91,16 @@ def test_the_rate_limit_holds_across_worker_processes(process_client: object, gw
     # 4 partitions x 4 in flight could start all 16 at once; the shared bucket lets its 5 go, then
     # one per 0.1 s: the last start comes at least ~1.1 s after the first, whatever the machine's speed
     assert starts[-1] - starts[0] >= 0.9
+
+
+def test_a_blank_value_fails_its_row_on_the_workers_too_unless_blank_send(
+        client: object, gw: Gateway, tmp_path: Path) -> None:
+    frame = pd.DataFrame({"subject": ["Refund", "Hello"] * 3, "body": ["charged twice", "  "] * 3})
+    ddf = dd.from_pandas(frame, npartitions=2)
+    failed = gw_dask.decide(ddf, "{subject}: {body}", QUESTIONS, gateway=gw,
+                            checkpoint=tmp_path / "c.sqlite").compute()
+    assert list(failed["__status"].iloc[1::2]) == ["error"] * 3
+    assert failed["__error"].iloc[1::2].str.contains("empty value in column 'body'").all()
+    sent = gw_dask.decide(ddf, "{subject}: {body}", QUESTIONS, gateway=gw, checkpoint=tmp_path / "c.sqlite",
+                          blank="send").compute()
+    assert sent["__error"].isna().all() and sent["urgent__noul"].notna().all()
