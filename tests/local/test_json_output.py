@@ -79,7 +79,8 @@ def _raw_controls(grammar: str) -> set[str]:
     {"type": "object", "properties": {"x": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}},
     {"type": "object", "additionalProperties": {"type": "string"}},
     {"type": "object", "properties": {"code": {"type": "string", "pattern": "^a.[^x]+$"}}},
-], ids=["json_object", "poem", "strings_and_arrays", "free_keys", "pattern"])
+    {"type": "object", "properties": {"code": {"type": "string", "pattern": "^a\\nb[\\t x]c$"}}},
+], ids=["json_object", "poem", "strings_and_arrays", "free_keys", "pattern", "pattern_with_controls"])
 def test_the_json_grammar_cannot_emit_a_raw_control_character(schema: dict[str, Any]) -> None:
     grammar = json_grammar(generation_schema(schema))
     assert _raw_controls(grammar) == set(), grammar
@@ -124,3 +125,21 @@ def test_sampled_multiline_answers_always_parse_and_validate(gateway: Any, form:
         if finish == "stop":
             value = json.loads(text)
             jsonschema.validate(value, {"type": "object"} if form.endswith("json_object") else POEM)
+
+
+LINES = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^a\\nb[\\t ]c$"}},
+         "required": ["code"], "additionalProperties": False}
+
+
+def test_a_pattern_that_asks_for_a_line_break_gets_it_escaped_and_the_answer_validates(gateway: Any) -> None:
+    fmt = {"type": "json_schema", "json_schema": {"name": "lines", "schema": LINES}}
+    body = {"model": "local/gemma-3-270m", "max_tokens": 24, "temperature": 1.0, "seed": 1, "response_format": fmt,
+            "messages": [{"role": "user", "content": "Give the code."}]}
+    r = httpx.post(f"{gateway.base_url}/chat/completions", json=body, timeout=300,
+                   headers={"Authorization": f"Bearer {gateway.api_key}"})
+    r.raise_for_status()
+    text = r.json()["choices"][0]["message"]["content"]
+    assert not CONTROL.search(text), text
+    value = json.loads(text)
+    jsonschema.validate(value, LINES)
+    assert value["code"] in ("a\nb\tc", "a\nb c")
