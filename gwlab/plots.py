@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import evidence, metrics
 from gwlab.frames import usage as _usage
 from gwlab.frames._targets import probability_columns
 
@@ -45,23 +46,67 @@ def _one(tables: Mapping[str, Any], question: str | None, what: str) -> tuple[st
 
 
 def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = None, *,
-                ax: Axes | None = None, rows: str | None = None) -> Axes:
+                ax: Axes | None = None, rows: Any = None, label: str | None = None) -> Axes:
     """Reliability diagram: observed rate against mean predicted probability per bin, counts behind.
 
     The bars (right axis) show how many rows fell in each bin, so a point far from the diagonal can
-    be read against how much evidence it stands on. The title gives the ECE with the rows and bins it
-    was computed over (and `rows`, e.g. "held-out half, before"): the same question's ECE differs
-    between all rows and a held-out half, and a figure must say which one it shows. The legend sits
-    below the axes, never over the curve.
+    be read against how much evidence it stands on. `rows` (a boolean mask over the evaluated frame, or
+    its index labels) plots only those rows, e.g. the held-out half, with their own ECE; `label` names
+    them in the title. The title gives the ECE with the rows and bins it was computed over: the same
+    question's ECE differs between all rows and a held-out half, and a figure must say which one it
+    shows. The legend sits below the axes, never over the curve.
     """
     ax = _axes(ax)
     if isinstance(evaluation, pd.DataFrame):
-        table, title = evaluation, "reliability"
+        if rows is not None:
+            raise InvalidRequest("rows", "selects rows of an Evaluation; a reliability table is already binned")
+        table, title, level = evaluation, label or "reliability", 0.95
     else:
+        level = evaluation.level
         question, table = _one(evaluation.reliability, question, "reliability")
         ece = evaluation.metrics.loc[question, "ece"]
-        which = f"{rows}, " if rows else ""
+        if rows is not None:
+            table = evidence.reliability_intervals(_reliability_of(evaluation, question, rows), level)
+            ece = metrics.ece(table)
+        which = f"{label}, " if label else ""
         title = f"{question}: ECE {ece:.3f}\n({which}{int(table['count'].sum())} rows, {len(table)} bins)"
+    _draw_reliability(ax, table, title, level)
+    return ax
+
+
+def _reliability_of(evaluation: Evaluation, question: str, rows: Any) -> pd.DataFrame:
+    """The question's reliability bins over the selected rows of the evaluated frame only."""
+    if evaluation._source is None:
+        raise InvalidRequest("rows", "this evaluation kept no reference to its frame, so rows cannot be chosen")
+    frame = evaluation._source[0]
+    target = evaluation.targets[question]
+    if target.proba is None:
+        raise InvalidRequest("question", f"{question!r} has no probabilities to plot")
+    keep = _row_mask(frame, rows)[target.positions]
+    return metrics.reliability(target.proba[keep], target.y[keep], target.kind, evaluation.bins)
+
+
+def _row_mask(frame: pd.DataFrame, rows: Any) -> np.ndarray:
+    """`rows` as one boolean per row of `frame`: a boolean mask (aligned on the frame) or index labels."""
+    if isinstance(rows, str):
+        raise InvalidRequest("rows", f"selects the rows plotted: a boolean mask or index labels of the "
+                                     f"evaluated frame, not text ({rows!r}); name them in the title with label=")
+    if isinstance(rows, pd.Series) and pd.api.types.is_bool_dtype(rows.dtype):
+        if not rows.index.equals(frame.index):
+            raise InvalidRequest("rows", "a boolean Series must have the evaluated frame's index")
+        return rows.to_numpy(dtype=bool)
+    values = np.asarray(rows)
+    if values.dtype == bool:
+        if values.shape != (len(frame),):
+            raise InvalidRequest("rows", f"a mask needs one boolean per row ({len(frame)}); got {values.shape}")
+        return values
+    mask = frame.index.isin(list(rows))
+    if not mask.any():
+        raise InvalidRequest("rows", "none of these index labels is in the evaluated frame")
+    return mask
+
+
+def _draw_reliability(ax: Axes, table: pd.DataFrame, title: str, level: float) -> None:
     counts = ax.twinx()
     width = (table["upper"] - table["lower"]).to_numpy()
     counts.bar(table["lower"], table["count"], width=width, align="edge", color="0.85", label="rows")
@@ -73,12 +118,11 @@ def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = No
     ax.plot(used["mean_prob"], used["observed"], marker="o", label="observed")
     if "observed_low" in used.columns:  # each bin's Wilson interval: how far its point could move
         ax.vlines(used["mean_prob"], used["observed_low"], used["observed_high"], color="C0", alpha=0.5,
-                  label=f"{getattr(evaluation, 'level', 0.95):.0%} interval")
+                  label=f"{level:.0%} interval")
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean predicted probability", ylabel="observed rate", title=title)
     handles = [*ax.get_legend_handles_labels()[0], *counts.get_legend_handles_labels()[0]]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False,
               fontsize="small")
-    return ax
 
 
 def slices(evaluation: Evaluation, metric: str = "accuracy", question: str | None = None, *,

@@ -78,7 +78,7 @@ def test_notebook_03s_recalibration_figure_names_its_method_and_the_rows_of_each
     figure = tags["plot:recalibrated_temperature"]  # gwlab.demo writes recalibrated_temperature.png
     assert "plot:recalibrated" not in tags
     assert 'fig.suptitle(f"Temperature scaling' in figure
-    assert 'rows="held-out, before"' in figure and 'rows="held-out, after temperature"' in figure
+    assert 'label="held-out, before"' in figure and 'label="held-out, after temperature"' in figure
     assert ".set_title(" not in figure + tags["plot:reliability"]  # plots.reliability's titles give the rows
 
 

@@ -13,6 +13,7 @@ import pytest
 from matplotlib.image import AxesImage
 
 import gwlab.plots as plots
+from gwlab.errors import InvalidRequest
 from gwlab.frames.evaluate import evaluate
 
 
@@ -139,8 +140,41 @@ def test_reliability_title_names_the_rows_and_bins_its_ece_is_over(answers: pd.D
     ece = ev.metrics.loc["urgent", "ece"]
     assert plots.reliability(ev).get_title() == f"urgent: ECE {ece:.3f}\n(60 rows, 5 bins)"
     held_out = evaluate(answers.iloc[:25], truth="is_urgent", prob="urgent", bins=5)
-    title = plots.reliability(held_out, rows="held-out half, before").get_title()
+    title = plots.reliability(held_out, label="held-out half, before").get_title()
     assert title.endswith("(held-out half, before, 25 rows, 5 bins)")
+
+
+@pytest.mark.parametrize("question", ["urgent", "team"])
+def test_reliability_rows_plots_only_the_selected_rows(answers: pd.DataFrame, question: str) -> None:
+    """The bars, the curve and the ECE in the title are those of the selected rows, as if only they had
+    been evaluated (the option used to change the title alone)."""
+    truth = "is_urgent" if question == "urgent" else "label"
+    held_out = np.arange(len(answers)) >= 35
+    ax = plots.reliability(evaluate(answers, truth=truth, prob=question, bins=5), ax=None,
+                           rows=held_out, label="held-out")
+    alone = evaluate(answers[held_out], truth=truth, prob=question, bins=5)
+    table = alone.reliability[question]
+    twin = next(other for other in ax.figure.axes if other is not ax)
+    assert [p.get_height() for p in twin.patches] == list(table["count"])
+    used = table[table["count"] > 0]
+    x, y = ax.lines[1].get_data()
+    assert list(x) == pytest.approx(list(used["mean_prob"])) and list(y) == pytest.approx(list(used["observed"]))
+    ece = alone.metrics.loc[question, "ece"]
+    assert ax.get_title() == f"{question}: ECE {ece:.3f}\n(held-out, 25 rows, 5 bins)"
+
+
+def test_reliability_rows_as_index_labels_or_a_series_select_the_same_rows(answers: pd.DataFrame) -> None:
+    ev = evaluate(answers, truth="is_urgent", prob="urgent", bins=5)
+    by_mask = plots.reliability(ev, rows=answers.index >= 35).get_title()
+    assert plots.reliability(ev, rows=answers.index[35:]).get_title() == by_mask
+    assert plots.reliability(ev, rows=pd.Series(answers.index >= 35, index=answers.index)).get_title() == by_mask
+
+
+def test_reliability_rows_given_as_text_is_refused_naming_the_field(answers: pd.DataFrame) -> None:
+    ev = evaluate(answers, truth="is_urgent", prob="urgent")
+    with pytest.raises(InvalidRequest, match="rows") as info:
+        plots.reliability(ev, rows="held-out")
+    assert info.value.field == "rows" and "label=" in str(info.value)
 
 
 def test_usage_over_time_shows_no_question_mark_for_a_call_without_a_model(

@@ -56,21 +56,24 @@ class Target:
 
 
 def resolve(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None,
-            pred: Any = None, questions: Mapping[str, Any] | None = None) -> list[Target]:
+            pred: Any = None, questions: Mapping[str, Any] | None = None,
+            levels_from: int | Mapping[str, int] | None = None) -> list[Target]:
     """Targets for `truth`: one label column (with `prob`/`pred`), or question id -> label column.
 
     With a mapping, `prob` and `pred` are mappings by question id too; a question given neither is
     found by its id (`{q}__noul` or `{q}__p__*`). `questions` (as given to `decide`) lets score labels
-    be written as level text and fixes a pred-only question's options.
+    be written as level text and fixes a pred-only question's options. `levels_from` (0 or 1, or
+    per question id) is where score labels start (see labels.py).
     """
     if isinstance(truth, Mapping):
         probs = prob if isinstance(prob, Mapping) else {}
         preds = pred if isinstance(pred, Mapping) else {}
-        return [_target(frame, label, probs.get(q, None if q in preds else q), preds.get(q), questions)
+        return [_target(frame, label, probs.get(q, None if q in preds else q), preds.get(q), questions,
+                        levels_from)
                 for q, label in truth.items()]
     if prob is None and pred is None:
         raise InvalidRequest("prob", "give prob= (probability columns or a question id) or pred= (answers)")
-    return [_target(frame, truth, prob, pred, questions)]
+    return [_target(frame, truth, prob, pred, questions, levels_from)]
 
 
 def _column(frame: pd.DataFrame, name: str, field_name: str) -> pd.Series:
@@ -102,7 +105,8 @@ def probability_columns(frame: pd.DataFrame, prob: ProbSpec) -> tuple[str, str, 
         return prob.removesuffix("__noul"), "noul", {"true": prob}
     if f"{prob}__noul" in frame.columns:
         return prob, "noul", {"true": f"{prob}__noul"}
-    cols = [str(c) for c in frame.columns if str(c).startswith(f"{prob}__p__")]
+    cols = [str(c) for c in frame.columns  # not the spreads `repeats=` adds ({q}__p__{option}__std)
+            if str(c).startswith(f"{prob}__p__") and not str(c).endswith("__std")]
     if not cols:
         raise InvalidRequest("prob", f"no column {prob!r}, {prob}__noul or {prob}__p__<option> in the frame")
     return prob, _kind_of(frame, prob, cols), {c.removeprefix(f"{prob}__p__"): c for c in cols}
@@ -118,7 +122,8 @@ def _kind_of(frame: pd.DataFrame, question: str, cols: list[str]) -> str:
 
 
 def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | None,
-            questions: Mapping[str, Any] | None = None) -> Target:
+            questions: Mapping[str, Any] | None = None,
+            levels_from: int | Mapping[str, int] | None = None) -> Target:
     labels = _column(frame, truth, "truth")
     proba_frame: pd.DataFrame | None = None
     columns: dict[str, str] = {}
@@ -135,7 +140,7 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
         assert pred is not None
         predictions = _column(frame, pred, "pred")
         question = pred.rsplit("__", 1)[0] if "__" in pred else pred
-        kind = "score" if pred.endswith("__score") else "noul" if pred.endswith("__noul") else "choice"
+        kind = "score" if pred.endswith(("__score", "__level")) else "noul" if pred.endswith("__noul") else "choice"
     spec = (questions or {}).get(question)
     if proba_frame is None:
         classes = _predicted_classes(predictions, kind, _options(spec, kind))
@@ -147,7 +152,8 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
     n_missing = int((~keep).sum())
     match = match_labels(question, list(labels[keep]), kind, classes,
                          _levels(spec) if kind == "score" else None,
-                         open_classes=proba_frame is None and spec is None and kind != "noul")
+                         open_classes=proba_frame is None and spec is None and kind != "noul",
+                         levels_from=levels_from.get(question) if isinstance(levels_from, Mapping) else levels_from)
     classes = match.classes
     matched = np.flatnonzero(keep)[match.y >= 0]  # rows with a label that matches no class: left out
     keep = np.zeros(len(frame), dtype=bool)

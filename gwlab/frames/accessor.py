@@ -21,7 +21,7 @@ from gwlab.frames.checkpoint import AnswerStore, open_for_run
 from gwlab.frames.limiter import Limiter
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.result import BatchFrame
-from gwlab.frames.run_config import RunConfig
+from gwlab.frames.run_config import BLANK_DEFAULT, RunConfig
 from gwlab.frames.runner import Batch, Budget, Runner
 from gwlab.frames.task_batch import COLUMNS as TASK_COLUMNS
 from gwlab.frames.task_batch import TaskFrame, TaskRun
@@ -50,6 +50,7 @@ class RunOptions(TypedDict, total=False):
     checkpoint: str | Path | AnswerStore | Literal[False] | None
     refresh: bool
     repeats: int
+    blank: Literal["fail", "send"]
     errors: Literal["raise", "coerce"]
     progress: bool
     join: bool
@@ -69,6 +70,7 @@ class TaskOptions(TypedDict, total=False):
     pilot: int | None
     checkpoint: str | Path | AnswerStore | Literal[False] | None
     refresh: bool
+    blank: Literal["fail", "send"]
     poll_interval: float
     timeout: float
     errors: Literal["raise", "coerce"]
@@ -105,6 +107,10 @@ _RUN_OPTIONS_DOC = """
     repeats : int, default 1
         Ask each request `repeats` times; numeric answers are averaged and their spread reported
         in ``{column}__std`` columns, with ``__repeats`` counting the asks that succeeded.
+    blank : {"fail", "send"}, default "fail"
+        A row whose template reads an empty or whitespace-only value fails, as one reading NaN does
+        (a model asked about nothing invents an answer); "send" sends such rows. A text that is
+        blank as a whole is never sent.
     errors : {"raise", "coerce"}, default "raise"
         "coerce" turns a failed row into an error row (NaN answers, the reason in ``__error``);
         never a default answer.
@@ -123,6 +129,11 @@ _RUN_OPTIONS_DOC = """
         ``__output_tokens``, ``__request_id``, ``__error`` and ``__status`` (sent, duplicate,
         cached, error or not_run).
 """
+
+
+def _blank_rule(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The `blank=` run option as `Template.rows` takes it (default: a blank value fails its row)."""
+    return {"blank": options.get("blank", BLANK_DEFAULT)}
 
 
 def _documented(method: Any) -> Any:
@@ -160,8 +171,9 @@ class GatewayAccessor:
         model : str, optional
             Decision model ID (default ``local/decide-e5-small``).
         {run_options}
-        Columns: ``{q}__noul``; ``{q}__choice`` or ``{q}__score``, ``{q}__p__{option}`` per option or
-        level, ``{q}__confidence``.
+        Columns: ``{q}__noul``; ``{q}__choice``, or ``{q}__score`` (expected level) and ``{q}__level``
+        (most likely level, what accuracy scores); ``{q}__p__{option}`` per option or level,
+        ``{q}__confidence``.
 
         Examples
         --------
@@ -176,7 +188,7 @@ class GatewayAccessor:
                       **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
         family = recipes.decisions_recipe_for(questions, model)
-        rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame)
+        rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame, **_blank_rule(options))
         return await self._run(family, rows, options)
 
     # --- text protocols -------------------------------------------------------------------------
@@ -213,7 +225,7 @@ class GatewayAccessor:
                     **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `chat`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("chat", model, max_tokens, params)
-        return await self._run(recipe, self._prompts(prompt, system), options)
+        return await self._run(recipe, self._prompts(prompt, system, options=options), options)
 
     @_documented
     def respond(self, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
@@ -245,7 +257,7 @@ class GatewayAccessor:
                        **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `respond`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("responses", model, max_tokens, params)
-        return await self._run(recipe, self._prompts(prompt, instructions, "instructions"), options)
+        return await self._run(recipe, self._prompts(prompt, instructions, "instructions", options), options)
 
     @_documented
     def messages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
@@ -276,7 +288,7 @@ class GatewayAccessor:
                         **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("messages", model, max_tokens, params)
-        return await self._run(recipe, self._prompts(prompt, system), options)
+        return await self._run(recipe, self._prompts(prompt, system, options=options), options)
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
 
@@ -396,6 +408,8 @@ class GatewayAccessor:
             keeps nothing and cannot resume.
         refresh : bool, default False
             Submit every row again, ignoring the tasks in the checkpoint (they are paid for again).
+        blank : {"fail", "send"}, default "fail"
+            As for ``decide``: a row whose prompt reads an empty value fails unless "send".
         poll_interval : float, default 1.0
             Seconds between polls of the open tasks.
         timeout : float, default 600
@@ -434,7 +448,7 @@ class GatewayAccessor:
     async def _run_tasks(self, family: TaskFamily, model: str, prompt: TemplateSpec,
                          build: Callable[[str], dict[str, Any]], options: TaskOptions) -> TaskFrame:
         config = RunConfig.of("tasks", options)
-        rows = Template.parse(prompt, self._frame.columns, field="prompt").rows(self._frame)
+        rows = Template.parse(prompt, self._frame.columns, field="prompt").rows(self._frame, blank=config.blank)
         bodies: list[dict[str, Any] | None] = []
         errors = dict(rows.errors)
         for position, code in enumerate(rows.codes):
@@ -476,13 +490,15 @@ class GatewayAccessor:
 
     # --- the shared steps -----------------------------------------------------------------------
 
-    def _prompts(self, prompt: TemplateSpec, system: str | None, system_field: str = "system") -> Rows:
+    def _prompts(self, prompt: TemplateSpec, system: str | None, system_field: str = "system",
+                 options: RunOptions | None = None) -> Rows:
         """Per row: the prompt text, or (prompt, system) when a system text is given."""
-        columns = self._frame.columns
-        prompts = Template.parse(prompt, columns, field="prompt").rows(self._frame)
+        columns, blank = self._frame.columns, _blank_rule(options or {})
+        prompts = Template.parse(prompt, columns, field="prompt").rows(self._frame, **blank)
         if system is None:
             return prompts
-        return prompts.zip(Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame))
+        system_rows = Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame, **blank)
+        return prompts.zip(system_rows)
 
     async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions) -> BatchFrame:
         config = RunConfig.of("rows", options)

@@ -133,7 +133,8 @@ class Recalibration:
         return isotonic(*self._fit, proba, self.kind)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """A copy of `frame` with this question's probability columns calibrated (and its answer redone)."""
+        """A copy of `frame` with this question's probability columns calibrated, and every column derived
+        from them said again: the answer, the expected level, the most likely level and the confidence."""
         out = frame.copy()
         cols = dict(self._class_columns)
         given = out[list(cols.values())].apply(pd.to_numeric, errors="coerce")
@@ -144,21 +145,28 @@ class Recalibration:
         else:
             proba = given.to_numpy(float)[ok]
         calibrated = self.apply(proba) if len(proba) else proba
-        classes = list(cols)
-        for i, (_option, col) in enumerate(cols.items()):
+        for i, col in enumerate(cols.values()):
             values = out[col].to_numpy(float, copy=True, na_value=np.nan)
             values[ok] = calibrated[:, 1 if self.kind == "noul" else i]
             out[col] = values
         if self.kind in ("choice", "score") and len(calibrated):
-            answer = f"{self.question}__{self.kind}"
-            if answer in out.columns:
-                values = out[answer].to_numpy(dtype=object, copy=True)
-                if self.kind == "choice":
-                    values[ok] = [classes[j] for j in calibrated.argmax(axis=1)]
-                else:
-                    values[ok] = calibrated @ np.array([float(c) for c in classes])
-                out[answer] = pd.Series(values, index=out.index).infer_objects()
+            for column, values in self._derived(calibrated, list(cols)).items():
+                if column in out.columns:
+                    _set_rows(out, column, ok, values)
         return out
+
+    def _derived(self, calibrated: np.ndarray, classes: list[str]) -> dict[str, Any]:
+        """The columns `decide` derives from a choice or score question's probabilities, per kept row."""
+        q = self.question
+        top = calibrated.argmax(axis=1)
+        derived: dict[str, Any] = {f"{q}__confidence": metrics.confidence(calibrated)}
+        if self.kind == "choice":
+            derived[f"{q}__choice"] = [classes[j] for j in top]
+        else:
+            levels = np.array([float(c) for c in classes])
+            derived[f"{q}__score"] = calibrated @ levels
+            derived[f"{q}__level"] = [int(level) for level in levels[top]]
+        return derived
 
     @property
     def helped(self) -> bool:
@@ -188,9 +196,21 @@ class Recalibration:
         return f"<pre>{html.escape(repr(self))}</pre>"
 
 
+def _set_rows(frame: pd.DataFrame, column: str, rows: np.ndarray, values: Any) -> None:
+    """Overwrite `column` on the rows of the boolean mask `rows`, keeping the column's kind."""
+    column_values = frame[column].to_numpy(dtype=object, copy=True)
+    column_values[rows] = list(values)
+    series = pd.Series(column_values, index=frame.index)
+    try:
+        frame[column] = series.astype(frame[column].dtype)
+    except (TypeError, ValueError):
+        frame[column] = series.infer_objects()
+
+
 def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str = "temperature",
                 fit: float | Any = 0.5, seed: int = 0, bins: int = 10,
-                questions: Mapping[str, Any] | None = None) -> Recalibration:
+                questions: Mapping[str, Any] | None = None,
+                levels_from: int | Mapping[str, int] | None = None) -> Recalibration:
     """Fit a calibration map for one question on part of the labelled rows; measure it on the rest.
 
     Parameters
@@ -213,6 +233,8 @@ def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str 
         Equal-width bins for the ECE reported before and after.
     questions : dict, optional
         The questions as given to ``decide``, so labels are read as `gwlab.evaluate` reads them.
+    levels_from : {0, 1} or dict, optional
+        Where numeric score labels start, as for `gwlab.evaluate`.
 
     Returns
     -------
@@ -222,7 +244,7 @@ def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str 
     """
     if method not in ("temperature", "isotonic"):
         raise InvalidRequest("method", f"must be 'temperature' or 'isotonic'; got {method!r}")
-    (target,) = resolve(frame, truth, prob, questions=questions)
+    (target,) = resolve(frame, truth, prob, questions=questions, levels_from=levels_from)
     if target.proba is None or (target.kind == "noul" and not target.columns):
         raise InvalidRequest("prob", "recalibration needs probability columns")
     is_fit = _split(frame, target, fit, seed)

@@ -191,7 +191,7 @@ def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...]
         out = getattr(partition.gw, method)(*args, **kwargs, gateway=connection, checkpoint=store,
                                             limiter=limiter, concurrency=config.concurrency, errors=config.errors,
                                             join=config.join, prefix=config.prefix, budget=config.budget,
-                                            progress=False)
+                                            blank=config.blank, progress=False)
     finally:
         store.close()
     return pd.DataFrame(out)
@@ -222,10 +222,11 @@ class DaskOptions(TypedDict, total=False):
     join: bool
     prefix: str
     budget_per_partition: int | None
+    blank: str
 
 
 # the DaskOptions each partition's df.gw run applies (the others configure the cluster's shared parts)
-_PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix")
+_PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix", "blank")
 
 
 def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -274,7 +275,7 @@ _SHARED_DOC = """
         Requests in flight per partition being computed.
     errors : {"raise", "coerce"}, default "coerce"
         As in ``df.gw``; "coerce" because one raising partition would fail the whole computation.
-    join, prefix
+    join, prefix, blank
         As in ``df.gw``.
     budget_per_partition : int, optional
         A token budget per partition (a global budget across workers is not offered).

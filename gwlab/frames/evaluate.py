@@ -1,6 +1,7 @@
 """`gwlab.evaluate`: answer columns scored against labels, as tables a notebook can read and plot.
 
-Definitions (pinned in `frames/metrics.py`): accuracy and macro-F1 of the predicted class; Cohen's
+Definitions (pinned in `frames/metrics.py`): accuracy and macro-F1 of the predicted class (for a score
+question the most likely level, `{q}__level`, never the rounded expected level `{q}__score`); Cohen's
 kappa between label and prediction; Brier (noul: (p - y)^2 on P(true); choice and score: the
 multi-class sum over options); log-loss; ECE over equal-width bins (noul: P(true) against the fraction
 true; choice and score: top-label confidence against the fraction right). Rows without a label or
@@ -15,7 +16,7 @@ import html
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -45,8 +46,8 @@ class Evaluation:
     bins: int = 10
     targets: dict[str, Target] = field(default_factory=dict, repr=False)
     labels: dict[str, LabelMatch] = field(default_factory=dict, repr=False)  # how each label column was read
-    _source: tuple[pd.DataFrame, dict[str, str], dict[str, Any], Mapping[str, Any] | None] | None = field(
-        default=None, repr=False)
+    _source: tuple[pd.DataFrame, dict[str, str], dict[str, Any], Mapping[str, Any] | None, Any] | None = field(
+        default=None, repr=False)  # (frame, truths, probs, questions, levels_from)
     level: float = 0.95  # confidence level of the `{metric}_low` / `{metric}_high` columns
     methods: dict[str, str] = field(default_factory=dict)  # metric -> how its interval was computed
 
@@ -58,9 +59,9 @@ class Evaluation:
         """Fit a calibration map per question with probabilities (see `recalibrate`)."""
         if self._source is None:
             raise InvalidRequest("evaluation", "this evaluation kept no reference to its frame")
-        frame, truths, probs, questions = self._source
+        frame, truths, probs, questions, levels_from = self._source
         return {q: recalibrate(frame, truths[q], probs[q], method=method, fit=fit, seed=seed, bins=self.bins,
-                               questions=questions)
+                               questions=questions, levels_from=levels_from)
                 for q in truths if q in probs and self.targets[q].proba is not None}
 
     def notes(self) -> list[str]:
@@ -103,10 +104,22 @@ class Evaluation:
         return "\n".join(parts)
 
 
+class EvaluationSettings(TypedDict, total=False):
+    """How finely `evaluate` bins, sweeps and resamples (documented in its docstring)."""
+
+    bins: int
+    steps: int
+    resamples: int
+    seed: int
+
+
+_SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": intervals.SEED}
+
+
 def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
-             questions: Mapping[str, Any] | None = None, bins: int = 10, steps: int = 20,
-             by: str | Sequence[str] | None = None, level: float = 0.95, resamples: int = intervals.RESAMPLES,
-             seed: int = intervals.SEED) -> Evaluation:
+             questions: Mapping[str, Any] | None = None, levels_from: int | Mapping[str, int] | None = None,
+             by: str | Sequence[str] | None = None, level: float = 0.95,
+             **settings: Unpack[EvaluationSettings]) -> Evaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
 
     Parameters
@@ -125,10 +138,15 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     questions : dict, optional
         The questions as given to ``decide``: score labels may then be written as the level text
         ("very negative"), and a ``pred``-only question knows all its options.
-    bins : int
+    bins : int, default 10
         Number of equal-width bins over [0, 1] for ECE and the reliability tables.
-    steps : int
+    steps : int, default 20
         Points of the threshold sweep (``steps + 1``) and the coverage curve.
+    levels_from : {0, 1} or dict, optional
+        Where numeric score labels start: 0 (labels 0..K-1 are the levels) or 1 (labels 1..K, read as
+        level = label - 1); a dict gives it per question id. Not given: read from the labels, with a
+        warning when they fit both (e.g. a slice whose labels are 2..4 of a 1..5 rubric), so state it
+        to read a frame and any slice of it the same way.
     by : str or list of str, optional
         Column(s) of `frame` to slice by: ``metrics`` then has one row per question and slice value,
         with the slice values after the question in its index.
@@ -155,8 +173,9 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     Warns
     -----
     EvaluationWarning
-        When labels were left out because they match no option (named, with counts), or a score's
-        labels were read as a 1-based scale and shifted.
+        When labels were left out because they match no option (named, with counts), a score's
+        labels were read as a 1-based scale and shifted, or fit both scales and ``levels_from`` was
+        not given.
 
     Examples
     --------
@@ -164,7 +183,11 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     >>> ev.metrics[["accuracy", "ece"]]                                   # doctest: +SKIP
     >>> cal = ev.recalibrate("temperature")["urgent"]                     # doctest: +SKIP
     """
-    targets = resolve(frame, truth, prob, pred, questions)
+    unknown = sorted(set(settings) - set(_SETTINGS))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+    bins, steps, resamples, seed = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
+    targets = resolve(frame, truth, prob, pred, questions, levels_from)
     rows, confusion, reliability, thresholds, coverage = [], {}, {}, {}, {}
     for t in targets:
         _require_rows(t)
@@ -202,16 +225,19 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     reliability = {q: evidence.reliability_intervals(r, level) for q, r in reliability.items()}
     whole = table
     if by is not None:
+        # every slice reads score labels on the scale the whole frame was read on (stated or found)
+        scales = {t.question: 1 if t.match.shift else 0 for t in targets if t.kind == "score" and t.match is not None}
         table = _sliced(frame, truth, prob, pred, by, [t.question for t in targets], questions=questions,
-                        bins=bins, level=level, resamples=resamples, seed=seed)
+                        levels_from=levels_from if levels_from is not None else scales or None, bins=bins,
+                        level=level, resamples=resamples, seed=seed)
     evidence.warn_small(table)
     source = None
     if isinstance(truth, Mapping):
         probs = dict(prob) if isinstance(prob, Mapping) else {}
         source = (frame, dict(truth), {t.question: probs.get(t.question, t.question) for t in targets},
-                  questions)
+                  questions, levels_from)
     elif prob is not None:
-        source = (frame, {targets[0].question: truth}, {targets[0].question: prob}, questions)
+        source = (frame, {targets[0].question: truth}, {targets[0].question: prob}, questions, levels_from)
     return Evaluation(table, _grouped(whole, "type"), _grouped(whole, "options"), confusion, reliability,
                       thresholds, coverage, bins, {t.question: t for t in targets},
                       {t.question: t.match for t in targets if t.match is not None}, source, level,

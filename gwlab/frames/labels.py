@@ -8,8 +8,11 @@ documented in docs/evaluation.md:
 - a label written exactly as a class matches it;
 - otherwise a label matches the one class equal to it up to case and surrounding spaces, or (score
   questions, when the level texts are known) the one level text equal to it up to case;
-- numeric score labels on a scale one above the levels (some label equals K, none equals 0, every one
-  within 1..K) are read as 1-based and shifted down by one, with a warning;
+- numeric score labels are on the scale the user states (`levels_from=0` or `1`); when not stated,
+  labels on a scale one above the levels (some label equals K, none equals 0, every one within 1..K)
+  are read as 1-based and shifted down by one, with a warning, and labels that fit both readings (all
+  within 1..K-1: a slice of a 1..K set looks 0-based) are read as 0-based with a warning naming both
+  readings, so a frame and a slice of it are never read differently without a word;
 - an ambiguous case raises `InvalidRequest` naming `truth` (a guess would be a silent wrong number):
   a label equal up to case to two classes, or level text equal to two levels;
 - what still matches nothing is left out of the metrics, warned about (labels named, with counts) and
@@ -55,11 +58,13 @@ class LabelMatch:
 
 
 def match_labels(question: str, labels: Sequence[Any], kind: str, classes: list[str],
-                 levels: Sequence[str] | None = None, *, open_classes: bool = False) -> LabelMatch:
+                 levels: Sequence[str] | None = None, *, open_classes: bool = False,
+                 levels_from: int | None = None) -> LabelMatch:
     """Each label's class index under the rules of this module; warns or raises as they say.
 
     `open_classes`: the classes are only those some answer happened to name (predictions without the
     question's options), so a label outside them is a class never predicted, not an unmatched label.
+    `levels_from`: the number a score's numeric labels start at (0 or 1); None reads it from the labels.
     """
     exact = [class_name(v, kind) for v in labels]
     if open_classes:
@@ -67,7 +72,7 @@ def match_labels(question: str, labels: Sequence[Any], kind: str, classes: list[
         extra = {name for name in exact if name not in classes and _fold(name) not in folded}
         classes = sorted({*classes, *extra}, key=natural)
     position = {c: i for i, c in enumerate(classes)}
-    shift = _scale_shift(labels, kind, classes) if kind == "score" else 0
+    shift = _scale_shift(question, labels, kind, classes, levels_from) if kind == "score" else 0
     if shift:
         exact = [_shifted(name, shift) for name in exact]
     levels = levels if kind == "score" else None
@@ -88,7 +93,7 @@ def match_labels(question: str, labels: Sequence[Any], kind: str, classes: list[
         else:
             missing[str(value)] += 1
     match = LabelMatch(classes, y, mapped, shift, dict(missing.most_common()))
-    _report(question, match, len(labels))
+    _report(question, match, len(labels), stated=levels_from is not None)
     return match
 
 
@@ -128,8 +133,14 @@ def _shifted(name: str, shift: int) -> str:
     return str(int(name) + shift) if name.lstrip("-").isdigit() else name
 
 
-def _scale_shift(labels: Sequence[Any], kind: str, classes: list[str]) -> int:
-    """-1 when the numeric labels are provably on a 1..K scale against levels 0..K-1, else 0."""
+def _scale_shift(question: str, labels: Sequence[Any], kind: str, classes: list[str],
+                 levels_from: int | None) -> int:
+    """-1 to read numeric labels as 1..K against levels 0..K-1: as stated, else when provable."""
+    if levels_from is not None:
+        if levels_from not in (0, 1) or isinstance(levels_from, bool):
+            raise InvalidRequest("levels_from", f"question {question!r}: 0 (labels 0..K-1) or 1 (labels 1..K); "
+                                                f"got {levels_from!r}")
+        return -levels_from
     numbers = {class_name(v, kind) for v in labels}
     levels = [int(c) for c in classes if c.lstrip("-").isdigit()]
     values = [int(n) for n in numbers if n.lstrip("-").isdigit()]
@@ -138,6 +149,11 @@ def _scale_shift(labels: Sequence[Any], kind: str, classes: list[str]) -> int:
     k = len(levels)
     if max(values) == k and min(values) >= 1 and 0 not in values:
         return -1
+    if min(values) >= 1 and max(values) <= k - 1:
+        warnings.warn(f"question {question!r}: the labels ({min(values)}..{max(values)}) fit both levels "
+                      f"0..{k - 1} and a 1-based scale 1..{k}; read as 0-based (label 1 = level 1). If the "
+                      f"labels run 1..{k}, pass levels_from=1 (label 1 = level 0); levels_from=0 says they "
+                      "are 0-based and silences this", EvaluationWarning, stacklevel=6)
     return 0
 
 
@@ -165,9 +181,9 @@ def _ambiguous(question: str, label: str, key: str, classes: list[str],
                                    "column to the exact option names first")
 
 
-def _report(question: str, match: LabelMatch, n: int) -> None:
-    """Warn about a shifted scale and unmatched labels; raise when nothing matched."""
-    if match.shift:
+def _report(question: str, match: LabelMatch, n: int, stated: bool = False) -> None:
+    """Warn about a shifted scale the user did not state and unmatched labels; raise when nothing matched."""
+    if match.shift and not stated:
         warnings.warn(f"question {question!r}: the labels run 1..{len(match.classes)} against levels "
                       f"0..{len(match.classes) - 1}; read as a 1-based scale and shifted down by one "
                       "(see the evaluation's `label_shift`)", EvaluationWarning, stacklevel=4)

@@ -12,6 +12,18 @@ import pandas as pd
 EPS = 1e-15  # log-loss clips probabilities to [EPS, 1 - EPS], as scikit-learn did
 
 
+def confidence(proba: np.ndarray) -> np.ndarray:
+    """Per row, 1 - entropy / log K: the gateway's `confidence` (certainty of the distribution, not the
+    probability of being right; docs/gateway.md), so a frame whose probabilities were recalibrated can say
+    it again. 1 when one class takes everything, 0 when all are equal."""
+    p = np.asarray(proba, dtype=float)
+    if p.ndim != 2 or p.shape[1] < 2:
+        return np.ones(len(p))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, p * np.log(p), 0.0)
+    return 1.0 + terms.sum(axis=1) / np.log(p.shape[1])
+
+
 def accuracy(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean(y == pred)) if len(y) else float("nan")
 

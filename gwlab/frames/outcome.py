@@ -179,7 +179,7 @@ class RunResult:
                 out[name] = np.nanmean(values, axis=0) if k > 1 else values[0]
         if k > 1:
             for name in self.recipe.columns:
-                if name.endswith("__choice"):
+                if name.endswith(("__choice", "__level")):  # the most likely of the mean probabilities
                     out[name] = _argmax_choice(name, out, self.recipe.columns, out[name])
             for name in self.recipe.spread:
                 out[f"{name}__std"] = np.nanstd(self.answers[name], axis=0, ddof=1)
@@ -221,13 +221,16 @@ def _first_done(values: np.ndarray, done: np.ndarray) -> np.ndarray:
 
 def _argmax_choice(name: str, out: dict[str, np.ndarray], columns: Mapping[str, str],
                    fallback: np.ndarray) -> np.ndarray:
-    """With repeats, the choice is the option with the highest mean probability."""
-    question = name.removesuffix("__choice")
+    """With repeats, the choice (or a score's most likely level) is the one with the highest mean
+    probability, not the mean of the answers."""
+    question = name.rsplit("__", 1)[0]
     options = [c for c in columns if c.startswith(f"{question}__p__")]
     if not options:
         return fallback
     probs = np.vstack([out[c] for c in options])
     labels = np.array([c.removeprefix(f"{question}__p__") for c in options], dtype=object)
+    if name.endswith("__level"):
+        labels = labels.astype(float)
     best = labels[np.nan_to_num(probs, nan=-1.0).argmax(axis=0)]
     return np.where(np.isnan(probs).all(axis=0), fallback, best)
 

@@ -65,6 +65,8 @@ def decisions_recipe(questions: Mapping[str, Any], model: str, **extra: Any) -> 
             spread.append(f"{qid}__noul")
         else:
             columns[f"{qid}__{q['type']}"] = "str" if q["type"] == "choice" else "float64"
+            if q["type"] == "score":  # the expected level above; the most likely one here
+                columns[f"{qid}__level"] = "Int64"
             criteria = q["criteria"]
             options = list(criteria) if q["type"] == "choice" else [str(i) for i in range(len(criteria))]
             probabilities = [f"{qid}__p__{option}" for option in options]

@@ -29,6 +29,8 @@ DEFAULTS: dict[Kind, dict[str, Any]] = {"rows": {"concurrency": 16, "errors": "r
                                         "dask": {"concurrency": 8, "errors": "coerce"}}
 DEFAULT_POLL_INTERVAL = 1.0  # seconds between polls of a task batch's open tasks
 DEFAULT_TIMEOUT = 600.0  # seconds a task batch waits overall
+BLANKS = ("fail", "send")  # a template that reads a blank value: the row fails (as NaN), or is sent
+BLANK_DEFAULT = BLANKS[0]
 # the options only one kind takes (every other field is shared)
 _ONLY: dict[str, tuple[Kind, ...]] = {"tokens_per_minute": ("rows", "dask"), "repeats": ("rows",),
                                       "folder": ("tasks",), "poll_interval": ("tasks",), "timeout": ("tasks",)}
@@ -54,6 +56,7 @@ class RunConfig:
     progress: bool = True
     join: bool = True
     prefix: str = ""
+    blank: str = BLANK_DEFAULT
     folder: str | Path | None = None
     poll_interval: float = DEFAULT_POLL_INTERVAL
     timeout: float = DEFAULT_TIMEOUT
@@ -95,6 +98,8 @@ class RunConfig:
         for name in ("poll_interval", "timeout"):
             if not _positive_number(getattr(self, name)):
                 raise InvalidRequest(name, f"must be a positive number of seconds; got {getattr(self, name)!r}")
+        if self.blank not in BLANKS:
+            raise InvalidRequest("blank", f"must be 'fail' or 'send'; got {self.blank!r}")
         if not isinstance(self.prefix, str):
             raise InvalidRequest("prefix", f"must be a string; got {self.prefix!r}")
 

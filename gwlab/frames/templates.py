@@ -82,8 +82,14 @@ class Template:
         fmt, used, specs = _compile(spec, known, field, names)
         return cls(field, fmt, tuple(used), literal=not used, specs=tuple(specs), source=spec)
 
-    def rows(self, frame: pd.DataFrame) -> Rows:
-        """The distinct values of `frame`'s rows, rendered only when asked for (see `Rows`)."""
+    def rows(self, frame: pd.DataFrame, *, blank: str = "fail") -> Rows:
+        """The distinct values of `frame`'s rows, rendered only when asked for (see `Rows`).
+
+        `blank="fail"` fails a row whose text template reads an empty or whitespace-only value, as a
+        missing one does: "Summarise: {email}" with no email got a summary invented for nothing.
+        `blank="send"` sends it, unless the whole text is blank."""
+        if blank not in ("fail", "send"):
+            raise InvalidRequest("blank", f"must be 'fail' or 'send'; got {blank!r}")
         n = len(frame)
         if self.literal:
             text = self.format
@@ -97,10 +103,13 @@ class Template:
                 errors.update((int(i), f"{self.field}: no value in column {name!r} in this row")
                               for i in np.flatnonzero(missing))
                 failed |= missing
-            if self.format == "{0}":
-                blank = _blank(columns[0]) & ~failed
-                errors.update((int(i), f"{self.field}: empty in this row") for i in np.flatnonzero(blank))
-                failed |= blank
+            if self.format == "{0}" or blank == "fail":  # a bare column's blank is a blank text: never sent
+                hint = "" if self.format == "{0}" else " (blank='send' sends it)"
+                for name, series in zip(self.columns, columns, strict=True):
+                    empty = _blank(series) & ~failed
+                    errors.update((int(i), f"{self.field}: empty value in column {name!r} in this row{hint}")
+                                  for i in np.flatnonzero(empty))
+                    failed |= empty
         codes, first = _distinct(columns, failed)
         cells = [series.array for series in columns]
         if any(self.specs) and len(first):
@@ -139,9 +148,9 @@ class Template:
                                              f"apply to column {column!r}, which holds {type(value).__name__} "
                                              f"values ({exc}); drop the spec or convert the column") from None
 
-    def render(self, frame: pd.DataFrame) -> Rendered:
+    def render(self, frame: pd.DataFrame, *, blank: str = "fail") -> Rendered:
         """Every row's value as a list (small frames, tests); `rows` is the lazy form runs use."""
-        rows = self.rows(frame)
+        rows = self.rows(frame, blank=blank)
         values: list[Any] = []
         errors = dict(rows.errors)
         for position, job in enumerate(rows.codes):

@@ -438,6 +438,13 @@ class ScoreAnswer:
     def value(self) -> float | None:
         return self.score
 
+    @property
+    def level(self) -> int | None:
+        """The most likely level (what accuracy is computed from), not the expected one (`score`):
+        rounding `score` gives another level, and another accuracy. The lowest on a tie."""
+        levels = {int(k): p for k, p in self.probabilities.items() if k.isdigit()}
+        return max(sorted(levels), key=levels.__getitem__) if levels else None
+
 
 @dataclass(frozen=True, slots=True)
 class UnknownAnswer:
@@ -505,14 +512,16 @@ class DecisionResult:
         return tokens if isinstance(tokens, int) else None
 
     def to_record(self) -> dict[str, Any]:
-        """One flat row of tidy columns: `{q}__noul`; `{q}__choice`|`{q}__score`, `{q}__p__{option}`,
-        `{q}__confidence`. Unknown answer types add no column (their `raw` stays on the result)."""
+        """One flat row of tidy columns: `{q}__noul`; `{q}__choice`|`{q}__score` and `{q}__level`,
+        `{q}__p__{option}`, `{q}__confidence`. Unknown answer types add no column (their `raw` stays on the result)."""
         record: dict[str, Any] = {}
         for qid, answer in self.answers.items():
             if isinstance(answer, NoulAnswer):
                 record[f"{qid}__noul"] = answer.noul
             elif isinstance(answer, ChoiceAnswer | ScoreAnswer):
                 record[f"{qid}__{answer.type}"] = answer.value
+                if isinstance(answer, ScoreAnswer):
+                    record[f"{qid}__level"] = answer.level
                 record.update({f"{qid}__p__{key}": p for key, p in answer.probabilities.items()})
                 record[f"{qid}__confidence"] = answer.confidence
         return record

@@ -100,3 +100,16 @@ def test_a_gateway_spec_carries_the_key_to_workers_through_the_method_named_for_
         spec = gw_dask.GatewaySpec.of(gw)
         assert (spec.base_url, spec.api_key) == ("http://gateway.test/v1", key)
         assert key not in repr(spec) + repr(gw) + repr(gw.twin.transport)
+
+
+def test_a_blank_value_fails_its_row_on_the_workers_too_unless_blank_send(
+        client: object, gw: Gateway, tmp_path: Path) -> None:
+    frame = pd.DataFrame({"subject": ["Refund", "Hello"] * 3, "body": ["charged twice", "  "] * 3})
+    ddf = dd.from_pandas(frame, npartitions=2)
+    failed = gw_dask.decide(ddf, "{subject}: {body}", QUESTIONS, gateway=gw,
+                            checkpoint=tmp_path / "c.sqlite").compute()
+    assert list(failed["__status"].iloc[1::2]) == ["error"] * 3
+    assert failed["__error"].iloc[1::2].str.contains("empty value in column 'body'").all()
+    sent = gw_dask.decide(ddf, "{subject}: {body}", QUESTIONS, gateway=gw, checkpoint=tmp_path / "c.sqlite",
+                          blank="send").compute()
+    assert sent["__error"].isna().all() and sent["urgent__noul"].notna().all()

