@@ -10,11 +10,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from clientkit import BASE_URL, CANARY_KEY
-from faces import FACES, Face, logged, open_face
 
 from gwlab.errors import InvalidRequest, NotFound
 from gwlab.wire.decisions import ChoiceAnswer, NoulAnswer, ScoreAnswer
+from tests.support.faces import FACES, Face, logged, open_face
+from tests.support.fakes import BASE_URL, CANARY_KEY
 
 DECIDE = "local/decide-e5-small"
 QUESTIONS = {

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from faces import FACES, Face, logged, open_face
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.responses import Response
+from tests.support.faces import FACES, Face, logged, open_face
 
 TEXT = "local/gemma-3-270m"
 CHAT_REQUEST = {

@@ -16,7 +16,6 @@ from http import HTTPStatus
 from typing import Any
 
 import pytest
-from gatewaykit import free_port
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.protocol import State
 
@@ -34,6 +33,7 @@ from gwlab.errors import (
     Timeout,
 )
 from gwlab.wire import realtime_events as rte
+from tests.support import free_port
 
 MODEL = "local/realtime-gemma-3-270m"
 KEY = "gw-test-key-not-secret-0123456789"

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from faces import FACES, Face, open_face
-from taskapp import FAMILY, KEY, LoseAnswers, Server, serving
 
 from gwlab.errors import InvalidRequest, Timeout
+from tests.support.faces import FACES, Face, open_face
+from tests.support.task_app import FAMILY, KEY, LoseAnswers, Server, serving
 
 
 @pytest.fixture(scope="module")

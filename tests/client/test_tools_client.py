@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from faces import FACES, Face, logged, open_face
 
 from gwlab.client.tools import Call, ToolRun, tool_calls_of
 from gwlab.errors import InvalidRequest
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.responses import Response
+from tests.support.faces import FACES, Face, logged, open_face
 
 DECIDE = "local/decide-e5-small"
 TEXT = "local/gemma-3-270m"

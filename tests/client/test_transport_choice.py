@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import pytest
-from clientkit import CANARY_KEY
-from test_connect import FakeLocal
 
 import gwlab
 from gwlab import errors
 from gwlab.client.transport_choice import choose, is_loopback
 from gwlab.wire import limits
+from tests.support.fakes import CANARY_KEY, FakeLocal
 
 PROXY_VARIABLES = [name for base in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
                    for name in (base, base.upper())]

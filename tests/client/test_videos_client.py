@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from clientkit import BASE_URL, CANARY_KEY
-from faces import FACES, Face, logged, open_face
 
 from gwlab.errors import ConnectionFailed, InvalidRequest, NotFound, ServerError, Timeout
+from tests.support.faces import FACES, Face, logged, open_face
+from tests.support.fakes import BASE_URL, CANARY_KEY
 
 VIDEO = "local/video-preview"
 

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from framekit import DECISIONS, QUESTIONS, RequestLog, tickets_frame
-from gatewaykit import RunningGateway, start_gateway, stop_gateway
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id
 from gwlab.frames.families import decisions_family
+from tests.support.gateways import RequestLog, RunningGateway, start_gateway, stop_gateway
+from tests.support.tickets import DECISIONS, QUESTIONS, tickets_frame
 
 MODEL = "local/decide-e5-small"
 

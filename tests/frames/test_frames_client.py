@@ -8,12 +8,12 @@ from collections.abc import Iterator
 import httpx
 import pandas as pd
 import pytest
-from framekit import QUESTIONS, tickets_frame
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import Gateway
 from gwlab.errors import ConnectionFailed, RateLimited
 from gwlab.wire import limits
+from tests.support.tickets import QUESTIONS, tickets_frame
 
 KEY = "sk-frames-client-test"
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from taskapp import FAMILY, KEY, LoseAnswers, Server, serving
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames.budget import Budget
 from gwlab.wire.models import DEFAULT_MODELS
+from tests.support.task_app import FAMILY, KEY, LoseAnswers, Server, serving
 
 
 @pytest.fixture

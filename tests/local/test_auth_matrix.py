@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
-from gatewaykit import RunningGateway
+
+from tests.support.gateways import RunningGateway
 
 DECIDE, TEXT, VIDEO, REALTIME = ("local/decide-e5-small", "local/gemma-3-270m", "local/video-preview",
                                  "local/realtime-gemma-3-270m")

@@ -10,7 +10,8 @@ import httpx
 import openai
 import pytest
 import typesafe_sdk as ts
-from gatewaykit import RunningGateway
+
+from tests.support.gateways import RunningGateway
 
 MODEL = "local/decide-e5-small"
 STATE = {"message": "I was charged twice for my order and want my money back today"}

@@ -7,7 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
-from gatewaykit import RunningGateway
+
+from tests.support.gateways import RunningGateway
 
 TEXT = "local/gemma-3-270m"
 # each local text model and its max_input_tokens (SmolLM2's context is served at 4096)

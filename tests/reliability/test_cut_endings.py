@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from faultproxy import CutResponse, Exchange, Fault, FaultProxy, Pass
 
 from gwlab import errors
 from gwlab.client.gateway import Gateway
+from tests.support.fault_proxy import CutResponse, Exchange, Fault, FaultProxy, Pass
 
 TEXT = "local/gemma-3-270m"
 LONG = "Q: Tell me a long story about a dragon who lived in a castle.\nA: Once upon a time"

@@ -1,31 +1,12 @@
-"""Helpers for widget tests: bounded polling, and transports that cut or hold a real stream mid-way."""
+"""Transports over the real gateway that cut or hold a streamed answer mid-way (fault injection)."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
 import httpx
-
-TEXT_MODEL = "local/gemma-3-270m"
-DECIDE_MODEL = "local/decide-e5-small"
-REALTIME_MODEL = "local/realtime-gemma-3-270m"
-PROMPT = "Q: What is the capital of France?\nA:"
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 120.0, interval: float = 0.05) -> Any:
-    """Poll `predicate` until it is truthy; fail with its last value after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    value = predicate()
-    while not value:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout:g} s (last value {value!r})")
-        time.sleep(interval)
-        value = predicate()
-    return value
 
 
 class _CutAfter(httpx.AsyncByteStream):
