@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -30,6 +31,17 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, interval: fl
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout:g} s (last value {value!r})")
         time.sleep(interval)
+    return value
+
+
+async def wait_until_async(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05,
+                           what: str = "the condition") -> Any:
+    """`wait_until` for a coroutine: polls without blocking the event loop the condition depends on."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not met within {timeout:g} s (last value {value!r})")
+        await asyncio.sleep(interval)
     return value
 
 

@@ -33,7 +33,7 @@ from gwlab.errors import (
     Timeout,
 )
 from gwlab.wire import realtime_events as rte
-from tests.support import free_port
+from tests.support import free_port, wait_until_async
 
 MODEL = "local/realtime-gemma-3-270m"
 KEY = "gw-test-key-not-secret-0123456789"
@@ -110,9 +110,7 @@ def drop(ws: ServerConnection) -> None:
 
 
 async def eventually(condition: Callable[[], Any], timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.01)
+    await wait_until_async(condition, timeout=timeout, interval=0.01)
 
 
 

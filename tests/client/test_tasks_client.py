@@ -1,4 +1,4 @@
-"""Any task API reached by a description only: a differently shaped app (tests/taskapp.py), no new code.
+"""Any task API reached by a description only: a differently shaped app (tests/support/task_app.py), no new code.
 
 The same generic client drives the embedded gateway's videos and images (their own tests) and this
 third family: nested id and status fields, upper-case statuses, millisecond times, ids that must be

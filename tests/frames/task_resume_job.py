@@ -1,5 +1,5 @@
 """Task batches to kill (driven by test_task_resume.py): image tasks for a prompt table on the embedded
-gateway, paced; or three tasks on the described task app of tests/taskapp.py, the second held mid-answer."""
+gateway, paced; or three tasks on the described task app of tests/support/task_app.py, the second held mid-answer."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Beyond one machine: worker processes sharing no disk, a PostgreSQL checkpoint, limits held by the scheduler.
 
 The cluster is a scheduler and `dask worker` processes, each in its own temporary directory with no path in
-common (clusterkit); the gateway a loopback server with a fixed latency that logs when each request arrived
-and whether its answer was delivered (latencykit). Every claim is read from that log.
+common (bench/harness/cluster.py); the gateway a loopback server with a fixed latency that logs when each
+request arrived and whether its answer was delivered (bench/harness/latency_gateway.py). Every claim is read
+from that log.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """df.gw.images / videos / tasks: one task per row, waited for, downloaded, and never paid for twice.
 
 Against the real embedded gateway (the session's `gateway`), plus the third, differently shaped task
-API of tests/taskapp.py reached by its description only. Faults (a lost answer, a failed lookup) are
+API of tests/support/task_app.py reached by its description only. Faults (a lost answer, a failed lookup) are
 injected over the real transport.
 """
 

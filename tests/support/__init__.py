@@ -6,9 +6,9 @@
 - `models`: model ids, read from gwlab's tables; `tickets`: frames and questions.
 - `fakes`, `faces`, `streams`, `fault_proxy`, `billing`: fault injection and what it is checked against.
 - The fixed-latency gateway and the dask cluster live in bench/harness (bench imports no test module);
-  tests import them from there, and `free_port` and `wait_until` from here.
+  tests import them from there, and `free_port`, `wait_until` (and its async twin) from here.
 """
 
-from bench.harness.loopback import free_port, wait_until
+from bench.harness.loopback import free_port, wait_until, wait_until_async
 
-__all__ = ["free_port", "wait_until"]
+__all__ = ["free_port", "wait_until", "wait_until_async"]
