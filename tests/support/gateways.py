@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.harness.loopback import wait_until
+
 __all__ = ["RequestLog", "RunningGateway", "make_key", "own_gateway", "run_cli", "set_key",
            "start_gateway", "stop_gateway"]
 
@@ -126,13 +128,15 @@ class RequestLog:
     def settled(self, mark: int = 0, path: str | None = None, quiet: float = 0.5) -> list[dict[str, Any]]:
         """Rows after `mark` once none has arrived for `quiet` seconds: the gateway writes a row just
         after the last byte went out, so a client can read its answer before the row exists."""
-        seen, since = -1, time.monotonic()
-        deadline = since + 60
-        while time.monotonic() - since < quiet and time.monotonic() < deadline:
+        last = {"count": -1, "since": time.monotonic()}
+
+        def still() -> bool:
             count = len(self.rows(mark, path))
-            if count != seen:
-                seen, since = count, time.monotonic()
-            time.sleep(0.05)
+            if count != last["count"]:
+                last.update(count=count, since=time.monotonic())
+            return time.monotonic() - last["since"] >= quiet
+
+        wait_until(still, timeout=60, what=f"no new request-log row for {quiet:g} s")
         return self.rows(mark, path)
 
     def split(self, mark: int, at: float, path: str | None = None
