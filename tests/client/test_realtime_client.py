@@ -34,8 +34,9 @@ from gwlab.errors import (
 )
 from gwlab.wire import realtime_events as rte
 from tests.support import free_port, wait_until_async
+from tests.support.models import REALTIME_MODEL
 
-MODEL = "local/realtime-gemma-3-270m"
+MODEL = REALTIME_MODEL
 KEY = "gw-test-key-not-secret-0123456789"
 
 

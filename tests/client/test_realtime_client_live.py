@@ -18,8 +18,9 @@ from gwlab.errors import AuthenticationFailed, InvalidRequest
 from gwlab.wire import audio
 from gwlab.wire import realtime_events as rte
 from tests.support import wait_until_async
+from tests.support.models import REALTIME_MODEL
 
-MODEL = "local/realtime-gemma-3-270m"
+MODEL = REALTIME_MODEL
 QUESTION = "What is the capital of France?"
 
 

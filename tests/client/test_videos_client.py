@@ -17,8 +17,9 @@ import pytest
 from gwlab.errors import ConnectionFailed, InvalidRequest, NotFound, ServerError, Timeout
 from tests.support.faces import FACES, Face, logged, open_face
 from tests.support.fakes import BASE_URL, CANARY_KEY
+from tests.support.models import VIDEO_MODEL
 
-VIDEO = "local/video-preview"
+VIDEO = VIDEO_MODEL
 
 
 @pytest.fixture(params=FACES)

@@ -14,9 +14,10 @@ from gwlab.client.gateway import Gateway
 from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id
 from gwlab.frames.families import decisions_family
 from tests.support.gateways import RequestLog, RunningGateway, start_gateway, stop_gateway
+from tests.support.models import DECIDE_MODEL
 from tests.support.tickets import DECISIONS, QUESTIONS, tickets_frame
 
-MODEL = "local/decide-e5-small"
+MODEL = DECIDE_MODEL
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,9 @@ import pytest
 import typesafe_sdk as ts
 
 from tests.support.gateways import RunningGateway
+from tests.support.models import DECIDE_MODEL
 
-MODEL = "local/decide-e5-small"
+MODEL = DECIDE_MODEL
 STATE = {"message": "I was charged twice for my order and want my money back today"}
 QUESTIONS: dict[str, Any] = {
     "is_billing": {"type": "noul", "instructions": "Is this about billing?"},

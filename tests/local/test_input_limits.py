@@ -9,8 +9,9 @@ import httpx
 import pytest
 
 from tests.support.gateways import RunningGateway
+from tests.support.models import TEXT_MODEL
 
-TEXT = "local/gemma-3-270m"
+TEXT = TEXT_MODEL
 # each local text model and its max_input_tokens (SmolLM2's context is served at 4096)
 LIMITS = {"local/gemma-3-270m": 2047, "local/smollm2-135m-instruct": 4095}
 LONG = "The checkout page crashes whenever I pay. " * 1000  # ~8,000 tokens, over both contexts
