@@ -28,6 +28,8 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 
+from harness.loopback import free_port, wait_until  # bench/harness: this script's folder is on sys.path
+
 BODY = json.dumps({
     "id": "chatcmpl-bench", "object": "chat.completion", "created": 1767225600, "model": "local/gemma-3-270m",
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris is the capital of France.",
@@ -57,21 +59,15 @@ def serve(port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def wait_for(port: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def accepts() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
         except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("the bench server did not start")
+            return False
+        return True
+
+    wait_until(accepts, timeout=timeout, what="the bench server's start")
 
 
 async def cpu_per_request(call: Callable[[], Awaitable[object]], n: int) -> float:

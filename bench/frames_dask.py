@@ -3,10 +3,10 @@
     python bench/frames_dask.py       # 160 rows in 4 partitions, L = 500 ms, R = 300/min, 4 in flight per worker
     python bench/frames_dask.py --rows 320 --rate 10
 
-The gateway is the fixed-latency loopback server of the tests (tests/frames/latencykit.py), which logs when
-each request arrived; the cluster a scheduler and `dask worker` processes of one thread each, sharing no
-directory (tests/frames/clusterkit.py); the checkpoint a fresh PostgreSQL database per run
-(tests/frames/pgkit.py, Debian's server). Each worker computes one partition at a time with
+The gateway is the fixed-latency loopback server the tests use too (bench/harness/latency_gateway.py), which
+logs when each request arrived; the cluster a scheduler and `dask worker` processes of one thread each, sharing
+no directory (bench/harness/cluster.py); the checkpoint a fresh PostgreSQL database per run
+(bench/harness/postgres.py, Debian's server). Each worker computes one partition at a time with
 `concurrency=C`, so one worker can send at most C / L requests a second (8/s by default, above R):
 the limit, not the workers, sets the pace, and adding workers must not push it past R. The bucket holds
 one request, so grants are 1/R apart at the scheduler (200 ms by
@@ -29,16 +29,11 @@ import argparse
 import secrets
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # gatewaykit, which the kits import
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "frames"))
-
-from clusterkit import ProcessCluster
-from latencykit import LatencyGateway, Served, max_in_window
-from pgkit import postgres_server
+from harness.cluster import ProcessCluster  # bench/harness: this script's folder is on sys.path
+from harness.latency_gateway import LatencyGateway, max_in_window, serving
+from harness.postgres import running_postgres
 
 from gwlab.frames import dask as gw_dask
 
@@ -53,19 +48,16 @@ def run(cluster: ProcessCluster, url: str, rows: int, partitions: int, latency: 
         concurrency: int) -> dict:
     import dask.dataframe as dd
 
-    served = Served(LatencyGateway(latency, KEY))
-    try:
+    with serving(LatencyGateway(latency, KEY)) as gateway:
         frame = pd.DataFrame({"ticket": [f"Ticket {i}: order {i * 7} was charged twice" for i in range(rows)]})
         lazy = gw_dask.decide(dd.from_pandas(frame, npartitions=partitions), "{ticket}", QUESTIONS,
-                              gateway=gw_dask.GatewaySpec(served.gateway.base_url), checkpoint=url,
+                              gateway=gw_dask.GatewaySpec(gateway.base_url), checkpoint=url,
                               requests_per_minute=rate * 60, burst=1 / rate, concurrency=concurrency,
                               limiter_name=f"bench-{secrets.token_hex(4)}")
         started = time.perf_counter()
         out = cluster.client.compute(lazy).result()
         wall = time.perf_counter() - started
-        times = served.gateway.arrival_times()
-    finally:
-        served.close()
+        times = gateway.arrival_times()
     assert len(times) == rows and (out["__status"] == "sent").all(), "every row sent once"
     return {"rows/s": rows / wall, "arrival rate / R": (len(times) - 1) / (times[-1] - times[0]) / rate,
             "busiest 1 s window": max_in_window(times, 1.0), "allowed": int(1 + rate)}
@@ -81,17 +73,12 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=5.0, help="cluster-wide limit R, requests per second")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight per worker (C)")
     args = parser.parse_args()
-    servers = postgres_server()
-    postgres = next(servers)
     results = {}
-    try:
-        with ProcessCluster(env={"GWLAB_API_KEY": KEY}) as cluster:
-            for workers in (1, 2, 4):
-                cluster.ensure_workers(workers)
-                results[workers] = run(cluster, postgres.new_database(), args.rows, args.partitions, args.latency,
-                                       args.rate, args.concurrency)
-    finally:
-        servers.close()
+    with running_postgres() as postgres, ProcessCluster(env={"GWLAB_API_KEY": KEY}) as cluster:
+        for workers in (1, 2, 4):
+            cluster.ensure_workers(workers)
+            results[workers] = run(cluster, postgres.new_database(), args.rows, args.partitions, args.latency,
+                                   args.rate, args.concurrency)
     print(f"{args.rows} rows in {args.partitions} partitions, L = {args.latency * 1000:.0f} ms, "
           f"R = {args.rate * 60:.0f}/min "
           f"({args.rate:g}/s), C = {args.concurrency} per worker (one worker alone: at most "

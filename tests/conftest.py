@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-# RequestLog and serve are imported for relkit, which finds this module by its file
-from gatewaykit import RequestLog, RunningGateway, serve, start_gateway, stop_gateway  # noqa: F401
+from tests.support.gateways import RunningGateway, start_gateway, stop_gateway
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from tests.support import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
@@ -151,9 +152,7 @@ def _run(command: list[str], env: dict[str, str], timeout: float) -> tuple[str, 
 
 def _lab_rss_mb(venv: Path, env: dict[str, str]) -> float:
     """Resident memory of an idle JupyterLab server started from the venv, once it lists the notebooks."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     root = ["--allow-root"] if os.geteuid() == 0 else []  # Binder runs it as a plain user; CI may be root
     log = venv.parent / "jupyterlab.log"
     with log.open("wb") as sink:
@@ -162,16 +161,19 @@ def _lab_rss_mb(venv: Path, env: dict[str, str]) -> float:
                                 f"--ServerApp.root_dir={ROOT / 'notebooks'}"],
                                cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 120
-        while True:
+        def served() -> dict | None:
+            if lab.poll() is not None:
+                raise AssertionError(f"JupyterLab exited:\n{log.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents", timeout=5) as reply:
-                    listing = json.load(reply)
-                break
-            except OSError as exc:
-                if time.monotonic() > deadline or lab.poll() is not None:
-                    raise AssertionError(f"JupyterLab did not serve:\n{log.read_text()[-3000:]}") from exc
-                time.sleep(1)
+                    return json.load(reply)
+            except OSError:
+                return None
+
+        try:
+            listing = wait_until(served, timeout=120, interval=1, what="JupyterLab serving its contents")
+        except AssertionError as exc:
+            raise AssertionError(f"JupyterLab did not serve:\n{log.read_text()[-3000:]}") from exc
         assert "01-quickstart.ipynb" in {item["name"] for item in listing["content"]}
         status = Path(f"/proc/{lab.pid}/status").read_text()
         return int(re.search(r"VmRSS:\s+(\d+) kB", status)[1]) / 1024

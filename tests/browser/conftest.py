@@ -13,15 +13,15 @@ import secrets
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from gatewaykit import free_port
-from labkit import CHROMIUM_FLAGS, LAB_SETTINGS, ROOT, Lab
+
+from tests.support import free_port, wait_until
+from tests.support.lab import CHROMIUM_FLAGS, LAB_SETTINGS, ROOT, Lab
 
 
 @pytest.fixture(scope="session")
@@ -59,17 +59,20 @@ def lab(browser_stack: None, gateway: Any, tmp_path_factory: pytest.TempPathFact
     log = (base / "lab.log").open("wb")
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
+
+    def up() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited before it was up; see {base / 'lab.log'}")
         try:
-            if httpx.get(f"{url}/api/status", params={"token": token}, timeout=2).status_code == 200:
-                break
+            return httpx.get(f"{url}/api/status", params={"token": token}, timeout=2).status_code == 200
         except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"JupyterLab did not start; see {base / 'lab.log'}")
-        time.sleep(0.5)
+            return False
+
+    try:
+        wait_until(up, timeout=120, interval=0.5, what=f"JupyterLab up (see {base / 'lab.log'})")
+    except BaseException:
+        process.kill()
+        raise
     yield Lab(url, token, root, process)
     process.terminate()
     try:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from labkit import Lab, assert_no_secret, image, run_first_cell
+
+from tests.support.lab import Lab, assert_no_secret, image, run_first_cell
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labkit import Lab, assert_no_secret, fake_microphone, image, run_first_cell
+
+from tests.support.lab import Lab, assert_no_secret, fake_microphone, image, run_first_cell
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect

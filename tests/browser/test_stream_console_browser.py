@@ -7,7 +7,9 @@ import re
 from typing import Any
 
 import pytest
-from labkit import WIDGET_STATE, Lab, assert_no_secret, image, run_first_cell, wait_for
+
+from tests.support import wait_until as wait_for
+from tests.support.lab import WIDGET_STATE, Lab, assert_no_secret, image, run_first_cell
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect

@@ -1,4 +1,4 @@
-"""Third-party gateways for tests/byo, each started once per session (serverkit.py), plus fresh ones to kill."""
+"""Third-party gateways for tests/byo, each started once per session (servers.py), plus fresh ones to kill."""
 
 from __future__ import annotations
 
@@ -6,13 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import serverkit
-from gatewaykit import RunningGateway
-from serverkit import RunningServer
 
 from gwlab.client import dialect
-
-EMBEDDED_DECIDE_MODEL = "local/decide-e5-small"  # gwlab's embedded gateway, behind LiteLLM's "decide"
+from tests.support import servers
+from tests.support.gateways import RunningGateway
+from tests.support.models import DECIDE_MODEL
+from tests.support.servers import RunningServer
 
 
 @pytest.fixture(autouse=True)
@@ -40,19 +39,19 @@ def _serve(server: RunningServer) -> Iterator[RunningServer]:
     try:
         yield server
     finally:
-        serverkit.stop(server)
+        servers.stop(server)
 
 
 @pytest.fixture(scope="session")
 def llama_server(gemma_gguf: Path, byo_dir: Path) -> Iterator[RunningServer]:
     """llama-cpp-python's OpenAI-compatible server on Gemma 3 270M, shared by the session."""
-    yield from _serve(serverkit.start_llama_server(gemma_gguf, byo_dir))
+    yield from _serve(servers.start_llama_server(gemma_gguf, byo_dir))
 
 
 @pytest.fixture(scope="session")
 def laya_server(byo_dir: Path) -> Iterator[RunningServer]:
     """laya-serve 0.2.1 (fake backend), shared by the session."""
-    yield from _serve(serverkit.start_laya_serve(byo_dir))
+    yield from _serve(servers.start_laya_serve(byo_dir))
 
 
 @pytest.fixture(scope="session")
@@ -60,31 +59,31 @@ def litellm_proxy(llama_server: RunningServer, gateway: RunningGateway, laya_ser
                   byo_dir: Path) -> Iterator[RunningServer]:
     """LiteLLM's proxy: "gemma" -> the llama server, "decide" -> gwlab's embedded gateway (OpenAI's decisions
     shape), "jev" -> laya-serve (System One). Shared by the session (~20 s to start)."""
-    yield from _serve(serverkit.start_litellm_proxy(llama_server, gateway.base_url, gateway.api_key,
-                                                    EMBEDDED_DECIDE_MODEL, laya_server, byo_dir))
+    yield from _serve(servers.start_litellm_proxy(llama_server, gateway.base_url, gateway.api_key,
+                                                    DECIDE_MODEL, laya_server, byo_dir))
 
 
 @pytest.fixture
 def llama_server_to_kill(gemma_gguf: Path, tmp_path: Path) -> Iterator[RunningServer]:
     """A llama server of the test's own (~3 s to start), for a test that kills it."""
-    yield from _serve(serverkit.start_llama_server(gemma_gguf, tmp_path))
+    yield from _serve(servers.start_llama_server(gemma_gguf, tmp_path))
 
 
 @pytest.fixture
 def laya_server_to_kill(tmp_path: Path) -> Iterator[RunningServer]:
     """A laya-serve of the test's own (~1 s to start), for a test that kills it."""
-    yield from _serve(serverkit.start_laya_serve(tmp_path))
+    yield from _serve(servers.start_laya_serve(tmp_path))
 
 
 @pytest.fixture
 def laya_server_rate_limited(tmp_path: Path) -> Iterator[RunningServer]:
     """A laya-serve allowing 2 requests a minute, fresh per test so its counter starts at zero."""
-    yield from _serve(serverkit.start_laya_serve(tmp_path, rate_limit_per_minute=2))
+    yield from _serve(servers.start_laya_serve(tmp_path, rate_limit_per_minute=2))
 
 
 @pytest.fixture
 def litellm_proxy_to_kill(llama_server: RunningServer, gateway: RunningGateway, laya_server: RunningServer,
                           tmp_path: Path) -> Iterator[RunningServer]:
     """A LiteLLM proxy of the test's own (~20 s to start) in front of the session's servers, to kill."""
-    yield from _serve(serverkit.start_litellm_proxy(llama_server, gateway.base_url, gateway.api_key,
-                                                    EMBEDDED_DECIDE_MODEL, laya_server, tmp_path))
+    yield from _serve(servers.start_litellm_proxy(llama_server, gateway.base_url, gateway.api_key,
+                                                    DECIDE_MODEL, laya_server, tmp_path))

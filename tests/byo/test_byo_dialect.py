@@ -10,10 +10,10 @@ from __future__ import annotations
 import httpx
 import pandas as pd
 import pytest
-from serverkit import LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, RunningServer, connect
 
 import gwlab
 from gwlab import errors
+from tests.support.servers import LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, RunningServer, connect
 
 LIST = "Q: Name twenty animals, one per line.\nA:"  # greedy Gemma runs long: a cap must cut it
 GREEDY = {"temperature": 0}

@@ -12,10 +12,10 @@ events is fixed by the server's lock, not by timing. The second request then get
 from __future__ import annotations
 
 import pytest
-from serverkit import RunningServer
 
 import gwlab
 from gwlab import errors
+from tests.support.servers import RunningServer
 
 PROMPT = "Q: What colour is a banana?\nA:"  # greedy Gemma echoes it over and over: it runs to its cap
 

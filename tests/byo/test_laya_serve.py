@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-import serverkit
 import typesafe_sdk as ts
-from serverkit import RunningServer, connect
 
 import gwlab
 from gwlab import errors
+from tests.support import servers
+from tests.support.servers import RunningServer, connect
 
 STATE = "I was charged twice for my plan this month; please refund one charge."
 QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?"},
@@ -85,7 +85,7 @@ def test_a_killed_server_is_a_connection_failure_and_a_batch_reports_no_row_as_a
     tickets = pd.DataFrame({"text": [STATE, "The app crashes."]})
     with connect(server, max_retries=0) as gw:
         assert set(gw.decide(STATE, QUESTIONS, model=server.model).answers) == set(QUESTIONS)
-        serverkit.kill(server)
+        servers.kill(server)
         with pytest.raises(errors.ConnectionFailed):
             gw.decide(STATE, QUESTIONS, model=server.model)
         out = tickets.gw.decide("{text}", QUESTIONS, model=server.model, gateway=gw, errors="coerce", **QUIET)

@@ -1,6 +1,6 @@
 """gwlab against LiteLLM's proxy 1.108 (own venv: tests/byo/requirements-litellm.txt), a gateway gwlab did not write.
 
-The proxy's model list (serverkit.litellm_config): "gemma" is llama-cpp-python's server (chat, and LiteLLM's
+The proxy's model list (servers.litellm_config): "gemma" is llama-cpp-python's server (chat, and LiteLLM's
 responses and messages bridges over chat completions), "decide" is gwlab's embedded gateway (LiteLLM's
 /v1/decisions speaks OpenAI's decisions shape and forwards it), "jev" is laya-serve (LiteLLM translates to System
 One). Every call goes through gwlab's public API with only `base_url` and `api_key`; generation is greedy.
@@ -16,11 +16,11 @@ import httpx
 import openai
 import pandas as pd
 import pytest
-import serverkit
-from serverkit import LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, LITELLM_SYSTEMONE_MODEL, RunningServer
 
 import gwlab
 from gwlab import errors
+from tests.support import servers
+from tests.support.servers import LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, LITELLM_SYSTEMONE_MODEL, RunningServer
 
 PROMPT = "Q: What colour is a banana?\nA:"  # greedy Gemma echoes it through a chat template: runs to its cap
 GREEDY = {"temperature": 0}
@@ -124,7 +124,7 @@ def _kill_after_first_text(stream: Iterable[Any], server: RunningServer) -> None
     for chunk in stream:
         if chunk.text:
             break
-    serverkit.kill(server)  # 400 tokens were asked for; the first has just arrived
+    servers.kill(server)  # 400 tokens were asked for; the first has just arrived
     for _ in stream:
         pass
 

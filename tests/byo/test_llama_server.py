@@ -13,11 +13,11 @@ from typing import Any
 import openai
 import pandas as pd
 import pytest
-import serverkit
-from serverkit import RunningServer
 
 import gwlab
 from gwlab import errors
+from tests.support import servers
+from tests.support.servers import RunningServer
 
 # through the server's chat template greedy Gemma echoes this prompt over and over: it always runs to its cap
 PROMPT = "Q: What colour is a banana?\nA:"
@@ -90,7 +90,7 @@ def _kill_after_first_text(stream: Iterable[Any], server: RunningServer) -> None
     for chunk in stream:
         if chunk.text:  # the first chunk only names the role
             break
-    serverkit.kill(server)  # the stream asked for 400 tokens; the first of them has just arrived
+    servers.kill(server)  # the stream asked for 400 tokens; the first of them has just arrived
     for _ in stream:
         pass
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import httpx
 import pytest
-from clientkit import BASE_URL, CANARY_KEY, Handler, chat_body
 
 from gwlab import AsyncGateway, Gateway
 from gwlab.wire import limits
+from tests.support.fakes import BASE_URL, CANARY_KEY, Handler, chat_body
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from clientkit import CANARY_KEY, chat_body
 
 from gwlab import errors
 from gwlab.client.transport import normalize_base_url, ws_url
+from tests.support.fakes import CANARY_KEY, chat_body
 
 
 @pytest.mark.parametrize("given", ["http://h:8000", "http://h:8000/", "http://h:8000/v1", "http://h:8000/v1/",

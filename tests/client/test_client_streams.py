@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from clientkit import chat_body, sse_bytes, sse_response
 
 from gwlab import errors
 from gwlab.wire.responses import ResponseEvent, UnknownItem
 from gwlab.wire.sse import UnknownEvent
+from tests.support.fakes import chat_body, sse_bytes, sse_response
 
 
 def chunk(text: str) -> dict:

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 import pytest
-from clientkit import CANARY_KEY
 
 import gwlab
 from gwlab import errors
-
-
-@dataclass
-class FakeLocal:
-    base_url: str = "http://127.0.0.1:9/v1"
-    api_key: str = field(default=CANARY_KEY, repr=False)
-    stopped: int = 0
-
-    def stop(self) -> None:
-        self.stopped += 1
+from tests.support.fakes import CANARY_KEY, FakeLocal
 
 
 def test_connect_reads_the_environment_mapping():

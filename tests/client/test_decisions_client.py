@@ -10,13 +10,14 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from clientkit import BASE_URL, CANARY_KEY
-from faces import FACES, Face, logged, open_face
 
 from gwlab.errors import InvalidRequest, NotFound
 from gwlab.wire.decisions import ChoiceAnswer, NoulAnswer, ScoreAnswer
+from tests.support.faces import FACES, Face, logged, open_face
+from tests.support.fakes import BASE_URL, CANARY_KEY
+from tests.support.models import DECIDE_MODEL
 
-DECIDE = "local/decide-e5-small"
+DECIDE = DECIDE_MODEL
 QUESTIONS = {
     "billing": {"type": "noul", "instructions": "Is this message about billing or payments?"},
     "team": {"type": "choice", "instructions": "Which team should handle it?",

@@ -14,13 +14,13 @@ from typing import Any
 
 import httpx
 import pytest
-from clientkit import BASE_URL, CANARY_KEY, chat_body, sse_bytes, sse_response
 
 from gwlab import Dialect, errors
 from gwlab.client import dialect
 from gwlab.client.transport import normalize_base_url
 from gwlab.local import decisions_openai as openai_shape
 from gwlab.wire import decisions, decisions_openai
+from tests.support.fakes import BASE_URL, CANARY_KEY, chat_body, sse_bytes, sse_response
 
 QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?"},
              "team": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": None, "tech": "bugs"}},

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 import gwlab
+from tests.support.models import TEXT_MODEL
 
-TEXT = "local/gemma-3-270m"
+TEXT = TEXT_MODEL
 LONG = "Q: Tell me a long story about a dragon who lived in a castle.\nA: Once upon a time"
 CAP = 3
 

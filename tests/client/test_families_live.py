@@ -15,11 +15,12 @@ import pytest
 import gwlab
 from gwlab import errors
 from gwlab.wire.responses import MessageItem
+from tests.support.models import DECIDE_MODEL, TEXT_MODEL
 
 session_loop = pytest.mark.asyncio(loop_scope="session")  # the loop the async fixtures run on
 
-TEXT = "local/gemma-3-270m"
-DECIDE = "local/decide-e5-small"
+TEXT = TEXT_MODEL
+DECIDE = DECIDE_MODEL
 PROMPT = "Q: What is the capital of France?\nA:"
 TRANSPORTS = ["fast", "httpx"]
 

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from clientkit import CANARY_KEY
 
 import gwlab
 from gwlab import errors
 from gwlab.client._http11 import FastTransport
+from tests.support.fakes import CANARY_KEY
 
 TRANSPORTS = ["fast", "httpx"]  # the names gwlab chooses between (gwlab/client/transport_choice.py)
 RAW = {"fast": FastTransport, "httpx": httpx.AsyncHTTPTransport}

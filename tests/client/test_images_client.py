@@ -6,11 +6,11 @@ import sqlite3
 from collections.abc import Iterator
 
 import pytest
-from faces import FACES, Face, logged, open_face
-from taskapp import LoseAnswers
 
 from gwlab.errors import InvalidRequest, NotFound
 from gwlab.wire.models import DEFAULT_MODELS
+from tests.support.faces import FACES, Face, logged, open_face
+from tests.support.task_app import LoseAnswers
 
 
 def submissions(db) -> int:

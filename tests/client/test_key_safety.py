@@ -7,9 +7,9 @@ import traceback
 
 import httpx
 import pytest
-from clientkit import CANARY_KEY, chat_body, sse_bytes, sse_response
 
 from gwlab import errors
+from tests.support.fakes import CANARY_KEY, chat_body, sse_bytes, sse_response
 
 
 def echoing_401(request: httpx.Request) -> httpx.Response:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import httpx
 import pandas as pd
 import pytest
-from clientkit import CANARY_KEY, chat_body
 
 import gwlab
 from gwlab.client.ledger import COLUMNS, Ledger
+from tests.support.fakes import CANARY_KEY, chat_body
 
 PROMPT = "a private prompt that must not be recorded"
 

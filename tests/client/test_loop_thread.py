@@ -9,10 +9,10 @@ import warnings
 
 import httpx
 import pytest
-from clientkit import BASE_URL, CANARY_KEY, chat_body
 
 import gwlab
 from gwlab.client._loop import LoopThread
+from tests.support.fakes import BASE_URL, CANARY_KEY, chat_body
 
 
 def ok(request: httpx.Request) -> httpx.Response:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from faces import FACES, Face, logged, open_face
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.responses import Response
+from tests.support.faces import FACES, Face, logged, open_face
+from tests.support.models import TEXT_MODEL
 
-TEXT = "local/gemma-3-270m"
+TEXT = TEXT_MODEL
 CHAT_REQUEST = {
     "model": TEXT,
     "messages": [{"role": "system", "content": "Answer in one word."},

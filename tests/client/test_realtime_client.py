@@ -16,7 +16,6 @@ from http import HTTPStatus
 from typing import Any
 
 import pytest
-from gatewaykit import free_port
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.protocol import State
 
@@ -34,8 +33,10 @@ from gwlab.errors import (
     Timeout,
 )
 from gwlab.wire import realtime_events as rte
+from tests.support import free_port, wait_until_async
+from tests.support.models import REALTIME_MODEL
 
-MODEL = "local/realtime-gemma-3-270m"
+MODEL = REALTIME_MODEL
 KEY = "gw-test-key-not-secret-0123456789"
 
 
@@ -110,9 +111,7 @@ def drop(ws: ServerConnection) -> None:
 
 
 async def eventually(condition: Callable[[], Any], timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.01)
+    await wait_until_async(condition, timeout=timeout, interval=0.01)
 
 
 

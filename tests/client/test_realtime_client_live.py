@@ -17,8 +17,10 @@ from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import AuthenticationFailed, InvalidRequest
 from gwlab.wire import audio
 from gwlab.wire import realtime_events as rte
+from tests.support import wait_until_async
+from tests.support.models import REALTIME_MODEL
 
-MODEL = "local/realtime-gemma-3-270m"
+MODEL = REALTIME_MODEL
 QUESTION = "What is the capital of France?"
 
 
@@ -180,7 +182,7 @@ async def test_webrtc_round_trip_speech_in_events_and_audio_out(gw: AsyncGateway
         rtc.send_audio(pcm + b"\x00" * rate * 3, rate=rate)  # speech, then 1.5 s of silence
         turn = await rtc.turn(timeout=120)
         heard = next(e for e in turn.events if e.type.endswith("input_audio_transcription.completed"))
-        spoken = await asyncio.wait_for(played_out(received), timeout=60)  # it plays in real time
+        spoken = await played_out(received)  # it plays in real time
         listener.cancel()
     assert words(heard.transcript) == words(QUESTION)
     assert turn.is_complete and turn.transcript.strip()
@@ -190,9 +192,9 @@ async def test_webrtc_round_trip_speech_in_events_and_audio_out(gw: AsyncGateway
 
 
 async def played_out(received: list[bytes]) -> bytes:
-    """The audio received once more than half a second of it is audible (bounded by the caller)."""
-    while True:
+    """The audio received once more than half a second of it is audible (bounded: 60 s)."""
+    def audible() -> bytes:
         spoken = b"".join(received)
-        if audio.duration_ms(spoken) > 500 and rms(spoken) > 0.005:
-            return spoken
-        await asyncio.sleep(0.05)
+        return spoken if audio.duration_ms(spoken) > 500 and rms(spoken) > 0.005 else b""
+
+    return await wait_until_async(audible, timeout=60, what="half a second of audible audio")

@@ -1,4 +1,4 @@
-"""Any task API reached by a description only: a differently shaped app (tests/taskapp.py), no new code.
+"""Any task API reached by a description only: a differently shaped app (tests/support/task_app.py), no new code.
 
 The same generic client drives the embedded gateway's videos and images (their own tests) and this
 third family: nested id and status fields, upper-case statuses, millisecond times, ids that must be
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from faces import FACES, Face, open_face
-from taskapp import FAMILY, KEY, LoseAnswers, Server, serving
 
 from gwlab.errors import InvalidRequest, Timeout
+from tests.support.faces import FACES, Face, open_face
+from tests.support.task_app import FAMILY, KEY, LoseAnswers, Server, serving
 
 
 @pytest.fixture(scope="module")

@@ -13,15 +13,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from faces import FACES, Face, logged, open_face
 
 from gwlab.client.tools import Call, ToolRun, tool_calls_of
 from gwlab.errors import InvalidRequest
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.responses import Response
+from tests.support.faces import FACES, Face, logged, open_face
+from tests.support.models import DECIDE_MODEL, TEXT_MODEL
 
-DECIDE = "local/decide-e5-small"
-TEXT = "local/gemma-3-270m"
+DECIDE = DECIDE_MODEL
+TEXT = TEXT_MODEL
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather forecast and temperature for a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],

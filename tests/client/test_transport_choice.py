@@ -23,18 +23,18 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from clientkit import CANARY_KEY
-from test_connect import FakeLocal
 
 import gwlab
 from gwlab import errors
 from gwlab.client.transport_choice import choose, is_loopback
 from gwlab.wire import limits
+from tests.support.fakes import CANARY_KEY, FakeLocal
+from tests.support.models import REALTIME_MODEL, TEXT_MODEL
 
 PROXY_VARIABLES = [name for base in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
                    for name in (base, base.upper())]
-TEXT = "local/gemma-3-270m"
-REALTIME = "local/realtime-gemma-3-270m"
+TEXT = TEXT_MODEL
+REALTIME = REALTIME_MODEL
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,10 @@ import time
 
 import httpx
 import pytest
-from clientkit import chat_body
 
 from gwlab import errors
 from gwlab.client.transport import retry_after_seconds
+from tests.support.fakes import chat_body
 
 pytestmark = pytest.mark.usefixtures("fast_retries")
 

@@ -10,10 +10,10 @@ import inspect
 
 import httpx
 import pytest
-from clientkit import BASE_URL, CANARY_KEY
 
 from gwlab import AsyncGateway, Gateway
 from gwlab.client.streams import AsyncEventStream, EventStream
+from tests.support.fakes import BASE_URL, CANARY_KEY
 
 RENAMED = {"aclose": "close", "__aenter__": "__enter__", "__aexit__": "__exit__", "__aiter__": "__iter__"}
 DUNDERS = {"__call__", "__aenter__", "__aexit__", "__aiter__", "__enter__", "__exit__", "__iter__"}

@@ -13,12 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
-from clientkit import BASE_URL, CANARY_KEY
-from faces import FACES, Face, logged, open_face
 
 from gwlab.errors import ConnectionFailed, InvalidRequest, NotFound, ServerError, Timeout
+from tests.support.faces import FACES, Face, logged, open_face
+from tests.support.fakes import BASE_URL, CANARY_KEY
+from tests.support.models import VIDEO_MODEL
 
-VIDEO = "local/video-preview"
+VIDEO = VIDEO_MODEL
 
 
 @pytest.fixture(params=FACES)

@@ -1,5 +1,5 @@
 """Every request body the client sends for chat, responses and models, validated against the official
-OpenAI schemas (vendored in tests/contracts/openai, see contractkit).
+OpenAI schemas (vendored in tests/contracts/openai, see tests/support/contracts.py).
 
 The bodies are the real ones: a pass-through transport records each request on its way to the real
 embedded gateway. Table-driven over the client's features; each case also names the endpoints it must
@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
-from contractkit import Recording, violations
 
 from gwlab import Gateway
+from tests.support.contracts import Recording, violations
 
 TEXT = "local/gemma-3-270m"
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]

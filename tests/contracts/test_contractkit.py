@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from contractkit import BUNDLE, anthropic_violations, bundle, event_violations, violations
-from extract_openai import closure, convert
+from tests.contracts.extract_openai import closure, convert
+from tests.support.contracts import BUNDLE, anthropic_violations, bundle, event_violations, violations
 
 
 def _refs(node: Any) -> set[str]:

@@ -1,5 +1,5 @@
 """Every body and stream event the embedded gateway answers for chat, responses and models, validated
-against the official OpenAI schemas (vendored in tests/contracts/openai, see contractkit).
+against the official OpenAI schemas (vendored in tests/contracts/openai, see tests/support/contracts.py).
 
 Table-driven: each case is a real request to the real gateway on loopback; every JSON body, every
 chunk and every responses stream event must match its official schema, and a failure names the schema,
@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from contractkit import event_violations, post_stream, violations
+
+from tests.support.contracts import event_violations, post_stream, violations
 
 MODEL = "local/gemma-3-270m"
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]

@@ -1,6 +1,6 @@
 """The messages protocol, as far as a public schema allows: no official Anthropic OpenAPI document is
 public, so bodies are checked against schemas derived from the typed models of the `anthropic` SDK
-installed here, with every object closed so unknown fields are reported (contractkit).
+installed here, with every object closed so unknown fields are reported (tests/support/contracts.py).
 
 Both ways: the requests the client sends (recorded on their way to the real embedded gateway) against
 the SDK's request TypedDicts, and the gateway's messages, stream events and error bodies against its
@@ -15,11 +15,11 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
-from contractkit import Recording, anthropic_violations, sse_events
 
 from gwlab import Gateway
 from gwlab.wire.limits import ANTHROPIC_VERSION
 from gwlab.wire.messages import SAMPLING_FIELDS
+from tests.support.contracts import Recording, anthropic_violations, sse_events
 
 MODEL = "local/gemma-3-270m"
 ASK = [{"role": "user", "content": "What is the weather in Oslo right now?"}]

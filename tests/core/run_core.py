@@ -15,10 +15,10 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.append(str(HERE.parent))  # gatewaykit (after this folder, whose conftest is the one meant)
+sys.path.insert(0, str(HERE.parents[1]))  # run as a file: the repository root, so `tests` is the package
 
-from conftest import KEY_ENV, URL_ENV  # noqa: E402
-from gatewaykit import start_gateway, stop_gateway  # noqa: E402
+from tests.core.conftest import KEY_ENV, URL_ENV  # noqa: E402
+from tests.support.gateways import start_gateway, stop_gateway  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

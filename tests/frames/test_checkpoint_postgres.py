@@ -10,12 +10,13 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from framekit import DECISIONS, QUESTIONS, RequestLog, tickets_frame
-from gatewaykit import free_port
-from pgkit import PostgresServer, postgres_server
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames.checkpoint import mask_url, open_checkpoint, request_key
+from tests.support import free_port
+from tests.support.gateways import RequestLog
+from tests.support.postgres import PostgresServer, postgres_server
+from tests.support.tickets import DECISIONS, QUESTIONS, tickets_frame
 
 psycopg = pytest.importorskip("psycopg")
 

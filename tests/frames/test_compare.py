@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 import pytest
-from framekit import QUESTIONS, tickets_frame
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
@@ -17,6 +16,7 @@ import gwlab
 from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames.labels import EvaluationWarning
+from tests.support.tickets import QUESTIONS, tickets_frame
 
 COLUMNS = ["n", "a", "b", "diff", "diff_low", "diff_high", "p_value", "p_adjusted", "method"]
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from framekit import DECISIONS, QUESTIONS, RequestLog
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames import dask as gw_dask
+from tests.support.gateways import RequestLog
+from tests.support.tickets import DECISIONS, QUESTIONS
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")

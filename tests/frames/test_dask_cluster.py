@@ -1,8 +1,9 @@
 """Beyond one machine: worker processes sharing no disk, a PostgreSQL checkpoint, limits held by the scheduler.
 
 The cluster is a scheduler and `dask worker` processes, each in its own temporary directory with no path in
-common (clusterkit); the gateway a loopback server with a fixed latency that logs when each request arrived
-and whether its answer was delivered (latencykit). Every claim is read from that log.
+common (bench/harness/cluster.py); the gateway a loopback server with a fixed latency that logs when each
+request arrived and whether its answer was delivered (bench/harness/latency_gateway.py). Every claim is read
+from that log.
 """
 
 from __future__ import annotations
@@ -11,19 +12,19 @@ import contextlib
 import os
 import pickle
 import secrets
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from clusterkit import ProcessCluster
-from latencykit import LatencyGateway, Served, max_in_window, max_overlap
-from pgkit import PostgresServer, postgres_server
 
+from bench.harness.cluster import ProcessCluster
+from bench.harness.latency_gateway import LatencyGateway, max_in_window, max_overlap, serving
 from gwlab.errors import InvalidRequest
 from gwlab.frames import dask as gw_dask
 from gwlab.frames.dask import GatewaySpec
+from tests.support import wait_until
+from tests.support.postgres import PostgresServer, postgres_server
+from tests.support.tickets import tickets as ticket_frame
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -55,22 +56,12 @@ def workers(cluster: ProcessCluster) -> ProcessCluster:
 
 @pytest.fixture
 def gateway() -> Iterator[LatencyGateway]:
-    served = Served(LatencyGateway(LATENCY, KEY))
-    yield served.gateway
-    served.close()
+    with serving(LatencyGateway(LATENCY, KEY)) as running:
+        yield running
 
 
 def tickets(n: int, npartitions: int) -> object:
-    frame = pd.DataFrame({"ticket": [f"Ticket {i}: checkout fails with error {i * 7}" for i in range(n)]})
-    return dd.from_pandas(frame, npartitions=npartitions)
-
-
-def wait_until(condition, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting until {what}")
-        time.sleep(0.02)
+    return dd.from_pandas(ticket_frame(n), npartitions=npartitions)
 
 
 def stored(url: str) -> int:
@@ -177,16 +168,16 @@ def test_a_worker_killed_mid_run_then_the_run_again_answers_every_row_and_no_bod
     def held() -> int:
         return sum(1 for a in gateway.snapshot() if not a.answered and not a.cut)
 
-    wait_until(lambda: held() == 4, "both workers have 2 requests in flight, unanswered")
-    wait_until(lambda: stored(url) == 6, "every delivered answer is committed")
+    wait_until(lambda: held() == 4, what="both workers have 2 requests in flight, unanswered")
+    wait_until(lambda: stored(url) == 6, what="every delivered answer is committed")
     victim = workers.worker_running_tasks()
     workers.kill(victim)
-    wait_until(lambda: sum(a.cut for a in gateway.snapshot()) == 2, "the killed worker's requests are cut")
+    wait_until(lambda: sum(a.cut for a in gateway.snapshot()) == 2, what="the killed worker's requests are cut")
     gateway.release()
     with contextlib.suppress(distributed.KilledWorker):
         first.result(timeout=120)  # the scheduler may finish the run on the surviving worker
     first.release()  # else the cluster would hand its result back instead of running again
-    wait_until(workers.idle, "the scheduler forgot the first run")
+    wait_until(workers.idle, what="the scheduler forgot the first run")
     out = lazy.compute()  # the run again, as a user would after a lost worker
     assert len(out) == 24 and out["urgent__noul"].notna().all() and out["team__choice"].notna().all()
     assert "cached" in set(out["__status"]) and set(out["__status"]) <= {"sent", "cached"}
@@ -196,7 +187,7 @@ def test_a_worker_killed_mid_run_then_the_run_again_answers_every_row_and_no_bod
         assert conn.execute("SELECT COUNT(*), MAX(writes) FROM gwlab_answers").fetchone() == (24, 1)
 
     arrivals = len(gateway.snapshot())
-    wait_until(workers.idle, "the scheduler forgot the run again")
+    wait_until(workers.idle, what="the scheduler forgot the run again")
     again = lazy.compute()
     assert len(gateway.snapshot()) == arrivals  # a second compute() sends nothing
     assert set(again["__status"]) == {"cached"}

@@ -10,7 +10,6 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
-from framekit import QUESTIONS, tickets_frame
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import Gateway
@@ -18,6 +17,7 @@ from gwlab.client.transport import status_error
 from gwlab.errors import ConnectionFailed, RateLimited
 from gwlab.frames.limiter import TokenBucket
 from gwlab.wire import limits
+from tests.support.tickets import QUESTIONS, tickets_frame
 
 KEY = "sk-frames-client-test"
 

@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from framekit import DECISIONS, RequestLog
-from resume_job import QUESTIONS, frame
 
 from gwlab.client.gateway import Gateway
+from tests.frames.resume_job import QUESTIONS, frame
+from tests.support.gateways import RequestLog
+from tests.support.processes import wait_while_running
+from tests.support.tickets import DECISIONS
 
 ROWS = 60
 JOB = Path(__file__).with_name("resume_job.py")
@@ -35,15 +37,8 @@ def answered(checkpoint: Path) -> int:
 
 
 def wait_for(checkpoint: Path, rows: int, process: subprocess.Popen[str]) -> int:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        count = answered(checkpoint)
-        if count >= rows:
-            return count
-        if process.poll() is not None:
-            pytest.fail(f"the run ended before it could be killed: {process.communicate()}")
-        time.sleep(0.02)
-    pytest.fail("the run never reached the checkpointed rows to kill it at")
+    return wait_while_running(process, lambda: (n := answered(checkpoint)) >= rows and n, 120,
+                              f"{rows} checkpointed rows to kill the run at")
 
 
 def writes(checkpoint: Path) -> list[int]:

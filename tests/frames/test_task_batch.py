@@ -1,7 +1,7 @@
 """df.gw.images / videos / tasks: one task per row, waited for, downloaded, and never paid for twice.
 
 Against the real embedded gateway (the session's `gateway`), plus the third, differently shaped task
-API of tests/taskapp.py reached by its description only. Faults (a lost answer, a failed lookup) are
+API of tests/support/task_app.py reached by its description only. Faults (a lost answer, a failed lookup) are
 injected over the real transport.
 """
 
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from taskapp import FAMILY, KEY, LoseAnswers, Server, serving
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames.budget import Budget
 from gwlab.wire.models import DEFAULT_MODELS
+from tests.support.task_app import FAMILY, KEY, LoseAnswers, Server, serving
 
 
 @pytest.fixture

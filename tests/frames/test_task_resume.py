@@ -8,15 +8,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
-import pytest
-from task_resume_job import held, run
-from taskapp import KEY, serving
-
 from gwlab.client.gateway import Gateway
+from tests.frames.task_resume_job import held, run
+from tests.support.processes import wait_while_running
+from tests.support.task_app import KEY, serving
 
 ROWS = 8
 JOB = Path(__file__).with_name("task_resume_job.py")
@@ -45,12 +43,7 @@ def paced_batch(gateway, checkpoint: Path, folder: Path, tag: str, *, submitted:
     env = {**os.environ, "GWLAB_BASE_URL": gateway.base_url, "GWLAB_API_KEY": gateway.api_key}
     process = subprocess.Popen([sys.executable, str(JOB), str(checkpoint), str(folder), tag, str(ROWS), "60"],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while task_ids_in(checkpoint) < submitted:
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"the batch never reached {submitted} submitted rows: {process.communicate()}")
-        time.sleep(0.02)
+    wait_while_running(process, lambda: task_ids_in(checkpoint) >= submitted, 120, f"{submitted} submitted rows")
     return process
 
 def test_a_batch_killed_mid_way_and_run_again_has_exactly_one_task_per_row(gateway, tmp_path: Path) -> None:
@@ -75,18 +68,15 @@ def test_a_batch_killed_mid_way_and_run_again_has_exactly_one_task_per_row(gatew
 
 def test_a_batch_killed_while_a_submission_s_answer_is_on_its_way_finds_that_task_instead_of_resending(tmp_path):
     checkpoint, folder = tmp_path / "tasks.sqlite", tmp_path / "results"
-    tests = str(Path(__file__).resolve().parents[1])  # where taskapp lives, for the job's import
+    root = str(Path(__file__).resolve().parents[2])  # the checkout, for the job's `tests.support` import
     with serving() as app:
         env = {**os.environ, "GWLAB_BASE_URL": app.base_url, "GWLAB_API_KEY": KEY,
-               "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
+               "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         process = subprocess.Popen([sys.executable, str(JOB), str(checkpoint), str(folder), "held"], env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while not any("hold" in t["prompt"] for t in app.tasks.values()):  # accepted, its answer held back
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"the held submission never arrived: {process.communicate()}")
-            time.sleep(0.01)
+        # accepted, its answer held back
+        wait_while_running(process, lambda: any("hold" in t["prompt"] for t in list(app.tasks.values())), 120,
+                           "the held submission's arrival")
         process.kill()  # SIGKILL while the submission's answer is on its way: the row is in doubt
         process.wait()
         app.release.set()

@@ -10,12 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
-from gatewaykit import RunningGateway
+
+from tests.support.gateways import RunningGateway
+from tests.support.models import IMAGE_MODEL
 
 DECIDE, TEXT, VIDEO, REALTIME = ("local/decide-e5-small", "local/gemma-3-270m", "local/video-preview",
                                  "local/realtime-gemma-3-270m")
 ANTHROPIC_VERSION = {"anthropic-version": "2023-06-01"}
-IMAGE = "local/image-preview"
+IMAGE = IMAGE_MODEL
 SYSTEM_ONE = {"model": DECIDE, "state": "x", "questions": {"q": {"type": "noul", "instructions": "Is it?"}}}
 SDP_OFFER = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
 

@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 import zstandard
-from gatewaykit import RunningGateway, start_gateway, stop_gateway
+
+from tests.support.gateways import RunningGateway, start_gateway, stop_gateway
 
 DECIDE, TEXT, REALTIME = "local/decide-e5-small", "local/gemma-3-270m", "local/realtime-gemma-3-270m"
 SYSTEM_ONE = {"model": DECIDE, "state": "my card was charged twice",

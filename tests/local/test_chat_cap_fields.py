@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import httpx
 
-MODEL = "local/gemma-3-270m"
+from tests.support.models import TEXT_MODEL
+
+MODEL = TEXT_MODEL
 LIST = [{"role": "user", "content": "List twenty animals, one per line."}]
 
 

@@ -10,7 +10,9 @@ import jsonschema
 import openai
 import pytest
 
-MODEL = "local/gemma-3-270m"  # where the model is not the point (request checks)
+from tests.support.models import TEXT_MODEL
+
+MODEL = TEXT_MODEL  # where the model is not the point (request checks)
 # the claims about answers hold for every local text model: Gemma 3 270M (base) and SmolLM2 (instruct)
 TEXT_MODELS = ("local/gemma-3-270m", "local/smollm2-135m-instruct")
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from gatewaykit import run_cli
+
+from tests.support.gateways import run_cli
 
 
 def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:

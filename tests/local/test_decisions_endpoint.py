@@ -10,9 +10,11 @@ import httpx
 import openai
 import pytest
 import typesafe_sdk as ts
-from gatewaykit import RunningGateway
 
-MODEL = "local/decide-e5-small"
+from tests.support.gateways import RunningGateway
+from tests.support.models import DECIDE_MODEL
+
+MODEL = DECIDE_MODEL
 STATE = {"message": "I was charged twice for my order and want my money back today"}
 QUESTIONS: dict[str, Any] = {
     "is_billing": {"type": "noul", "instructions": "Is this about billing?"},

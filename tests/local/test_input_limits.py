@@ -7,9 +7,11 @@ from typing import Any
 
 import httpx
 import pytest
-from gatewaykit import RunningGateway
 
-TEXT = "local/gemma-3-270m"
+from tests.support.gateways import RunningGateway
+from tests.support.models import TEXT_MODEL
+
+TEXT = TEXT_MODEL
 # each local text model and its max_input_tokens (SmolLM2's context is served at 4096)
 LIMITS = {"local/gemma-3-270m": 2047, "local/smollm2-135m-instruct": 4095}
 LONG = "The checkout page crashes whenever I pay. " * 1000  # ~8,000 tokens, over both contexts

@@ -9,7 +9,8 @@ import httpx
 import openai
 import pytest
 import typesafe_sdk as ts
-from gatewaykit import RunningGateway, start_gateway, stop_gateway
+
+from tests.support.gateways import RunningGateway, start_gateway, stop_gateway
 
 RPM = 3
 SYSTEM_ONE = {"model": "local/decide-e5-small", "state": "x",

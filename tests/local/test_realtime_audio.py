@@ -8,9 +8,9 @@ import base64
 
 import numpy as np
 import pytest
-from test_realtime_support import b64, connect, overlap, silence, speaks, spoken, types, words
 
 from gwlab.wire import audio
+from tests.support.realtime import b64, connect, overlap, silence, speaks, spoken, types, words
 
 pytestmark = pytest.mark.slow
 

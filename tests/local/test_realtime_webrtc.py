@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
-from test_realtime_support import MODEL, TIMEOUT, session_token, silence, speaks, spoken, words
 
 from gwlab.local.realtime.webrtc import frame_pcm16
+from tests.support.realtime import MODEL, TIMEOUT, session_token, silence, speaks, spoken, words
 
 RATE = 48_000
 FRAME = RATE // 50

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 import websockets
-from test_realtime_support import MODEL, b64, connect, session_token, types, ws_url
 
 from gwlab.local.store import hash_secret
+from tests.support.realtime import MODEL, b64, connect, session_token, types, ws_url
 
 TEXT_TURN = ["conversation.item.created", "response.created", "response.output_item.added",
              "conversation.item.created", "response.content_part.added"]

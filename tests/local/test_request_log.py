@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from typing import Any
 
 import httpx
 import pytest
 import websockets
-from gatewaykit import RunningGateway
 from websockets.sync.client import connect
+
+from tests.support import wait_until
+from tests.support.gateways import RunningGateway
 
 SECRET_STATE = "the-customer-said-zebra-umbrella-47"  # a marker: the log must never hold a request's input
 
@@ -18,14 +19,13 @@ SECRET_STATE = "the-customer-said-zebra-umbrella-47"  # a marker: the log must n
 def _row(gateway: RunningGateway, request_id: str) -> dict[str, Any]:
     """The log row of one request. The gateway writes it just after the last byte is sent, so wait for it
     (bounded, never a hang)."""
-    for _ in range(300):
+    def row() -> dict[str, Any] | None:
         with sqlite3.connect(f"file:{gateway.db}?mode=ro", uri=True) as conn:
             conn.row_factory = sqlite3.Row
-            row = conn.execute("SELECT * FROM request_log WHERE request_id = ?", (request_id,)).fetchone()
-        if row is not None:
-            return dict(row)
-        time.sleep(0.05)
-    pytest.fail(f"request {request_id} never reached the request log")
+            found = conn.execute("SELECT * FROM request_log WHERE request_id = ?", (request_id,)).fetchone()
+        return dict(found) if found is not None else None
+
+    return wait_until(row, timeout=60, interval=0.05, what=f"request {request_id} in the request log")
 
 
 def _auth(gateway: RunningGateway) -> dict[str, str]:

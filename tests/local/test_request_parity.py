@@ -15,8 +15,9 @@ import pytest
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire import chat, messages, responses
+from tests.support.models import TEXT_MODEL
 
-MODEL = "local/gemma-3-270m"
+MODEL = TEXT_MODEL
 HI = [{"role": "user", "content": "hi"}]
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}}
 CHAT_TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}}

@@ -6,15 +6,16 @@ import io
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from gatewaykit import RunningGateway, start_gateway, stop_gateway
 from PIL import Image
+
+from tests.support import wait_until
+from tests.support.gateways import RunningGateway, start_gateway, stop_gateway
 
 VIDEO_KEYS = {"id", "object", "model", "status", "progress", "created_at", "completed_at", "expires_at",
               "prompt", "size", "seconds", "remixed_from_video_id", "error"}
@@ -32,17 +33,18 @@ def _call(method: str, gateway: RunningGateway, path: str, key: str | None = Non
     return httpx.request(method, url, headers=_auth(gateway, key), timeout=30, **kw)
 
 
-def _wait(gateway: RunningGateway, video_id: str, key: str | None = None, polls: int = 600) -> list[dict]:
+def _wait(gateway: RunningGateway, video_id: str, key: str | None = None) -> list[dict]:
     """Poll until a terminal status; return every body seen (bounded: never a hang)."""
-    seen = []
-    for _ in range(polls):
+    seen: list[dict] = []
+
+    def finished() -> bool:
         r = _call("GET", gateway, f"/videos/{video_id}", key)
         assert r.status_code == 200, r.text
         seen.append(r.json())
-        if seen[-1]["status"] in ("completed", "failed"):
-            return seen
-        time.sleep(0.1)
-    pytest.fail(f"video {video_id} did not finish; last seen {seen[-1]}")
+        return seen[-1]["status"] in ("completed", "failed")
+
+    wait_until(finished, timeout=180, interval=0.1, what=f"video {video_id} finishing")
+    return seen
 
 
 def _create(gateway: RunningGateway, key: str | None = None, **fields: Any) -> dict[str, Any]:

@@ -18,11 +18,15 @@ from typing import Any
 
 import httpx
 import pytest
-from relkit import DECIDE, REALTIME, TEXT, VIDEO, RunningGateway, make_key, set_key
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from gwlab.local.store import hash_secret
+from tests.support.gateways import RunningGateway, make_key, set_key
+from tests.support.models import DECIDE_MODEL as DECIDE
+from tests.support.models import REALTIME_MODEL as REALTIME
+from tests.support.models import TEXT_MODEL as TEXT
+from tests.support.models import VIDEO_MODEL as VIDEO
 
 ANTHROPIC_VERSION = {"anthropic-version": "2023-06-01"}
 SYSTEM_ONE = {"model": DECIDE, "state": "x", "questions": {"q": {"type": "noul", "instructions": "Is it?"}}}

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from faultproxy import CutResponse, Exchange, Fault, FaultProxy, Pass
 
 from gwlab import errors
 from gwlab.client.gateway import Gateway
+from tests.support.fault_proxy import CutResponse, Exchange, Fault, FaultProxy, Pass
+from tests.support.models import TEXT_MODEL
 
-TEXT = "local/gemma-3-270m"
+TEXT = TEXT_MODEL
 LONG = "Q: Tell me a long story about a dragon who lived in a castle.\nA: Once upon a time"
 CAPS = {"chat": {"max_completion_tokens": 3}, "responses": {"max_output_tokens": 3}, "messages": {"max_tokens": 3}}
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}

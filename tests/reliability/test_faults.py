@@ -4,7 +4,7 @@ mid-body, WebSocket drops, and the gateway itself stopped and restarted mid-batc
 
 Billing is read from the gateway's own request log. "Billed" means a status-200 row of that log (a
 decision bills its input tokens); a row is tied to the body it answered through the `x-request-id`
-the proxy saw on the way back (see `relkit.billing`). The process running a batch killed mid-way is
+the proxy saw on the way back (see `tests.support.billing`). The process running a batch killed mid-way is
 proven by tests/frames/test_resume.py (test_run_killed_mid_way_resumes_without_resending_a_checkpointed_row).
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,25 +20,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from faultproxy import CutRequest, CutResponse, Delay, Exchange, Fault, FaultProxy, Pass, Status
-from gatewaykit import free_port
-from relkit import (
-    DECIDE,
-    QUESTIONS,
-    REALTIME,
-    TEXT,
-    Billing,
-    RequestLog,
-    RunningGateway,
-    billing,
-    own_gateway,
-    serve,
-    stop_gateway,
-    tickets,
-)
 
 from gwlab import errors
 from gwlab.client.gateway import Gateway
+from tests.support import free_port, wait_until
+from tests.support.billing import Billing, billing
+from tests.support.fault_proxy import CutRequest, CutResponse, Delay, Exchange, Fault, FaultProxy, Pass, Status
+from tests.support.gateways import RequestLog, RunningGateway, own_gateway, start_gateway, stop_gateway
+from tests.support.models import DECIDE_MODEL as DECIDE
+from tests.support.models import REALTIME_MODEL as REALTIME
+from tests.support.models import TEXT_MODEL as TEXT
+from tests.support.tickets import SHORT_QUESTIONS as QUESTIONS
+from tests.support.tickets import tickets
 
 ROWS = 60
 DECISIONS = "/v1/decisions"
@@ -248,14 +240,13 @@ def test_a_gateway_restarted_mid_batch_on_the_same_db_and_port_is_resumed_sendin
 
         batch = threading.Thread(target=run)
         batch.start()
-        deadline = time.monotonic() + 120
-        while _answered(checkpoint) < 10 and time.monotonic() < deadline and batch.is_alive():
-            time.sleep(0.02)
+        wait_until(lambda: _answered(checkpoint) >= 10 or not batch.is_alive(), timeout=120, interval=0.02,
+                   what="10 rows answered")
         stop_gateway(fault_gateway)  # mid-batch: SIGTERM, in-flight requests finish, the rest meet a closed port
         stopped_at = _answered(checkpoint)
         # the same database and port: the client's key still works and its address has not changed
-        restarted = serve(fault_gateway.db, "--port", str(urlsplit(fault_gateway.base_url).port),
-                          key=fault_gateway.api_key)
+        restarted = start_gateway(fault_gateway.db, "--port", str(urlsplit(fault_gateway.base_url).port),
+                                  key=fault_gateway.api_key)
         fault_gateway.process = restarted.process  # the module's gateway is the new process from now on
         assert restarted.base_url == fault_gateway.base_url
         batch.join(timeout=240)

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from relkit import RunningGateway, own_gateway
+
+from tests.support.gateways import RunningGateway, own_gateway
 
 SCHEMA = schemathesis.openapi.from_path(Path(__file__).with_name("openapi_gateway.yaml"))
 TIMEOUT = 60  # seconds per request: a hang fails the case instead of stalling the suite

@@ -29,11 +29,17 @@ from urllib.parse import quote
 
 import pandas as pd
 import pytest
-from faultproxy import CutResponse, Exchange, Fault, FaultProxy, Pass
-from relkit import DECIDE, QUESTIONS, REALTIME, TEXT, VIDEO, make_key, tickets
 
 from gwlab import errors
 from gwlab.client.gateway import Gateway
+from tests.support.fault_proxy import CutResponse, Exchange, Fault, FaultProxy, Pass
+from tests.support.gateways import make_key
+from tests.support.models import DECIDE_MODEL as DECIDE
+from tests.support.models import REALTIME_MODEL as REALTIME
+from tests.support.models import TEXT_MODEL as TEXT
+from tests.support.models import VIDEO_MODEL as VIDEO
+from tests.support.tickets import SHORT_QUESTIONS as QUESTIONS
+from tests.support.tickets import tickets
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_PATTERN = re.compile(rb"gwl_[A-Za-z0-9_-]{20,}")  # any gwlab key (the 10-character display prefix is not)

@@ -21,7 +21,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from relkit import DECIDE, RequestLog, RunningGateway
+
+from tests.support.gateways import RequestLog, RunningGateway
+from tests.support.models import DECIDE_MODEL as DECIDE
 
 CONNECTIONS = 200
 REQUEST_TIMEOUT = 120.0  # seconds: a request slower than this counts as an error (a hang), never stalls the run

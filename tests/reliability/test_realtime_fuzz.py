@@ -16,10 +16,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from relkit import REALTIME, RunningGateway
 from websockets.sync.client import connect
 
 from gwlab.wire.realtime import CLIENT_EVENTS
+from tests.support.gateways import RunningGateway
+from tests.support.models import REALTIME_MODEL as REALTIME
 
 Frame = str | bytes
 RECEIVE_TIMEOUT = 60  # seconds per event: a server that stops answering fails the case, never hangs it

@@ -8,10 +8,9 @@ import pytest
 
 pytest.importorskip("anywidget")
 
-from widgetkit import PROMPT, TEXT_MODEL
-
 import gwlab
 from gwlab.widgets import StreamConsole
+from tests.support.models import PROMPT, TEXT_MODEL
 
 
 def test_a_console_built_without_a_gateway_calls_through_the_one_the_user_connected(gateway: Any) -> None:

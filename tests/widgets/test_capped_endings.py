@@ -19,10 +19,9 @@ import pytest
 pytest.importorskip("IPython")
 pytest.importorskip("anywidget")
 
-from widgetkit import TEXT_MODEL
-
 from gwlab import Gateway, magics
 from gwlab.widgets import StreamConsole, UsageDashboard
+from tests.support.models import TEXT_MODEL
 
 LONG = "Q: Tell me a long story about a dragon who lived in a castle.\nA: Once upon a time"
 REASON = {"chat": "length", "responses": "max_output_tokens", "messages": "max_tokens"}

@@ -10,11 +10,10 @@ import pytest
 
 pytest.importorskip("anywidget")
 
-from widgetkit import DECIDE_MODEL
-
 from gwlab import Gateway
 from gwlab.widgets import DecisionExplorer
 from gwlab.widgets.decision_explorer import EXAMPLE_QUESTIONS
+from tests.support.models import DECIDE_MODEL
 
 
 def edit(widget: Any, name: str, value: str) -> None:

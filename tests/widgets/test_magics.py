@@ -9,10 +9,9 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from widgetkit import PROMPT
-
 from gwlab import Gateway, magics
 from gwlab.wire.families import FAMILIES
+from tests.support.models import PROMPT
 
 QUESTIONS_JSON = """{"urgent": {"type": "noul", "instructions": "Is this urgent?",
   "criteria": {"true": "needs action today", "false": "can wait"}}}"""

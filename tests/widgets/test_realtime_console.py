@@ -13,12 +13,12 @@ import traitlets
 
 pytest.importorskip("anywidget")
 
-from widgetkit import REALTIME_MODEL, wait_until
-
 from gwlab import Gateway
 from gwlab.widgets import RealtimeConsole, realtime_console
 from gwlab.wire import audio
 from gwlab.wire.limits import PCM16_SAMPLE_RATE
+from tests.support import wait_until
+from tests.support.models import REALTIME_MODEL
 
 QUESTION = "What is the capital of France?"
 FRAME_MS = 40  # what the browser's capture worklet sends

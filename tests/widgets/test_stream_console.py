@@ -9,11 +9,12 @@ import pytest
 
 pytest.importorskip("anywidget")
 
-from widgetkit import PROMPT, TEXT_MODEL, CuttingTransport, HoldingTransport, wait_until
-
 from gwlab import Gateway
 from gwlab.widgets import StreamConsole
 from gwlab.widgets._bridge import Throttle
+from tests.support import wait_until
+from tests.support.models import PROMPT, TEXT_MODEL
+from tests.support.streams import CuttingTransport, HoldingTransport
 
 
 def front_end(widget: Any, **content: Any) -> None:

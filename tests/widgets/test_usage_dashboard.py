@@ -6,10 +6,10 @@ import pytest
 
 pytest.importorskip("anywidget")
 
-from widgetkit import PROMPT, TEXT_MODEL, wait_until
-
 from gwlab import Gateway
 from gwlab.widgets import UsageDashboard
+from tests.support import wait_until
+from tests.support.models import PROMPT, TEXT_MODEL
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -11,11 +11,11 @@ import pytest
 
 pytest.importorskip("anywidget")
 
-from widgetkit import PROMPT, REALTIME_MODEL, TEXT_MODEL, wait_until
-
 import gwlab.widgets
 from gwlab import Gateway
 from gwlab.widgets import DecisionExplorer, RealtimeConsole, StreamConsole, UsageDashboard
+from tests.support import wait_until
+from tests.support.models import PROMPT, REALTIME_MODEL, TEXT_MODEL
 
 WIDGETS_DIR = Path(gwlab.widgets.__file__).parent
 SECRET_NAMES = re.compile(r"(api_?)?key$|^key|secret|password|auth|url|bearer|^token|_token$", re.IGNORECASE)

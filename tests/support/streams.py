@@ -1,31 +1,12 @@
-"""Helpers for widget tests: bounded polling, and transports that cut or hold a real stream mid-way."""
+"""Transports over the real gateway that cut or hold a streamed answer mid-way (fault injection)."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import httpx
-
-TEXT_MODEL = "local/gemma-3-270m"
-DECIDE_MODEL = "local/decide-e5-small"
-REALTIME_MODEL = "local/realtime-gemma-3-270m"
-PROMPT = "Q: What is the capital of France?\nA:"
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 120.0, interval: float = 0.05) -> Any:
-    """Poll `predicate` until it is truthy; fail with its last value after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    value = predicate()
-    while not value:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout:g} s (last value {value!r})")
-        time.sleep(interval)
-        value = predicate()
-    return value
 
 
 class _CutAfter(httpx.AsyncByteStream):
@@ -44,21 +25,27 @@ class _CutAfter(httpx.AsyncByteStream):
         await self._inner.aclose()  # type: ignore[attr-defined]
 
 
-class CuttingTransport(httpx.AsyncBaseTransport):
-    """The real gateway over loopback, except that every streamed answer is cut after `chunks` chunks."""
+class _StreamFault(httpx.AsyncBaseTransport):
+    """The real gateway over loopback, with each streamed (SSE) answer's body passed through `fault`."""
 
-    def __init__(self, chunks: int = 3) -> None:
-        self._real = httpx.AsyncHTTPTransport()
-        self._chunks = chunks
+    def __init__(self, fault: Callable[[httpx.AsyncByteStream], httpx.AsyncByteStream]) -> None:
+        self._real, self._fault = httpx.AsyncHTTPTransport(), fault
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self._real.handle_async_request(request)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
-            response.stream = _CutAfter(response.stream, self._chunks)  # type: ignore[arg-type]
+            response.stream = self._fault(response.stream)  # type: ignore[arg-type]
         return response
 
     async def aclose(self) -> None:
         await self._real.aclose()
+
+
+class CuttingTransport(_StreamFault):
+    """The real gateway over loopback, except that every streamed answer is cut after `chunks` chunks."""
+
+    def __init__(self, chunks: int = 3) -> None:
+        super().__init__(lambda inner: _CutAfter(inner, chunks))
 
 
 _END = re.compile(rb'"finish_reason":\s*"|data: \[DONE\]|"type":\s*"(response\.completed|message_stop)"')
@@ -86,20 +73,10 @@ class _HoldEnd(httpx.AsyncByteStream):
         await self._inner.aclose()  # type: ignore[attr-defined]
 
 
-class HoldingTransport(httpx.AsyncBaseTransport):
+class HoldingTransport(_StreamFault):
     """The real gateway over loopback, except that a streamed answer's end is held back for `hold` seconds.
 
     So a test can act mid-stream (stop) however short the model's answer is."""
 
     def __init__(self, hold: float = 60.0) -> None:
-        self._real = httpx.AsyncHTTPTransport()
-        self._hold = hold
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self._real.handle_async_request(request)
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            response.stream = _HoldEnd(response.stream, self._hold)  # type: ignore[arg-type]
-        return response
-
-    async def aclose(self) -> None:
-        await self._real.aclose()
+        super().__init__(lambda inner: _HoldEnd(inner, hold))

@@ -1,9 +1,10 @@
-"""Helpers of the client tests: fault-injecting bodies and canned answers (imported by the tests)."""
+"""Fakes of the client tests: fault-injecting bodies, canned answers and a stand-in for the local gateway."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -47,3 +48,15 @@ def chat_body(text: str = "Hello", **extra: Any) -> dict[str, Any]:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}, **extra}
+
+
+@dataclass
+class FakeLocal:
+    """What `gwlab.local.start()` returns, without starting anything: for tests of `connect()`."""
+
+    base_url: str = "http://127.0.0.1:9/v1"
+    api_key: str = field(default=CANARY_KEY, repr=False)
+    stopped: int = 0
+
+    def stop(self) -> None:
+        self.stopped += 1

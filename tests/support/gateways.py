@@ -1,26 +1,25 @@
-"""The real local gateway as a test subprocess: start, stop, its CLI (imported by tests and conftest)."""
+"""The real local gateway as a test subprocess: start, stop, its keys, its CLI and its request log."""
 
 from __future__ import annotations
 
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.harness.loopback import wait_until
+
+__all__ = ["RequestLog", "RunningGateway", "make_key", "own_gateway", "run_cli", "set_key",
+           "start_gateway", "stop_gateway"]
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may download from a model hub
-
-
-def free_port() -> int:
-    """A TCP port free on loopback now (for a server a test starts)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -49,14 +48,11 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           check=True, timeout=120)
 
 
-def start_gateway(db: Path, *extra: str) -> RunningGateway:
-    name = f"tests-{uuid.uuid4().hex[:8]}"  # unique, so a restarted gateway can share the database
-    key = run_cli("keys", "create", "--name", name, "--db", str(db)).stdout.strip()
-    return serve(db, key, *extra)
-
-
-def serve(db: Path, key: str, *extra: str) -> RunningGateway:
-    """`gwlab serve` on `db`, once it has printed its URL; `key` is one already in the database."""
+def start_gateway(db: Path, *extra: str, key: str | None = None) -> RunningGateway:
+    """`gwlab serve` on `db` with `extra` arguments, once it has printed its URL. `key` reuses a key already in
+    the database; by default one is made in-process (the CLI's subprocess costs seconds on a busy machine),
+    with a unique name, so a restarted gateway can share the database."""
+    key = key or make_key(db, "tests")
     process = subprocess.Popen([sys.executable, "-m", "gwlab.cli", "serve", "--db", str(db), *extra],
                                stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
@@ -73,6 +69,44 @@ def stop_gateway(gateway: RunningGateway) -> None:
         gateway.process.wait(timeout=15)
     except subprocess.TimeoutExpired:
         gateway.process.kill()
+
+
+@contextmanager
+def own_gateway(db: Path, *args: str) -> Iterator[RunningGateway]:
+    """A gateway of the test's own (its request log holds only the test's requests). The process may be
+    replaced meanwhile (a restart on the same port): the one running at the end is stopped."""
+    running = start_gateway(db, *args)
+    try:
+        yield running
+    finally:
+        stop_gateway(running)
+
+
+def make_key(db: Path, name: str, models: str | None = None) -> str:
+    """A key created in the gateway's database from this process; a running gateway reads keys per request,
+    so it works at once."""
+    from gwlab.local.store import Store
+
+    store = Store(str(db))
+    try:
+        return store.create_key(f"{name}-{uuid.uuid4().hex[:6]}", models.split(",") if models else None)
+    finally:
+        store.close()
+
+
+def set_key(db: Path, key: str, action: str) -> None:
+    """Disable or delete a key (given by its secret) in the gateway's database."""
+    from gwlab.local.store import Store
+
+    store = Store(str(db))
+    try:
+        record = store.find_key(key)
+        assert record is not None
+        done = store.set_key_status(record.name, "disabled") if action == "disable" else \
+            store.delete_key(record.name)
+        assert done
+    finally:
+        store.close()
 
 
 @dataclass
@@ -94,13 +128,15 @@ class RequestLog:
     def settled(self, mark: int = 0, path: str | None = None, quiet: float = 0.5) -> list[dict[str, Any]]:
         """Rows after `mark` once none has arrived for `quiet` seconds: the gateway writes a row just
         after the last byte went out, so a client can read its answer before the row exists."""
-        seen, since = -1, time.monotonic()
-        deadline = since + 60
-        while time.monotonic() - since < quiet and time.monotonic() < deadline:
+        last = {"count": -1, "since": time.monotonic()}
+
+        def still() -> bool:
             count = len(self.rows(mark, path))
-            if count != seen:
-                seen, since = count, time.monotonic()
-            time.sleep(0.05)
+            if count != last["count"]:
+                last.update(count=count, since=time.monotonic())
+            return time.monotonic() - last["since"] >= quiet
+
+        wait_until(still, timeout=60, what=f"no new request-log row for {quiet:g} s")
         return self.rows(mark, path)
 
     def split(self, mark: int, at: float, path: str | None = None

@@ -6,7 +6,6 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,17 +36,6 @@ LAB_SETTINGS = {
 QUESTION = "What is the capital of France?"
 MIC_RATE = 48_000  # Chromium's fake capture reads a 48 kHz (or 16 kHz) mono pcm16 WAV, looped
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-
-
-def wait_for(probe: Callable[[], Any], timeout: float, interval: float = 0.25) -> Any:
-    """Poll `probe` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (value := probe()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout:g} s")
-        time.sleep(interval)
-    return value
-
 
 
 @dataclass

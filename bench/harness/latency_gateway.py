@@ -1,4 +1,4 @@
-"""A loopback gateway with a fixed latency that records when each request arrived (tests and bench).
+"""A loopback gateway with a fixed latency that records when each request arrived (bench and tests).
 
 It answers decisions, chat completions, responses and messages in their wire shapes after `latency`
 seconds, with answers derived from the request (so a test can tell whose answer a row got), and logs
@@ -14,14 +14,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
+from .loopback import serve_app
 
 
 @dataclass
@@ -164,28 +165,16 @@ def _answer(path: str, body: dict[str, Any], digest: str, tokens: int) -> dict[s
             "usage": {"input_tokens": tokens, "output_tokens": 3}}
 
 
-class Served:
-    """The gateway on a real loopback socket, served by uvicorn in a thread."""
-
-    def __init__(self, gateway: LatencyGateway) -> None:
-        self.gateway = gateway
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        gateway.port = sock.getsockname()[1]
-        config = uvicorn.Config(gateway, log_level="warning", lifespan="off", timeout_keep_alive=30)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the latency gateway did not start")
-            time.sleep(0.01)
-
-    def close(self) -> None:
-        self.gateway.release()
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
+@contextmanager
+def serving(gateway: LatencyGateway) -> Iterator[LatencyGateway]:
+    """`gateway` on a real loopback socket (uvicorn in a thread); held requests are released at the end, so
+    the server can stop."""
+    with serve_app(gateway, timeout_keep_alive=30) as root:
+        gateway.port = int(root.rsplit(":", 1)[1])
+        try:
+            yield gateway
+        finally:
+            gateway.release()
 
 
 def max_overlap(arrivals: list[Arrival]) -> int:

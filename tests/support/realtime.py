@@ -1,4 +1,4 @@
-"""Helpers for the realtime tests: a raw WebSocket client and spoken audio (no tests here)."""
+"""Helpers for the realtime tests: a raw WebSocket client and spoken audio."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import httpx
 import websockets
 
 from gwlab.wire import audio
+from tests.support.models import REALTIME_MODEL
 
-MODEL = "local/realtime-gemma-3-270m"
+MODEL = REALTIME_MODEL
 TIMEOUT = 120  # seconds for any one expected event: the machine may be busy with other tests
 
 

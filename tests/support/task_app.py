@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -24,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
 from fastapi import FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 from PIL import Image
 
+from bench.harness.loopback import serve_app
 from gwlab.wire.tasks import TaskFamily
 
 KEY = "third-family-key"
@@ -139,25 +138,9 @@ def build() -> Server:
 def serving() -> Iterator[Server]:
     """The app on a free loopback port, in a thread; stopped at the end."""
     server = build()
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    host, port = sock.getsockname()
-    runner = uvicorn.Server(uvicorn.Config(server.app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(1000):  # bounded: 10 s
-        if runner.started:
-            break
-        time.sleep(0.01)
-    else:
-        raise RuntimeError("the task app did not start")
-    server.base_url = f"http://{host}:{port}/v1"
-    try:
+    with serve_app(server.app) as root:
+        server.base_url = f"{root}/v1"
         yield server
-    finally:
-        runner.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 class LoseAnswers(httpx.AsyncBaseTransport):

@@ -16,7 +16,7 @@ import httpx
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
-BUNDLE = Path(__file__).parent / "openai" / "schemas.json"
+BUNDLE = Path(__file__).resolve().parents[1] / "contracts" / "openai" / "schemas.json"
 
 
 @cache

@@ -14,18 +14,17 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-from gatewaykit import free_port
 
 import gwlab
+from bench.harness.loopback import free_port, wait_until
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[2]  # tests/support/..
 BYO_VENV = REPO / ".venv-byo"  # LiteLLM's own venv, built by `make byo` (tests/byo/requirements-litellm.txt)
 LAUNCH_LLAMA = Path(__file__).with_name("llama_launcher.py")
 READY_SECONDS = 180.0  # LiteLLM's proxy imports ~100 packages: ~20-40 s on 2 busy cores
@@ -86,23 +85,26 @@ def start(name: str, argv: Sequence[str], env: Mapping[str, str], port: int, key
 
 
 def _wait_ready(server: RunningServer, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
     headers = {"Authorization": f"Bearer {server.api_key}"}
-    last = "no answer yet"
-    while time.monotonic() < deadline:
+    last = ["no answer yet"]
+
+    def ready() -> bool:
         if not server.alive():
             raise RuntimeError(f"{server.name} exited with code {server.process.returncode} before it was ready; "
                                f"its output ends:\n{server.stderr_tail()}")
         try:
             answer = httpx.get(f"{server.base_url}/models", headers=headers, timeout=5)
-            if answer.status_code == 200:
-                return
-            last = f"HTTP {answer.status_code}"
         except httpx.HTTPError as exc:
-            last = type(exc).__name__
-        time.sleep(0.25)
-    raise RuntimeError(f"{server.name} was not ready within {seconds:.0f} s (last: {last}); its output ends:\n"
-                       f"{server.stderr_tail()}")
+            last[0] = type(exc).__name__
+            return False
+        last[0] = f"HTTP {answer.status_code}"
+        return answer.status_code == 200
+
+    try:
+        wait_until(ready, timeout=seconds, interval=0.25, what=f"{server.name} ready")
+    except AssertionError:
+        raise RuntimeError(f"{server.name} was not ready within {seconds:.0f} s (last: {last[0]}); its output "
+                           f"ends:\n{server.stderr_tail()}") from None
 
 
 def stop(server: RunningServer) -> None:

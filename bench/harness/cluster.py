@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gatewaykit import free_port
+from .loopback import free_port
 
-ROOT = str(Path(__file__).resolve().parents[2])  # this checkout, so workers import its gwlab
+ROOT = str(Path(__file__).resolve().parents[2])  # this checkout (bench/harness/..), so workers import its gwlab
 
 
 class ProcessCluster:

@@ -7,7 +7,6 @@ async face, so `face.run(face.gw.decide(...))` exercises either implementation t
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gwlab import AsyncGateway, Gateway
+from tests.support.gateways import RequestLog
 
 FACES = ["sync", "async"]
 
@@ -47,5 +47,4 @@ def open_face(kind: str, base_url: str, api_key: str, **options: Any) -> Iterato
 
 def logged(db: Path, path: str) -> int:
     """How many requests for `path` the gateway's own request log holds."""
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT COUNT(*) FROM request_log WHERE path = ?", (path,)).fetchone()[0]
+    return len(RequestLog(db).rows(path=path))

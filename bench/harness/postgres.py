@@ -1,8 +1,8 @@
 """A real PostgreSQL server for tests: Debian's binaries, a temporary data directory, a loopback port.
 
 As root (CI) the server runs as the `postgres` user, as PostgreSQL requires; the data directory is a
-fresh `mkdtemp` owned by that user. Tests skip, saying why, only when no PostgreSQL binaries are found
-(`make db-deps` installs them).
+fresh `mkdtemp` owned by that user. `missing()` says why no server can start (tests skip with it,
+tests/support/postgres.py; a benchmark stops with it).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-from gatewaykit import free_port
+from .loopback import free_port
 
 
 def binaries() -> Path | None:
@@ -71,12 +71,24 @@ class PostgresServer:
             shutil.rmtree(self.data, ignore_errors=True)
 
 
-def postgres_server() -> Iterator[PostgresServer]:
-    """Start a server for the caller's fixture; stopped (and its directory removed) when it ends."""
-    pytest.importorskip("psycopg", reason="psycopg is in the dask extra: pip install -e '.[dask]'")
+def missing() -> str | None:
+    """Why no server can be started here (the driver or the binaries are missing), or None."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return "psycopg is in the dask extra: pip install -e '.[dask]'"
+    if binaries() is None:
+        return "no PostgreSQL binaries (initdb, pg_ctl): run `make db-deps` (apt-get install postgresql)"
+    return None
+
+
+@contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """A started server, stopped (and its directory removed) at the end; RuntimeError saying why if none can."""
+    reason = missing()
     bin_dir = binaries()
-    if bin_dir is None:
-        pytest.skip("no PostgreSQL binaries (initdb, pg_ctl): run `make db-deps` (apt-get install postgresql)")
+    if reason is not None or bin_dir is None:
+        raise RuntimeError(f"PostgreSQL cannot start: {reason}")
     user = "postgres" if os.geteuid() == 0 else None
     data = Path(tempfile.mkdtemp(prefix="gwlab-pg-"))
     if user:
