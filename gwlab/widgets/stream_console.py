@@ -16,6 +16,7 @@ from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.widgets._bridge import Bridge, Throttle
 from gwlab.widgets._esm import esm_of
+from gwlab.wire.models import default_model
 
 __all__ = ["PROTOCOLS", "StreamConsole"]
 
@@ -31,8 +32,8 @@ class StreamConsole(anywidget.AnyWidget):
     ----------
     gw : Gateway, optional
         From `gwlab.connect()` (default: the one it returned last). The key stays in the kernel: no trait holds it.
-    model : str
-        A text model ID, e.g. ``"local/gemma-3-270m"``.
+    model : str, optional
+        A text model ID; default the text model every chat call uses (``DEFAULT_MODELS["text"]``).
     protocol : {"chat", "responses", "messages"}
         Which endpoint streams the answer.
     max_tokens : int
@@ -75,9 +76,9 @@ class StreamConsole(anywidget.AnyWidget):
     turns = traitlets.List(traitlets.Dict()).tag(sync=True)  # earlier turns, oldest first
     # no key, token or URL trait: browser state is visible to anyone who opens the notebook
 
-    def __init__(self, gw: Gateway | AsyncGateway | None = None, *, model: str, protocol: str = "chat",
+    def __init__(self, gw: Gateway | AsyncGateway | None = None, *, model: str | None = None, protocol: str = "chat",
                  max_tokens: int = 64, history: bool = False, update_interval: float = 0.05, **params: Any) -> None:
-        super().__init__(model=model, protocol=protocol, max_tokens=max_tokens)
+        super().__init__(model=default_model(model, "text"), protocol=protocol, max_tokens=max_tokens)
         self._bridge = Bridge(gw)
         self._history = history
         self._params = params
