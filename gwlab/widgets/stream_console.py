@@ -119,9 +119,9 @@ class StreamConsole(anywidget.AnyWidget):
             self._future.cancel()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the current stream ends (scripts and tests; a notebook cell need not wait).
-        False when `timeout` passed first."""
-        return self._done.wait(timeout)
+        """Block until the current stream ended and its final text and status are set, also in the cell
+        that submitted it (a notebook cell need not wait). TimeoutError when `timeout` passed first."""
+        return self._bridge.wait(self._done, timeout, "stream")
 
     # -- the front end ------------------------------------------------------------------------------
     def _on_front_end(self, _widget: Any, content: Mapping[str, Any], _buffers: Sequence[bytes]) -> None:
