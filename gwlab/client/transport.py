@@ -421,6 +421,14 @@ class AsyncTransport:
             await stream._finish_with(parse(body, call.request_id))
         return stream
 
+    async def check_answers(self, path: str = "/models") -> None:
+        """ConnectionFailed (scrubbed) unless the address answers HTTP at all: one GET of `path`, without the
+        key, no retry, not in the ledger (`connect()`'s check; any status counts as an answer)."""
+        try:
+            await self._client.get(self.url(path))
+        except httpx.HTTPError as exc:
+            raise self._scrubbed(translate(exc, "GET", path)) from exc
+
     async def aclose(self) -> None:
         await self._client.aclose()
 

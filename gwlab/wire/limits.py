@@ -72,6 +72,8 @@ BACKOFF_MAX_SECONDS = 8.0  # … capped at 8 s …
 BACKOFF_JITTER = 0.25  # … minus up to 25 %
 RETRY_AFTER_CAP_SECONDS = 60.0  # a longer requested wait is not slept through: RateLimited is raised
 CONNECT_TIMEOUT_SECONDS = 10.0
+# connect()'s check that an address answers (one GET /models, no retry): a dead one fails within this
+CONNECT_CHECK_SECONDS = 5.0
 READ_TIMEOUT_SECONDS = 120.0  # between two bytes of an answer, not for the whole answer
 SHOULD_RETRY_HEADER = "x-should-retry"
 RETRY_AFTER_MS_HEADER = "retry-after-ms"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+import pandas as pd
 import pytest
 from clientkit import CANARY_KEY
+from gatewaykit import free_port
 
 import gwlab
 from gwlab import errors
@@ -23,7 +25,7 @@ class FakeLocal:
 
 
 def test_connect_reads_the_environment_mapping():
-    gw = gwlab.connect(env={"GWLAB_BASE_URL": "http://gw.example:8000", "GWLAB_API_KEY": CANARY_KEY})
+    gw = gwlab.connect(env={"GWLAB_BASE_URL": "http://gw.example:8000", "GWLAB_API_KEY": CANARY_KEY}, check=False)
     try:
         assert gw.base_url == "http://gw.example:8000/v1" and CANARY_KEY not in repr(gw)
     finally:
@@ -32,7 +34,7 @@ def test_connect_reads_the_environment_mapping():
 
 def test_arguments_win_over_the_environment():
     env = {"GWLAB_BASE_URL": "http://env:2", "GWLAB_API_KEY": "k"}
-    gw = gwlab.connect("http://arg:1", CANARY_KEY, env=env)
+    gw = gwlab.connect("http://arg:1", CANARY_KEY, env=env, check=False)
     try:
         assert gw.base_url == "http://arg:1/v1"
     finally:
@@ -84,7 +86,7 @@ def test_the_gateway_connect_returned_last_is_the_current_one_while_open():
     from gwlab.connection import current_gateway
 
     env = {"GWLAB_BASE_URL": "http://gw.example:8000", "GWLAB_API_KEY": CANARY_KEY}
-    first, second = gwlab.connect(env=env), gwlab.connect(env=env)
+    first, second = gwlab.connect(env=env, check=False), gwlab.connect(env=env, check=False)
     try:
         assert current_gateway(connect_if_none=False) is second
     finally:
@@ -107,3 +109,25 @@ def test_two_connects_share_the_real_embedded_gateway_and_outlive_each_other(mon
         second.close()
     with gwlab.Gateway(second.base_url, CANARY_KEY, max_retries=0) as late, pytest.raises(errors.ConnectionFailed):
         late.models()  # the last client closed: so did the server
+
+
+def test_a_connect_to_a_dead_address_fails_naming_the_url_and_never_becomes_current(gateway):
+    from gwlab.connection import current_gateway
+
+    working = gwlab.connect(gateway.base_url, gateway.api_key)
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    try:
+        with pytest.raises(errors.ConnectionFailed, match=rf"no answer from the gateway at {dead}/v1") as info:
+            gwlab.connect(dead, CANARY_KEY)
+        assert CANARY_KEY not in str(info.value)
+        assert current_gateway(connect_if_none=False) is working
+        question = {"type": "noul", "instructions": "Is it urgent?", "criteria": {"true": "now", "false": "later"}}
+        answers = pd.DataFrame({"text": ["The site is down."]}).gw.decide("{text}", {"urgent": question})
+        assert answers["urgent__noul"].notna().all()  # df.gw still reaches the gateway that works
+    finally:
+        working.close()
+
+
+def test_a_reachable_gateway_that_refuses_the_key_still_connects_and_the_first_call_says_why(gateway):
+    with gwlab.connect(gateway.base_url, "sk-not-the-key") as gw, pytest.raises(errors.AuthenticationFailed):
+        gw.models()
