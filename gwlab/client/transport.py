@@ -323,6 +323,7 @@ class AsyncTransport:
         self.deadline = deadline
         self._key = _Secret(api_key, messages_auth, anthropic_version)
         self._urls: dict[str, httpx.URL] = {}
+        self._local_identity: str | None = None  # "" once asked and not an embedded gateway
         # the fast path on loopback, httpx (with the environment's proxies) elsewhere: transport_choice
         self.http_transport = transport_choice.choose(self.base_url, http_transport)
         self._client = httpx.AsyncClient(
@@ -420,6 +421,19 @@ class AsyncTransport:
         if parse is not None and media_type != "text/event-stream":
             await stream._finish_with(parse(body, call.request_id))
         return stream
+
+    async def local_identity(self) -> str | None:
+        """The embedded gateway's stable identity (`limits.GATEWAY_ID_HEADER`, "local:..."), which survives a
+        restart on another port; None for any other gateway. Asked once, on loopback only, with one GET
+        /models without the key and outside the ledger; an answer is remembered."""
+        if self._local_identity is None and transport_choice.is_loopback(httpx.URL(self.base_url).host):
+            try:
+                response = await self._client.get(self.url("/models"))
+            except httpx.HTTPError:
+                return None
+            value = response.headers.get(limits.GATEWAY_ID_HEADER, "")
+            self._local_identity = value if value.startswith("local:") else ""
+        return self._local_identity or None
 
     async def check_answers(self, path: str = "/models") -> None:
         """ConnectionFailed (scrubbed) unless the address answers HTTP at all: one GET of `path`, without the

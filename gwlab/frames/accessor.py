@@ -516,13 +516,14 @@ class GatewayAccessor:
         if over is not None and len(over.positions):
             warnings.warn(_over_limit_text(over, self._labels(over.positions)), InputLimitWarning, stacklevel=2)
         checkpoint, owned = _checkpoint(options.get("checkpoint", "auto"))
+        origin = await _client.checkpoint_origin(connection) if checkpoint is not None else connection.origin
         runner = Runner(family, connection.send, concurrency=options.get("concurrency", 16), limiter=limiter,
                         budget=Budget.of(options.get("budget"), options.get("prices")),
                         prices=options.get("prices"), checkpoint=checkpoint,
                         refresh=options.get("refresh", False), repeats=options.get("repeats", 1),
                         pilot=options.get("pilot"), errors=errors, progress=options.get("progress", True),
                         max_retries=connection.max_retries, retry_delay=connection.retry_delay,
-                        description=f"{family.name} {family.model}", gateway=connection.origin)
+                        description=f"{family.name} {family.model}", gateway=origin)
         try:
             with _client.run_tag(connection, family.name):
                 result = await _client.stoppable(runner, Batch(rows))

@@ -47,7 +47,7 @@ class RunSummary:
     pilot: dict[str, Any] | None = None  # the estimate for the rows a pilot left out
     endpoint: str = ""
     model: str = ""
-    gateway: str = ""  # the normalized base URL this run sent to (part of every checkpoint key)
+    gateway: str = ""  # the normalized base URL this run sent to, or the embedded gateway's identity (checkpoint key)
     # answers served from the checkpoint: {"gateway", "answers", "first_answered", "last_answered"} (UTC)
     cached_from: dict[str, Any] | None = None
     checkpoint: str | None = None  # the checkpoint file's path, None when answers were not kept

@@ -12,6 +12,9 @@ REALTIME_KEY_SUBPROTOCOL_PREFIX = "openai-insecure-api-key."
 REALTIME_BETA_SUBPROTOCOL = "openai-beta.realtime-v1"
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-typesafe-request-id")
 REQUEST_ID_HEADER = REQUEST_ID_HEADERS[0]  # the one the local gateway sends
+# the embedded gateway's stable identity ("local:<digest>", gwlab/local/catalog.py), sent on every answer:
+# checkpoints key its answers by it instead of by a URL whose port changes with every start
+GATEWAY_ID_HEADER = "x-gwlab-gateway-id"
 AUTHORIZATION_HEADER = "authorization"  # Bearer <key>: every family but messages by default
 API_KEY_HEADER = "x-api-key"  # the messages family's key header
 ANTHROPIC_VERSION_HEADER = "anthropic-version"
