@@ -7,6 +7,7 @@ keeps the process's current gateway, which the magics, the consoles and `df.gw` 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -14,8 +15,10 @@ from collections.abc import Mapping
 from typing import Unpack
 
 from gwlab.client.config import ClientConfig, ClientOptions
-from gwlab.client.gateway import Gateway
-from gwlab.errors import InvalidRequest
+from gwlab.client.gateway import AsyncGateway, Gateway
+from gwlab.errors import ConnectionFailed, InvalidRequest, Timeout
+from gwlab.wire import limits
+from gwlab.wire.families import FAMILIES
 
 __all__ = ["ENV_API_KEY", "ENV_BASE_URL", "connect", "current_gateway"]
 
@@ -25,7 +28,7 @@ log = logging.getLogger("gwlab")
 
 
 def connect(base_url: str | None = None, api_key: str | None = None, *, env: Mapping[str, str] | None = None,
-            config: ClientConfig | None = None, **options: Unpack[ClientOptions]) -> Gateway:
+            config: ClientConfig | None = None, check: bool = True, **options: Unpack[ClientOptions]) -> Gateway:
     """A gateway client: the hosted gateway when configured, else the embedded local one.
 
     Parameters
@@ -38,6 +41,11 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
         argument value: a signature holding os.environ would show every variable, key included,
         in `help(connect)` and Jupyter's `connect?`.
     config : a `ClientConfig` to start from; `**options` are applied over it.
+    check : ask a configured address once (`GET /models` without the key, no retry, within
+        `limits.CONNECT_CHECK_SECONDS`, not in the ledger) before it becomes the current gateway. No answer
+        at all (refused, unknown host, timed out) raises `ConnectionFailed` naming the URL, and the current
+        gateway stays what it was; any HTTP answer counts (a wrong key's 401 is the first call's to raise).
+        `check=False` skips the request. The embedded gateway is not asked: connect() has just started it.
     **options : `Gateway` options (timeout, deadline, max_retries, ledger_path, dialect, http_transport, ...);
         `dialect={"decisions_path": "/systemone"}` is the one place to say how a gateway differs from
         the spec (docs/guide/byo-gateway.md). `http_transport="httpx"` (or "fast") overrides the
@@ -60,7 +68,10 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     base_url = base_url or env.get(ENV_BASE_URL) or None
     api_key = api_key or env.get(ENV_API_KEY) or None
     if base_url and api_key:
-        return _made_current(Gateway(base_url, api_key, config=config))
+        gateway = Gateway(base_url, api_key, config=config)
+        if check:
+            _check_reachable(gateway)
+        return _made_current(gateway)
     if base_url:
         raise InvalidRequest("api_key", f"an address is set but no key: pass api_key= or set {ENV_API_KEY}")
     if api_key:
@@ -84,6 +95,24 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
         raise
     gateway.own(lease)  # closing the gateway lets go of its lease, never of another's
     return _made_current(gateway)
+
+
+def _check_reachable(gateway: Gateway) -> None:
+    """Close `gateway` and raise ConnectionFailed naming its URL when its address does not answer."""
+    try:
+        gateway.loop.run(_ask(gateway.twin))
+    except ConnectionFailed as exc:
+        gateway.close()
+        raise ConnectionFailed(f"no answer from the gateway at {gateway.base_url} ({exc}); it did not become "
+                               f"the current gateway (check the address, or pass check=False)") from None
+
+
+async def _ask(twin: AsyncGateway) -> None:
+    try:
+        async with asyncio.timeout(limits.CONNECT_CHECK_SECONDS):
+            await twin.transport.check_answers(FAMILIES["models"].path)
+    except TimeoutError:
+        raise Timeout(f"no answer within {limits.CONNECT_CHECK_SECONDS} s") from None
 
 
 class _Current:

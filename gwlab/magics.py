@@ -150,6 +150,42 @@ def _protocol_reason(result: Any) -> str | None:
     return str(reason) if reason else None
 
 
+class _AnswerView:
+    """Where `%%gw chat` streams: in a kernel, one display it updates (at most every `interval` s), so the saved
+    notebook holds one output (a print per token saved one output per token, one line each in exported HTML);
+    elsewhere (a terminal, a script) plain prints, which stream as they are."""
+
+    def __init__(self, *, in_kernel: bool, interval: float = 0.1) -> None:
+        self._in_kernel, self._interval = in_kernel, interval
+        self._handle: Any = None
+        self._shown, self._last = 0, float("-inf")
+
+    def show(self, text: str) -> None:
+        if not self._in_kernel:
+            print(text[self._shown:], end="", flush=True)
+            self._shown = len(text)
+        elif time.monotonic() - self._last >= self._interval:
+            self._update(text)
+
+    def end(self, text: str, notes: list[str]) -> None:
+        """The whole answer, then the notes (an error, the usage line), each on its own line."""
+        if self._in_kernel:
+            self._update("\n".join([text, *notes]))
+            return
+        print(text[self._shown:])
+        for note in notes:
+            print(note)
+
+    def _update(self, content: str) -> None:
+        from IPython.display import Pretty, display
+
+        if self._handle is None:
+            self._handle = display(Pretty(content), display_id=True)
+        else:
+            self._handle.update(Pretty(content))
+        self._last = time.monotonic()
+
+
 @magics_class
 class GwMagics(Magics):
     """`%gw` / `%%gw`: chat, decide, usage, models, connect (`%gw?` for the syntax)."""
@@ -192,21 +228,18 @@ class GwMagics(Magics):
         started = time.monotonic()
         stream = family.stream(prompt, model=model, allow_partial=True,
                                **{FAMILIES[args.protocol].token_cap: args.max_tokens})
-        shown, status = 0, None
+        view, status, notes = _AnswerView(in_kernel=getattr(self.shell, "kernel", None) is not None), None, []
         try:
             for _event in stream:
-                text = stream.text
-                print(text[shown:], end="", flush=True)
-                shown = len(text)
+                view.show(stream.text)
         except KeyboardInterrupt:
             stream.close()  # recorded `stopped` in the ledger
             status = "stopped"
         except GatewayError as exc:
-            print(f"\n[gw] error: {exc}")
+            notes.append(f"[gw] error: {exc}")
             status = "failed"
-        print(stream.text[shown:])
-        print(_usage_line(args.protocol, model, stream, status or stream.ending,
-                          time.monotonic() - started))
+        notes.append(_usage_line(args.protocol, model, stream, status or stream.ending, time.monotonic() - started))
+        view.end(stream.text, notes)
         if args.output:
             self.shell.user_ns[args.output] = stream
 

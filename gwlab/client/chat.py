@@ -12,6 +12,7 @@ from gwlab.errors import InvalidRequest
 from gwlab.wire import chat
 from gwlab.wire.chat import ChatChunk, ChatCompletion
 from gwlab.wire.families import FAMILIES
+from gwlab.wire.models import default_model
 from gwlab.wire.sse import UnknownEvent
 
 __all__ = ["AsyncChat", "AsyncChatStream", "Chat", "ChatStream"]
@@ -29,26 +30,26 @@ class AsyncChat:
     def __init__(self, transport: AsyncTransport) -> None:
         self._transport = transport
 
-    async def __call__(self, messages: Messages, *, model: str, extra_headers: Headers = None,
+    async def __call__(self, messages: Messages, *, model: str | None = None, extra_headers: Headers = None,
                        **params: Any) -> ChatCompletion:
         return await self.create(messages, model=model, extra_headers=extra_headers, **params)
 
-    async def create(self, messages: Messages, *, model: str, extra_headers: Headers = None,
+    async def create(self, messages: Messages, *, model: str | None = None, extra_headers: Headers = None,
                      **params: Any) -> ChatCompletion:
         """One completion; `params` are chat fields (tools, temperature, ...), None ones omitted."""
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.chat.stream(...) for a stream")
-        body = chat.build_request(messages, model=model, **params)
+        body = chat.build_request(messages, model=default_model(model, CHAT.ability), **params)
         return await self._transport.request(CHAT.method, CHAT.path, family=CHAT.name, json=body, headers=extra_headers,
                                              parse=chat.parse_response)
 
-    async def stream(self, messages: Messages, *, model: str, allow_partial: bool = False,
+    async def stream(self, messages: Messages, *, model: str | None = None, allow_partial: bool = False,
                      extra_headers: Headers = None, **params: Any) -> AsyncChatStream:
         """A stream of chunks; ended only at `[DONE]` after every choice's finish_reason. A cut (or a bare
         `[DONE]` before them) raises StreamInterrupted at the end of iteration unless `allow_partial=True`
         (then check `.ending`: complete, capped, interrupted, ...; gwlab/wire/endings.py)."""
         params.pop("stream", None)
-        body = chat.build_request(messages, model=model, stream=True, **params)
+        body = chat.build_request(messages, model=default_model(model, CHAT.ability), stream=True, **params)
         return await self._transport.stream(CHAT.method, CHAT.path, family=CHAT.name, json=body, headers=extra_headers,
                                             accumulator=chat.ChatAccumulator(), parse=chat.parse_response,
                                             allow_partial=allow_partial)
@@ -58,15 +59,15 @@ class Chat:
     def __init__(self, twin: AsyncChat, loop: LoopThread) -> None:
         self._twin, self._loop = twin, loop
 
-    def __call__(self, messages: Messages, *, model: str, extra_headers: Headers = None,
+    def __call__(self, messages: Messages, *, model: str | None = None, extra_headers: Headers = None,
                  **params: Any) -> ChatCompletion:
         return self._loop.run(self._twin(messages, model=model, extra_headers=extra_headers, **params))
 
-    def create(self, messages: Messages, *, model: str, extra_headers: Headers = None,
+    def create(self, messages: Messages, *, model: str | None = None, extra_headers: Headers = None,
                **params: Any) -> ChatCompletion:
         return self._loop.run(self._twin.create(messages, model=model, extra_headers=extra_headers, **params))
 
-    def stream(self, messages: Messages, *, model: str, allow_partial: bool = False,
+    def stream(self, messages: Messages, *, model: str | None = None, allow_partial: bool = False,
                extra_headers: Headers = None, **params: Any) -> ChatStream:
         return EventStream(self._loop.run(self._twin.stream(
             messages, model=model, allow_partial=allow_partial, extra_headers=extra_headers, **params)),

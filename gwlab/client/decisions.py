@@ -19,6 +19,7 @@ from gwlab.client.transport import AsyncTransport
 from gwlab.wire import decisions
 from gwlab.wire.decisions import DecisionResult, Question
 from gwlab.wire.families import FAMILIES
+from gwlab.wire.models import default_model
 
 __all__ = ["AsyncDecisions", "Decisions", "Questions", "State"]
 
@@ -33,12 +34,15 @@ class AsyncDecisions:
     def __init__(self, transport: AsyncTransport) -> None:
         self._transport = transport
 
-    async def create(self, state: State, questions: Questions, *, model: str, **extra: Any) -> DecisionResult:
+    async def create(self, state: State, questions: Questions, *, model: str | None = None,
+                     **extra: Any) -> DecisionResult:
         """Answer every question about `state` in one request.
 
+        Without `model`, the decision model (`gwlab.wire.models.DEFAULT_MODELS`), as every call.
         An invalid request raises `InvalidRequest` naming the field and never leaves this process;
         `extra` rides along as top-level fields (None ones omitted).
         """
+        model = default_model(model, DECISIONS.ability)
         body = decisions.build_request(state, questions, model, **extra)  # strict writer: refuse here
         return await self._transport.request(DECISIONS.method, DECISIONS.path, family=DECISIONS.name, json=body,
                                              parse=decisions.parse_response)
@@ -48,5 +52,6 @@ class Decisions:
     def __init__(self, twin: AsyncDecisions, loop: LoopThread) -> None:
         self._twin, self._loop = twin, loop
 
-    def create(self, state: State, questions: Questions, *, model: str, **extra: Any) -> DecisionResult:
+    def create(self, state: State, questions: Questions, *, model: str | None = None,
+               **extra: Any) -> DecisionResult:
         return self._loop.run(self._twin.create(state, questions, model=model, **extra))

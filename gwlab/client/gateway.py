@@ -28,7 +28,6 @@ from gwlab.client.transport import AsyncTransport
 from gwlab.client.transport_choice import TransportChoice
 from gwlab.client.videos import AsyncVideos, Videos
 from gwlab.wire.decisions import DecisionResult
-from gwlab.wire.models import DEFAULT_MODELS
 from gwlab.wire.tasks import TaskFamily
 
 if TYPE_CHECKING:
@@ -105,10 +104,10 @@ class AsyncGateway:
                      **extra: Any) -> DecisionResult:
         """`decisions.create`: typed answers to every question about `state`, validated before sending.
 
-        Without `model`, the decision model `df.gw.decide` and `%%gw decide` also default to
-        (`gwlab.wire.models.DEFAULT_MODELS`): one rule for the three ways to ask.
+        Without `model`, the decision model, as every call defaults to its family's
+        (`gwlab.wire.models.DEFAULT_MODELS`: chat, responses and messages to the text model).
         """
-        return await self.decisions.create(state, questions, model=model or DEFAULT_MODELS["decisions"], **extra)
+        return await self.decisions.create(state, questions, model=model, **extra)
 
     async def responses_from_chat(self, **chat_kwargs: Any) -> Migrated:
         """A chat-shaped request sent through the responses protocol; both views of the answer."""
@@ -201,8 +200,8 @@ class Gateway:
                **extra: Any) -> DecisionResult:
         """`decisions.create`: typed answers to every question about `state`, validated before sending.
 
-        Without `model`, the decision model `df.gw.decide` and `%%gw decide` also default to
-        (`gwlab.wire.models.DEFAULT_MODELS`): one rule for the three ways to ask.
+        Without `model`, the decision model, as every call defaults to its family's
+        (`gwlab.wire.models.DEFAULT_MODELS`: chat, responses and messages to the text model).
         """
         return self._loop.run(self._twin.decide(state, questions, model=model, **extra))
 

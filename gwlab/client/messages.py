@@ -12,6 +12,7 @@ from gwlab.errors import InvalidRequest
 from gwlab.wire import messages as wire
 from gwlab.wire.families import FAMILIES
 from gwlab.wire.messages import Message, MessageEvent
+from gwlab.wire.models import default_model
 from gwlab.wire.sse import UnknownEvent
 
 __all__ = ["AsyncMessages", "AsyncMessagesStream", "Messages", "MessagesStream"]
@@ -31,18 +32,20 @@ class AsyncMessages:
     def __init__(self, transport: AsyncTransport) -> None:
         self._transport = transport
 
-    async def create(self, messages: Conversation, *, model: str, max_tokens: int,
+    async def create(self, messages: Conversation, *, model: str | None = None, max_tokens: int,
                      extra_headers: Headers = None, **params: Any) -> Message:
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.messages.stream(...) for a stream")
+        model = default_model(model, MESSAGES.ability)
         body = wire.build_request(messages, model=model, max_tokens=max_tokens, **params)
         return await self._transport.request(MESSAGES.method, MESSAGES.path, family=MESSAGES.name, json=body,
                                              headers=extra_headers, parse=wire.parse_response)
 
-    async def stream(self, messages: Conversation, *, model: str, max_tokens: int,
+    async def stream(self, messages: Conversation, *, model: str | None = None, max_tokens: int,
                      allow_partial: bool = False, extra_headers: Headers = None,
                      **params: Any) -> AsyncMessagesStream:
         params.pop("stream", None)
+        model = default_model(model, MESSAGES.ability)
         body = wire.build_request(messages, model=model, max_tokens=max_tokens, stream=True, **params)
         return await self._transport.stream(MESSAGES.method, MESSAGES.path, family=MESSAGES.name, json=body,
                                             headers=extra_headers, accumulator=wire.MessagesAccumulator(),
@@ -53,12 +56,12 @@ class Messages:
     def __init__(self, twin: AsyncMessages, loop: LoopThread) -> None:
         self._twin, self._loop = twin, loop
 
-    def create(self, messages: Conversation, *, model: str, max_tokens: int,
+    def create(self, messages: Conversation, *, model: str | None = None, max_tokens: int,
                extra_headers: Headers = None, **params: Any) -> Message:
         return self._loop.run(self._twin.create(messages, model=model, max_tokens=max_tokens,
                                                 extra_headers=extra_headers, **params))
 
-    def stream(self, messages: Conversation, *, model: str, max_tokens: int,
+    def stream(self, messages: Conversation, *, model: str | None = None, max_tokens: int,
                allow_partial: bool = False, extra_headers: Headers = None, **params: Any) -> MessagesStream:
         return EventStream(self._loop.run(self._twin.stream(
             messages, model=model, max_tokens=max_tokens, allow_partial=allow_partial,

@@ -11,6 +11,7 @@ from gwlab.client.transport import AsyncTransport
 from gwlab.errors import InvalidRequest
 from gwlab.wire import responses
 from gwlab.wire.families import FAMILIES
+from gwlab.wire.models import default_model
 from gwlab.wire.responses import Response, ResponseEvent
 from gwlab.wire.sse import UnknownEvent
 
@@ -32,18 +33,18 @@ class AsyncResponses:
     def __init__(self, transport: AsyncTransport) -> None:
         self._transport = transport
 
-    async def create(self, input: Input, *, model: str, extra_headers: Headers = None,
+    async def create(self, input: Input, *, model: str | None = None, extra_headers: Headers = None,
                      **params: Any) -> Response:
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.responses.stream(...) for a stream")
-        body = responses.build_request(input, model=model, **params)
+        body = responses.build_request(input, model=default_model(model, RESPONSES.ability), **params)
         return await self._transport.request(RESPONSES.method, RESPONSES.path, family=RESPONSES.name, json=body,
                                              headers=extra_headers, parse=responses.parse_response)
 
-    async def stream(self, input: Input, *, model: str, allow_partial: bool = False,
+    async def stream(self, input: Input, *, model: str | None = None, allow_partial: bool = False,
                      extra_headers: Headers = None, **params: Any) -> AsyncResponsesStream:
         params.pop("stream", None)
-        body = responses.build_request(input, model=model, stream=True, **params)
+        body = responses.build_request(input, model=default_model(model, RESPONSES.ability), stream=True, **params)
         return await self._transport.stream(RESPONSES.method, RESPONSES.path, family=RESPONSES.name, json=body,
                                             headers=extra_headers, parse=responses.parse_response,
                                             accumulator=responses.ResponsesAccumulator(),
@@ -62,11 +63,11 @@ class Responses:
     def __init__(self, twin: AsyncResponses, loop: LoopThread) -> None:
         self._twin, self._loop = twin, loop
 
-    def create(self, input: Input, *, model: str, extra_headers: Headers = None,
+    def create(self, input: Input, *, model: str | None = None, extra_headers: Headers = None,
                **params: Any) -> Response:
         return self._loop.run(self._twin.create(input, model=model, extra_headers=extra_headers, **params))
 
-    def stream(self, input: Input, *, model: str, allow_partial: bool = False,
+    def stream(self, input: Input, *, model: str | None = None, allow_partial: bool = False,
                extra_headers: Headers = None, **params: Any) -> ResponsesStream:
         return EventStream(self._loop.run(self._twin.stream(
             input, model=model, allow_partial=allow_partial, extra_headers=extra_headers, **params)),

@@ -331,6 +331,7 @@ class AsyncTransport:
         self.deadline = config.deadline
         self._key = _Secret(api_key, config.messages_auth, config.anthropic_version)
         self._urls: dict[str, httpx.URL] = {}
+        self._local_identity: str | None = None  # "" once asked and not an embedded gateway
         # the fast path on loopback, httpx (with the environment's proxies) elsewhere: transport_choice
         self.http_transport = transport_choice.choose(self.base_url, config.http_transport)
         self._client = httpx.AsyncClient(
@@ -434,6 +435,27 @@ class AsyncTransport:
                                              ledger=self.ledger)
         return AsyncEventStream(response, call, accumulator, ledger=self.ledger, allow_partial=allow_partial,
                                 deadline_at=deadline_at, deadline_s=self.deadline)
+
+    async def local_identity(self) -> str | None:
+        """The embedded gateway's stable identity (`limits.GATEWAY_ID_HEADER`, "local:..."), which survives a
+        restart on another port; None for any other gateway. Asked once, on loopback only, with one GET
+        /models without the key and outside the ledger; an answer is remembered."""
+        if self._local_identity is None and transport_choice.is_loopback(httpx.URL(self.base_url).host):
+            try:
+                response = await self._client.get(self.url(FAMILIES["models"].path))
+            except httpx.HTTPError:
+                return None
+            value = response.headers.get(limits.GATEWAY_ID_HEADER, "")
+            self._local_identity = value if value.startswith("local:") else ""
+        return self._local_identity or None
+
+    async def check_answers(self, path: str = FAMILIES["models"].path) -> None:
+        """ConnectionFailed (scrubbed) unless the address answers HTTP at all: one GET of `path`, without the
+        key, no retry, not in the ledger (`connect()`'s check; any status counts as an answer)."""
+        try:
+            await self._client.get(self.url(path))
+        except httpx.HTTPError as exc:
+            raise self._scrubbed(translate(exc, "GET", path)) from exc
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -80,6 +80,17 @@ def connection(gateway: Any) -> Connection:
     return Connection(send, transport.retry, loop, gateway, origin=_origin(transport), input_limit=input_limit)
 
 
+async def checkpoint_origin(connection: Connection) -> str:
+    """Whose answers a run's are, for the checkpoint: an embedded gateway's stable identity in place of its
+    URL (its port changes with every start, so a re-run notebook asked every row again), else the origin."""
+    gateway = connection.gateway
+    transport = getattr(getattr(gateway, "twin", gateway), "transport", None)
+    if transport is None or not hasattr(transport, "local_identity"):
+        return connection.origin
+    local = await transport.local_identity()
+    return connection.origin.replace(transport.base_url, local, 1) if local else connection.origin
+
+
 def _origin(transport: Any) -> str:
     """Whose answers a run's are, for the checkpoint key: the base URL, plus the decisions route and shape
     when the user fixed them (`dialect=`), since one URL may serve different deciders on two routes.

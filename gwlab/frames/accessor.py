@@ -515,8 +515,9 @@ class GatewayAccessor:
         if over is not None and len(over.positions):
             warnings.warn(_over_limit_text(over, self._labels(over.positions)), InputLimitWarning, stacklevel=2)
         checkpoint, owned = open_for_run(config.checkpoint)
+        origin = await _client.checkpoint_origin(connection) if checkpoint is not None else connection.origin
         runner = Runner(family, connection.send, config, retry_delay=connection.retry_delay, checkpoint=checkpoint,
-                        description=f"{family.name} {family.model}", gateway=connection.origin)
+                        description=f"{family.name} {family.model}", gateway=origin)
         try:
             with _client.run_tag(connection, family.name):
                 result = await _client.stoppable(runner, Batch(rows))

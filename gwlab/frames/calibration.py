@@ -25,6 +25,9 @@ from gwlab.frames._targets import ProbSpec, Target, resolve
 from gwlab.frames.labels import EvaluationWarning
 
 _LOG_T_BOUNDS = (np.log(1e-2), np.log(1e2))
+# a fitted log T this close to a bound is stuck there: the best T lies outside the search (T = 100 makes
+# every answer nearly uniform, T = 0.01 makes it 0 or 1), so the map is degenerate, never an improvement
+_AT_BOUND_LOG_T = 0.05
 
 
 def temperature_scale(proba: np.ndarray, temperature: float, kind: str) -> np.ndarray:
@@ -169,9 +172,19 @@ class Recalibration:
         return derived
 
     @property
+    def at_bound(self) -> bool:
+        """A temperature fit stuck at its search bound (0.01 or 100): degenerate, whatever the metrics say
+        (T = 100 flattens every answer to near-uniform, which can lower ECE while saying nothing)."""
+        if self.temperature is None:
+            return False
+        log_t = np.log(self.temperature)
+        return bool(min(abs(log_t - bound) for bound in _LOG_T_BOUNDS) < _AT_BOUND_LOG_T)
+
+    @property
     def helped(self) -> bool:
-        """Whether the map improved the held-out rows: ECE lower and NLL no higher than before."""
-        return bool(self.ece_after < self.ece_before and self.nll_after <= self.nll_before)
+        """Whether the map improved the held-out rows: ECE lower and NLL no higher than before, and not a
+        temperature stuck at its search bound."""
+        return bool(not self.at_bound and self.ece_after < self.ece_before and self.nll_after <= self.nll_before)
 
     def verdict(self) -> str:
         """'' when the map helped; else what got worse on the held-out rows, and what to do instead."""
@@ -182,7 +195,11 @@ class Recalibration:
             worse.append(f"ECE {self.ece_before:.3f} -> {self.ece_after:.3f}")
         if self.nll_after > self.nll_before:
             worse.append(f"NLL {self.nll_before:.3f} -> {self.nll_after:.3f}")
-        return (f"did not help on the {self.n_test} held-out rows ({', '.join(worse)}): keep the raw "
+        if self.at_bound:
+            assert self.temperature is not None
+            effect = "flattens every answer to near-uniform" if self.temperature > 1 else "makes every answer 0 or 1"
+            worse.append(f"the fit is stuck at its search bound T={self.temperature:.3g}, so the map {effect}")
+        return (f"did not help on the {self.n_test} held-out rows ({'; '.join(worse)}): keep the raw "
                 "probabilities, or fit on more rows")
 
     def __repr__(self) -> str:

@@ -3,8 +3,10 @@
 Key: SHA-256 of the gateway (its normalized base URL, `gateway_id`), the endpoint and the canonical JSON
 body (sorted keys, compact; the body holds the model), plus the repeat index for the extra asks of
 `repeats=k`. An answer is one gateway's: two gateways serving the same model id (staging and production,
-the local one and a hosted one) never share answers. Files written before the gateway was part of the key
-keep their rows (their `gateway` column is NULL) but no key can reach them: they are never served.
+the local one and a hosted one) never share answers. The embedded gateway's is its identity instead
+(`local:...`, frames/_client.checkpoint_origin), which a restart on another port keeps. Files written
+before the gateway was part of the key keep their rows (their `gateway` column is NULL) but no key can
+reach them: they are never served.
 
 Each answer is written the moment it arrives: `put` queues it and a flush is scheduled on the event
 loop's next turn, so every answer that arrived in one loop iteration is committed in one transaction

@@ -35,7 +35,8 @@ class RunSummary:
     sent: int = 0
     cached: int = 0
     duplicate_rows: int = 0
-    error_rows: int = 0
+    error_rows: int = 0  # every row whose `__status` is error: the invalid ones and the request errors
+    invalid_rows: int = 0  # of those, rows never sent: their input failed before a request (NaN, blank, invalid)
     not_run_rows: int = 0
     input_tokens: int = 0  # billed in this run (sent requests only)
     output_tokens: int = 0
@@ -47,7 +48,7 @@ class RunSummary:
     pilot: dict[str, Any] | None = None  # the estimate for the rows a pilot left out
     endpoint: str = ""
     model: str = ""
-    gateway: str = ""  # the normalized base URL this run sent to (part of every checkpoint key)
+    gateway: str = ""  # the normalized base URL this run sent to, or the embedded gateway's identity (checkpoint key)
     # answers served from the checkpoint: {"gateway", "answers", "first_answered", "last_answered"} (UTC)
     cached_from: dict[str, Any] | None = None
     checkpoint: str | None = None  # the checkpoint file's path, None when answers were not kept
@@ -65,10 +66,18 @@ class RunSummary:
                 f"({self.sent} received in this run); run the same cell again to resume: saved answers are not "
                 f"sent again, only the {missing} missing ones are")
 
+    @property
+    def request_error_rows(self) -> int:
+        """Rows whose request was sent and failed (what the ledger shows as errors)."""
+        return self.error_rows - self.invalid_rows
+
     def text(self) -> str:
         cost = "n/a" if math.isnan(self.cost) else f"${self.cost:.4f}"
         parts = [f"{self.rows} rows", f"{self.sent} sent", f"{self.cached} cached",
-                 f"{self.duplicate_rows} duplicate", f"{self.error_rows} errors"]
+                 f"{self.duplicate_rows} duplicate"]
+        if self.invalid_rows:  # never sent: the ledger has no row for them, so they are not "errors" there
+            parts.append(f"{self.invalid_rows} not sent (invalid input)")
+        parts.append(f"{self.request_error_rows} request errors")
         if self.not_run_rows:
             parts.append(f"{self.not_run_rows} not run")
         line = (f"{self.model} {self.endpoint}: " + ", ".join(parts)

@@ -247,7 +247,7 @@ class Runner(Stoppable):
         return RunSummary(
             rows=len(batch.row_job), requests=len(batch) * self.repeats, sent=counters["sent"],
             cached=counters["cached"], duplicate_rows=duplicates, error_rows=int((row_status == ERROR).sum()),
-            not_run_rows=int((row_status == NOT_RUN).sum()),
+            invalid_rows=int((batch.row_job < 0).sum()), not_run_rows=int((row_status == NOT_RUN).sum()),
             input_tokens=int(np.nansum(np.where(sent_mask, result.input_tokens, 0))),
             output_tokens=int(np.nansum(np.where(sent_mask, result.output_tokens, 0))),
             cost=spend.cost, elapsed=elapsed, rate_limited=counters["rate_limited"],

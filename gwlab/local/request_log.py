@@ -11,9 +11,10 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gwlab.local import catalog
 from gwlab.local.body import BodyTooLarge
 from gwlab.local.errors import vendor_of
-from gwlab.wire.limits import REQUEST_ID_HEADER
+from gwlab.wire.limits import GATEWAY_ID_HEADER, REQUEST_ID_HEADER
 
 _VENDOR_HEADER = {"anthropic": b"request-id", "typesafe": b"x-typesafe-request-id"}
 
@@ -33,7 +34,8 @@ class RequestContext:
         request_id = state["request_id"] = new_request_id()
         started, status, received = time.perf_counter(), 0, 0
         path = scope["path"]
-        extra = [(REQUEST_ID_HEADER.encode(), request_id.encode())]
+        extra = [(REQUEST_ID_HEADER.encode(), request_id.encode()),
+                 (GATEWAY_ID_HEADER.encode(), catalog.gateway_identity().encode())]
         if header := _VENDOR_HEADER.get(vendor_of(path)):
             extra.append((header, request_id.encode()))
 

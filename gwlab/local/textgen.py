@@ -423,11 +423,12 @@ def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, gra
 
     Output that the grammar fully constrains streams as produced; otherwise each attempt is buffered,
     checked against the schema and generated again (up to JSON_ATTEMPTS) before anything is sent.
-    Tool arguments pass `stops=()`: a caller's stop sequences end text, never a call half-way."""
+    Tool arguments pass `stops=()`: a caller's stop sequences end text, never a call half-way. A text answer
+    (no grammar, not a prefill's continuation) is never empty: the engine's first token must show something."""
     def attempt(seed: int | None) -> Iterator[tuple[str, str | None, str | None]]:
         request = GenerationRequest(prompt=prompt, max_tokens=plan.max_tokens, temperature=plan.temperature,
                                     stop=() if grammar else tuple(generator.default_stop()), seed=seed, grammar=grammar,
-                                    reuse_prefix=plan.reuse_prefix)
+                                    reuse_prefix=plan.reuse_prefix, require_text=grammar is None and lstrip)
         used = GenerationUsage()
         try:
             with contextlib.closing(generator.stream(request, used)) as stream:

@@ -10,6 +10,7 @@ thread that owns them. Without a running kernel loop (a script, a test) updates 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import logging
 import threading
@@ -51,6 +52,8 @@ class Bridge:
         else:
             raise TypeError(f"expected a gwlab Gateway (gwlab.connect()); got {type(gw).__name__}")
         self.ui_loop = _running_loop()  # the kernel's loop when built in a notebook cell
+        self._pending: collections.deque[tuple[Callable[..., Any], tuple[Any, ...]]] = collections.deque()
+        self._lock = threading.Lock()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Start `coro` on the gateway's loop; cancelling the future cancels the task."""
@@ -64,12 +67,39 @@ class Bridge:
             self.io_loop.call_soon_threadsafe(fn, *args)
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Apply a widget update on the kernel's loop (at once when there is none, or we are on it)."""
+        """Apply a widget update on the kernel's loop (at once when there is none, or we are on it).
+
+        Updates queue in order; the kernel's loop applies them when it is free, or `wait()` does first."""
         loop = self.ui_loop
         if loop is None or loop.is_closed() or not loop.is_running() or _running_loop() is loop:
+            self.drain()  # what was queued earlier goes first
             _guarded(fn, *args)
-        else:
-            loop.call_soon_threadsafe(_guarded, fn, *args)
+            return
+        with self._lock:
+            self._pending.append((fn, args))
+        loop.call_soon_threadsafe(self.drain)
+
+    def wait(self, done: threading.Event, timeout: float | None, what: str) -> bool:
+        """Block until `done` is set, then apply its updates here, so a cell that submitted and waits reads
+        the final traits (its own loop cannot run them while the cell runs). True; TimeoutError saying what
+        is still running when `timeout` passed first."""
+        if _running_loop() is self.io_loop and not done.is_set():
+            raise RuntimeError(f"wait() would block the event loop the {what} runs on (an AsyncGateway's); "
+                               f"pass a Gateway (gwlab.connect()) to wait from a cell, or let the cell return")
+        ended = done.wait(timeout)
+        self.drain()
+        if not ended:
+            raise TimeoutError(f"the {what} is still running after {timeout} s; wait again, or stop it")
+        return True
+
+    def drain(self) -> None:
+        """Apply the queued updates now, on the calling thread (the kernel's, in a `wait()`)."""
+        while True:
+            with self._lock:
+                if not self._pending:
+                    return
+                fn, args = self._pending.popleft()
+            _guarded(fn, *args)
 
 
 def _guarded(fn: Callable[..., Any], *args: Any) -> None:

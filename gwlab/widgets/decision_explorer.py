@@ -90,7 +90,9 @@ class DecisionExplorer(anywidget.AnyWidget):
         return self._bridge.submit(self._decide(state, questions))
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self._done.wait(timeout)
+        """Block until the run ended and its answers are set, also in the cell that ran it.
+        TimeoutError when `timeout` passed first."""
+        return self._bridge.wait(self._done, timeout, "decision request")
 
     # -- validation -------------------------------------------------------------------------------
     def _parsed(self) -> tuple[dict[str, Any], Any]:

@@ -17,6 +17,7 @@ from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.widgets._bridge import Bridge, Throttle
 from gwlab.widgets._esm import esm_of
 from gwlab.wire.families import FAMILIES, TEXT
+from gwlab.wire.models import default_model
 
 __all__ = ["PROTOCOLS", "StreamConsole"]
 
@@ -30,8 +31,8 @@ class StreamConsole(anywidget.AnyWidget):
     ----------
     gw : Gateway, optional
         From `gwlab.connect()` (default: the one it returned last). The key stays in the kernel: no trait holds it.
-    model : str
-        A text model ID, e.g. ``"local/gemma-3-270m"``.
+    model : str, optional
+        A text model ID; default the text model every chat call uses (``DEFAULT_MODELS["text"]``).
     protocol : {"chat", "responses", "messages"}
         Which endpoint streams the answer.
     max_tokens : int
@@ -74,9 +75,10 @@ class StreamConsole(anywidget.AnyWidget):
     turns = traitlets.List(traitlets.Dict()).tag(sync=True)  # earlier turns, oldest first
     # no key, token or URL trait: browser state is visible to anyone who opens the notebook
 
-    def __init__(self, gw: Gateway | AsyncGateway | None = None, *, model: str, protocol: str = "chat",
+    def __init__(self, gw: Gateway | AsyncGateway | None = None, *, model: str | None = None, protocol: str = "chat",
                  max_tokens: int = 64, history: bool = False, update_interval: float = 0.05, **params: Any) -> None:
-        super().__init__(model=model, protocol=protocol, max_tokens=max_tokens)
+        ability = FAMILIES[protocol].ability if protocol in TEXT else None  # else the protocol trait refuses it
+        super().__init__(model=default_model(model, ability or "text"), protocol=protocol, max_tokens=max_tokens)
         self._bridge = Bridge(gw)
         self._history = history
         self._params = params
@@ -117,9 +119,9 @@ class StreamConsole(anywidget.AnyWidget):
             self._future.cancel()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the current stream ends (scripts and tests; a notebook cell need not wait).
-        False when `timeout` passed first."""
-        return self._done.wait(timeout)
+        """Block until the current stream ended and its final text and status are set, also in the cell
+        that submitted it (a notebook cell need not wait). TimeoutError when `timeout` passed first."""
+        return self._bridge.wait(self._done, timeout, "stream")
 
     # -- the front end ------------------------------------------------------------------------------
     def _on_front_end(self, _widget: Any, content: Mapping[str, Any], _buffers: Sequence[bytes]) -> None:

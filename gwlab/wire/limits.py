@@ -12,6 +12,9 @@ REALTIME_KEY_SUBPROTOCOL_PREFIX = "openai-insecure-api-key."
 REALTIME_BETA_SUBPROTOCOL = "openai-beta.realtime-v1"
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-typesafe-request-id")
 REQUEST_ID_HEADER = REQUEST_ID_HEADERS[0]  # the one the local gateway sends
+# the embedded gateway's stable identity ("local:<digest>", gwlab/local/catalog.py), sent on every answer:
+# checkpoints key its answers by it instead of by a URL whose port changes with every start
+GATEWAY_ID_HEADER = "x-gwlab-gateway-id"
 AUTHORIZATION_HEADER = "authorization"  # Bearer <key>: every family but messages by default
 API_KEY_HEADER = "x-api-key"  # the messages family's key header
 ANTHROPIC_VERSION_HEADER = "anthropic-version"
@@ -72,6 +75,8 @@ BACKOFF_MAX_SECONDS = 8.0  # … capped at 8 s …
 BACKOFF_JITTER = 0.25  # … minus up to 25 %
 RETRY_AFTER_CAP_SECONDS = 60.0  # a longer requested wait is not slept through: RateLimited is raised
 CONNECT_TIMEOUT_SECONDS = 10.0
+# connect()'s check that an address answers (one GET /models, no retry): a dead one fails within this
+CONNECT_CHECK_SECONDS = 5.0
 READ_TIMEOUT_SECONDS = 120.0  # between two bytes of an answer, not for the whole answer
 SHOULD_RETRY_HEADER = "x-should-retry"
 RETRY_AFTER_MS_HEADER = "retry-after-ms"

@@ -15,7 +15,7 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 
-__all__ = ["DEFAULT_MODELS", "ModelInfo", "ModelList", "check_model_id", "parse_models"]
+__all__ = ["DEFAULT_MODELS", "ModelInfo", "ModelList", "check_model_id", "default_model", "parse_models"]
 
 # The model a call uses when it names none, one per ability, written once: `gw.decide`, `df.gw.decide`,
 # `%%gw decide` and the DecisionExplorer default to "decisions"; `df.gw.chat`/`respond`/`messages` and
@@ -30,6 +30,13 @@ __all__ = ["DEFAULT_MODELS", "ModelInfo", "ModelList", "check_model_id", "parse_
 DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "text": "local/smollm2-135m-instruct",
                   "realtime": "local/realtime-smollm2-135m-instruct", "videos": "local/video-preview",
                   "images": "local/image-preview"}
+
+
+def default_model(model: str | None, ability: str) -> str:
+    """`model`, or the ability's default when none was given (None): one rule for every call that asks.
+
+    An empty string is not "none given": it goes on to `check_model_id`, which refuses it naming the field."""
+    return DEFAULT_MODELS[ability] if model is None else model
 
 
 def check_model_id(model: Any, field_name: str = "model") -> str:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import logging
 
+import pandas as pd
 import pytest
 
 import gwlab
 from gwlab import errors
+from tests.support import free_port
 from tests.support.fakes import CANARY_KEY, FakeLocal
 
 
 def test_connect_reads_the_environment_mapping():
-    gw = gwlab.connect(env={"GWLAB_BASE_URL": "http://gw.example:8000", "GWLAB_API_KEY": CANARY_KEY})
+    gw = gwlab.connect(env={"GWLAB_BASE_URL": "http://gw.example:8000", "GWLAB_API_KEY": CANARY_KEY}, check=False)
     try:
         assert gw.base_url == "http://gw.example:8000/v1" and CANARY_KEY not in repr(gw)
     finally:
@@ -21,7 +23,7 @@ def test_connect_reads_the_environment_mapping():
 
 def test_arguments_win_over_the_environment():
     env = {"GWLAB_BASE_URL": "http://env:2", "GWLAB_API_KEY": "k"}
-    gw = gwlab.connect("http://arg:1", CANARY_KEY, env=env)
+    gw = gwlab.connect("http://arg:1", CANARY_KEY, env=env, check=False)
     try:
         assert gw.base_url == "http://arg:1/v1"
     finally:
@@ -73,7 +75,7 @@ def test_the_gateway_connect_returned_last_is_the_current_one_while_open():
     from gwlab.connection import current_gateway
 
     env = {"GWLAB_BASE_URL": "http://gw.example:8000", "GWLAB_API_KEY": CANARY_KEY}
-    first, second = gwlab.connect(env=env), gwlab.connect(env=env)
+    first, second = gwlab.connect(env=env, check=False), gwlab.connect(env=env, check=False)
     try:
         assert current_gateway(connect_if_none=False) is second
     finally:
@@ -116,3 +118,25 @@ def test_either_face_of_a_gateway_stops_what_it_owns_once_when_it_closes():
 
     asyncio.run(main())
     assert (owned_sync.stopped, owned_async.stopped) == (1, 1)
+
+
+def test_a_connect_to_a_dead_address_fails_naming_the_url_and_never_becomes_current(gateway):
+    from gwlab.connection import current_gateway
+
+    working = gwlab.connect(gateway.base_url, gateway.api_key)
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    try:
+        with pytest.raises(errors.ConnectionFailed, match=rf"no answer from the gateway at {dead}/v1") as info:
+            gwlab.connect(dead, CANARY_KEY)
+        assert CANARY_KEY not in str(info.value)
+        assert current_gateway(connect_if_none=False) is working
+        question = {"type": "noul", "instructions": "Is it urgent?", "criteria": {"true": "now", "false": "later"}}
+        answers = pd.DataFrame({"text": ["The site is down."]}).gw.decide("{text}", {"urgent": question})
+        assert answers["urgent__noul"].notna().all()  # df.gw still reaches the gateway that works
+    finally:
+        working.close()
+
+
+def test_a_reachable_gateway_that_refuses_the_key_still_connects_and_the_first_call_says_why(gateway):
+    with gwlab.connect(gateway.base_url, "sk-not-the-key") as gw, pytest.raises(errors.AuthenticationFailed):
+        gw.models()

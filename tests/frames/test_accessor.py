@@ -101,6 +101,16 @@ def test_a_row_without_a_usable_state_is_an_error_row_and_the_others_are_answere
     assert out.run.error_rows == 2
 
 
+def test_the_summary_counts_rows_never_sent_apart_from_request_errors(tickets: pd.DataFrame, gw: Gateway) -> None:
+    broken = tickets.copy()
+    broken.loc[[102, 103], "ticket"] = None
+    out = decide(broken, gw, errors="coerce")
+    assert (out.run.invalid_rows, out.run.request_error_rows) == (2, 0)
+    assert gw.ledger.to_frame().tail(2)["status"].eq(200).all()  # what was sent succeeded
+    text = out.run.text()
+    assert "2 not sent (invalid input), 0 request errors" in text and "2 errors" not in text
+
+
 def test_errors_raise_names_the_row_before_anything_is_sent(tickets: pd.DataFrame, gw: Gateway,
                                                             request_log: RequestLog) -> None:
     broken = tickets.copy()

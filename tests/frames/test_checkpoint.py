@@ -22,8 +22,13 @@ MODEL = DECIDE_MODEL
 
 @pytest.fixture(scope="module")
 def second_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    """Another `gwlab serve` with its own database and port, serving the same model ids."""
-    running = start_gateway(tmp_path_factory.mktemp("second") / "gateway.sqlite")
+    """Another `gwlab serve` with its own database and port, serving the same model ids and a user's GGUF:
+    another model set, so another identity (an identical one on another port is the same gateway:
+    tests/frames/test_checkpoint_survives_a_gateway_restart.py)."""
+    from gwlab.local.engines import smollm2
+
+    running = start_gateway(tmp_path_factory.mktemp("second") / "gateway.sqlite",
+                            "--gguf", f"me/smollm2-copy={smollm2.gguf_path()}")
     yield running
     stop_gateway(running)
 
@@ -52,15 +57,16 @@ def test_answers_checkpointed_from_one_gateway_are_not_served_for_another(
     assert again.run.cached == 4 and again.run.sent == 0
     assert len(first_log.settled(first_mark, DECISIONS)) == 4  # the first gateway was asked once per row
     source = again.run.cached_from
-    assert source["gateway"] == gateway_id(gateway.base_url) == again.run.gateway and source["answers"] == 4
+    assert source["gateway"] == first.run.gateway == again.run.gateway and source["answers"] == 4
+    assert first.run.gateway.startswith("local:") and second.run.gateway.startswith("local:")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(before)))
     assert stamp <= source["first_answered"] <= source["last_answered"] <= \
         time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(after + 1))
     assert again.attrs["gwlab_run"]["cached_from"] == source
-    assert f"given by {gateway_id(gateway.base_url)}" in again.run.text()
+    assert f"given by {first.run.gateway}" in again.run.text()
     with sqlite3.connect(checkpoint) as conn:
         gateways = {row[0] for row in conn.execute("SELECT gateway FROM answers")}
-    assert gateways == {gateway_id(gateway.base_url), gateway_id(second_gateway.base_url)}
+    assert gateways == {first.run.gateway, second.run.gateway} and first.run.gateway != second.run.gateway
 
 
 def test_a_checkpoint_from_before_gateways_were_keyed_serves_none_of_its_answers(
@@ -86,9 +92,10 @@ def test_a_decisions_route_fixed_by_the_user_is_another_source_of_answers(
     decide(gateway, checkpoint, questions)
     mark = log.mark()
     system_one = {"decisions_path": "/systemone"}
-    other = decide(gateway, checkpoint, questions, dialect=system_one)  # same URL, another route
+    plain = decide(gateway, checkpoint, questions)
+    other = decide(gateway, checkpoint, questions, dialect=system_one)  # same gateway, another route
     assert other.run.sent == 4 and len(log.settled(mark, "/v1/systemone")) == 4
-    assert other.run.gateway == f"{gateway_id(gateway.base_url)} decisions_path=/systemone"
+    assert other.run.gateway == f"{plain.run.gateway} decisions_path=/systemone"
     assert decide(gateway, checkpoint, questions, dialect=system_one).run.cached == 4
 
 

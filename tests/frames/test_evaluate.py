@@ -303,6 +303,21 @@ def test_a_recalibration_that_does_not_help_held_out_rows_warns_and_says_so_in_i
     assert "DID NOT HELP ON THE 20 HELD-OUT ROWS" in repr(cal)
 
 
+def _uninformative(n: int, seed: int = 2) -> pd.DataFrame:
+    """P(true) drawn apart from the labels: the best temperature is beyond the search, T = 100."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"label": rng.uniform(size=n) < 0.5, "urgent__noul": rng.uniform(0.05, 0.95, n)})
+
+
+def test_a_temperature_stuck_at_its_search_bound_is_reported_as_not_helping() -> None:
+    frame = _uninformative(2000)
+    with pytest.warns(ev.EvaluationWarning, match=r"did not help on the 1000 held-out rows \(the fit is stuck at its "
+                                                  r"search bound T=100, so the map flattens"):
+        cal = recalibrate(frame, "label", "urgent", method="temperature", fit=0.5, seed=0)
+    assert cal.at_bound and not cal.helped  # though near-uniform output lowers ECE and NLL here
+    assert "NEAR-UNIFORM" in repr(cal)
+
+
 def test_a_recalibration_that_helps_says_nothing() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", ev.EvaluationWarning)

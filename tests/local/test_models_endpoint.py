@@ -17,3 +17,11 @@ def test_models_list_each_local_models_input_limit(gateway) -> None:
     assert limits["local/decide-e5-small"] == 512  # one multilingual-e5-small window
     assert limits["local/gemma-3-270m"] == 2047  # llama.cpp's 2048-token context, one token left to answer
     assert limits["local/smollm2-135m-instruct"] == 4095  # its 8192 served at 4096, one token left to answer
+
+
+def test_models_lists_each_abilitys_default_first(gateway) -> None:
+    from gwlab.wire.models import DEFAULT_MODELS
+
+    r = httpx.get(f"{gateway.base_url}/models", headers={"Authorization": f"Bearer {gateway.api_key}"})
+    chat_models = [m["id"] for m in r.json()["data"] if "chat" in m["supports"]]
+    assert chat_models[0] == DEFAULT_MODELS["text"]  # a client taking the first chat model gets the default

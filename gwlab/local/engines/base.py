@@ -83,6 +83,9 @@ class GenerationRequest:
     # evaluate only what differs from the engine's cached prompt: a much sooner first token in a growing
     # conversation, but a seeded request is then no longer reproducible (the cached logits differ slightly)
     reuse_prefix: bool = False
+    # an answer asked for as text: its first token must show something (not an end, not blank, not a newline,
+    # with which every default stop sequence begins), so the answer is never empty
+    require_text: bool = False
 
 
 class TextGenerator(Protocol):

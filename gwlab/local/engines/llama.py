@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from gwlab.local.engines._openmp import prefer_passive_waiting
 from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage
 
@@ -155,8 +157,10 @@ class LlamaGenerator:
             llm.set_seed(seed)
             tokens: list[int] = []
             text, sent, finish = "", 0, "length"
+            first = self._first_token_rule(tokens) if request.require_text else None
             for token in llm.generate(
-                prompt, temp=max(request.temperature, 0.0), repeat_penalty=self.repeat_penalty, grammar=grammar
+                prompt, temp=max(request.temperature, 0.0), repeat_penalty=self.repeat_penalty, grammar=grammar,
+                logits_processor=first,
             ):
                 # llama.cpp's own completion loop asks the vocab the same way
                 if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
@@ -177,6 +181,32 @@ class LlamaGenerator:
                     yield Completion(text[sent:safe])
                     sent = safe
             yield Completion(text[sent:], finish_reason=finish)
+
+    def _first_token_rule(self, tokens: list[int]) -> Any:
+        """A logits processor ruling out, while `tokens` is empty, every token that cannot begin a visible
+        answer: deterministic (one masked step, then the same sampling) and bounded (no retry). The base
+        Gemma ended "Reply with one short friendly sentence" at once for some seeds (docs/gateway.md)."""
+        import llama_cpp
+
+        blank = self._blank_starts()
+
+        def rule(_ids: Any, scores: Any) -> Any:
+            if not tokens:
+                scores[blank] = -np.inf
+            return scores
+
+        return llama_cpp.LogitsProcessorList([rule])
+
+    def _blank_starts(self) -> Any:
+        """Ids of the tokens that show nothing or start a new line (ends and control tokens decode to
+        nothing): computed once per model, over its whole vocabulary."""
+        blank = getattr(self, "_blank_ids", None)
+        if blank is None:
+            llm = self._llama()
+            pieces = (llm.detokenize([i]).decode("utf-8", "ignore") for i in range(llm.n_vocab()))
+            blank = np.array([i for i, p in enumerate(pieces) if not p.strip() or p.startswith("\n")], dtype=np.intp)
+            self._blank_ids = blank
+        return blank
 
     def complete(self, request: GenerationRequest, usage: GenerationUsage | None = None) -> Completion:
         """The whole completion at once (a convenience over `stream`)."""
