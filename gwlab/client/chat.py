@@ -7,7 +7,7 @@ from typing import Any
 
 from gwlab.client._loop import LoopThread
 from gwlab.client.streams import AsyncEventStream, EventStream
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.transport import AsyncTransport, Headers
 from gwlab.errors import InvalidRequest
 from gwlab.wire import chat
 from gwlab.wire.chat import ChatChunk, ChatCompletion
@@ -21,7 +21,6 @@ AsyncChatStream = AsyncEventStream[ChatChunk | UnknownEvent, ChatCompletion]
 ChatStream = EventStream[ChatChunk | UnknownEvent, ChatCompletion]
 Messages = str | Sequence[Mapping[str, Any]]
 CHAT = FAMILIES["chat"]
-Headers = Mapping[str, str] | None
 
 
 class AsyncChat:

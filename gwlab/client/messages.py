@@ -7,7 +7,7 @@ from typing import Any
 
 from gwlab.client._loop import LoopThread
 from gwlab.client.streams import AsyncEventStream, EventStream
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.transport import AsyncTransport, Headers
 from gwlab.errors import InvalidRequest
 from gwlab.wire import messages as wire
 from gwlab.wire.families import FAMILIES
@@ -16,12 +16,11 @@ from gwlab.wire.models import default_model
 from gwlab.wire.sse import UnknownEvent
 
 __all__ = ["AsyncMessages", "AsyncMessagesStream", "Messages", "MessagesStream"]
-MESSAGES = FAMILIES["messages"]
 
 AsyncMessagesStream = AsyncEventStream[MessageEvent | UnknownEvent, Message]
 MessagesStream = EventStream[MessageEvent | UnknownEvent, Message]
 Conversation = str | Sequence[Mapping[str, Any]]
-Headers = Mapping[str, str] | None
+MESSAGES = FAMILIES["messages"]  # the family's row: path, method, default model
 
 
 class AsyncMessages:

@@ -7,7 +7,7 @@ from typing import Any
 
 from gwlab.client._loop import LoopThread
 from gwlab.client.streams import AsyncEventStream, EventStream
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.transport import AsyncTransport, Headers
 from gwlab.errors import InvalidRequest
 from gwlab.wire import responses
 from gwlab.wire.families import FAMILIES
@@ -21,7 +21,6 @@ RESPONSES = FAMILIES["responses"]
 AsyncResponsesStream = AsyncEventStream[ResponseEvent | UnknownEvent, Response]
 ResponsesStream = EventStream[ResponseEvent | UnknownEvent, Response]
 Input = str | Sequence[Mapping[str, Any]]
-Headers = Mapping[str, str] | None
 
 
 class AsyncResponses:

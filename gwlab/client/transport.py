@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -56,6 +56,30 @@ __all__ = ["AsyncTransport", "Reply", "RetryPolicy", "normalize_base_url", "requ
 
 T = TypeVar("T")
 Parse = Callable[[Any, str | None], T]
+Headers = Mapping[str, str] | None  # extra headers of one call (`extra_headers=`)
+
+
+class CallOptions(TypedDict, total=False):
+    """The less common settings of one `request`: all optional."""
+
+    params: Mapping[str, Any] | None  # the query; None values are left out (spec rule 2)
+    path_params: Mapping[str, Any] | None  # `{name}` parts of the path, URL-encoded
+    content: bytes | None  # a raw body (instead of `json`)
+    files: Any  # a multipart body, as httpx takes it
+    data: Any
+    headers: Mapping[str, str] | None  # extra headers
+    idempotent: bool | None  # None: by the method and the family's row
+    expect_json: bool  # False: any Content-Type is read (downloads)
+    retries: int | None  # caps this call's resends (0: send once, for a caller that retries by itself)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sending:
+    """How one call is sent and resent: decided once in `request`, read by every attempt."""
+
+    idempotent: bool
+    policy: RetryPolicy
+    options: CallOptions
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -378,26 +402,23 @@ class AsyncTransport:
 
     # -- one call -----------------------------------------------------------------------------------
 
-    async def request(self, method: str, path: str, *, family: str, json: Any = None,
-                      params: Mapping[str, Any] | None = None, path_params: Mapping[str, Any] | None = None,
-                      content: bytes | None = None, files: Any = None, data: Any = None,
-                      headers: Mapping[str, str] | None = None, idempotent: bool | None = None,
-                      parse: Parse[T] | None = None, expect_json: bool = True,
-                      retries: int | None = None) -> T | Reply:
+    async def request(self, method: str, path: str, *, family: str, json: Any = None, parse: Parse[T] | None = None,
+                      **options: Unpack[CallOptions]) -> T | Reply:
         """Send, retry as the policy allows, map errors, record the call; return `parse(body, request_id)`
-        (or a `Reply` when no parser is given). `expect_json=False` accepts any Content-Type.
-        `retries` caps this call's resends (`retries=0`: send once, whatever the error), for a caller that
-        retries by itself with `self.retry` between attempts."""
-        policy = self._policy(retries)  # may refuse: nothing sent
+        (or a `Reply` when no parser is given). `options` are the call's less common settings
+        (`CallOptions`: query, path parameters, raw bodies, headers, idempotency, Content-Type, resends)."""
+        unknown = sorted(set(options) - set(CallOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+        policy = self._policy(options.get("retries"))  # may refuse: nothing sent
         out = _dialect.adapt_request(self.dialect, family, method, path, json)  # may refuse: nothing sent
-        call = CallRecord(method, _path(path, path_params), family, _model(json), streamed=False)
+        call = CallRecord(method, _path(path, options.get("path_params")), family, _model(json), streamed=False)
+        sending = _Sending(self.is_idempotent(method, family, options.get("idempotent")), policy, options)
         with self._failure_recorded(call):
             async with asyncio.timeout(self.deadline):
-                response, out = await self._exchange_in_dialect(
-                    call, out, json=json, params=params, path_params=path_params, content=content, files=files,
-                    data=data, headers=headers, idempotent=self.is_idempotent(method, family, idempotent),
-                    path=path, policy=policy)
-                body = _dialect.adapt_response(out, await self._read_body(response, call, expect_json))
+                response, out = await self._exchange_in_dialect(call, out, path=path, json=json, sending=sending)
+                body = _dialect.adapt_response(out, await self._read_body(response, call,
+                                                                           options.get("expect_json", True)))
                 self._learn_from_answer(call, path, body)
             result: Any = parse(body, call.request_id) if parse is not None else Reply(
                 response.status_code, response.headers, body, call.request_id, call.retries)
@@ -418,10 +439,9 @@ class AsyncTransport:
         deadline_at = loop.time() + self.deadline if self.deadline is not None else None
         with self._failure_recorded(call):
             async with asyncio.timeout_at(deadline_at):
-                response, _ = await self._exchange_in_dialect(
-                    call, out, json=json, headers={"accept": "text/event-stream", **(headers or {})},
-                    idempotent=self.is_idempotent(method, family, idempotent), path=path,
-                    policy=self.retry)
+                sending = _Sending(self.is_idempotent(method, family, idempotent), self.retry,
+                                   {"headers": {"accept": "text/event-stream", **(headers or {})}})
+                response, _ = await self._exchange_in_dialect(call, out, path=path, json=json, sending=sending)
                 media_type = _media_type(response)
                 body = None
                 if media_type != "text/event-stream":
@@ -493,16 +513,16 @@ class AsyncTransport:
         return self.dialects.dialect
 
     async def _exchange_in_dialect(self, call: CallRecord, out: _dialect.Outgoing, *, path: str, json: Any = None,
-                                   **kwargs: Any) -> tuple[httpx.Response, _dialect.Outgoing]:
+                                   sending: _Sending) -> tuple[httpx.Response, _dialect.Outgoing]:
         """`_exchange` of `out` (the route and body the dialect says); an error that is evidence for another
         setting (client.dialect.fallback) is answered by one resend under it, remembered if it works."""
         tried: set[str] = set()
         first: errors.StatusError | None = None
         step: _dialect.Fallback | None = None
         while True:
-            call.path = _path(out.path, kwargs.get("path_params"))
+            call.path = _path(out.path, sending.options.get("path_params"))
             try:
-                response = await self._exchange(call, path=out.path, json=out.body, **kwargs)
+                response = await self._exchange(call, path=out.path, json=out.body, sending=sending)
             except errors.StatusError as exc:
                 if first is not None and not (exc.status == 404 and _dialect.route_missing(exc.body)):
                     raise  # the resend reached a route: its error says more than the first one
@@ -528,14 +548,12 @@ class AsyncTransport:
 
     # -- the exchange with retries ------------------------------------------------------------------
 
-    async def _exchange(self, call: CallRecord, *, path: str, json: Any = None,
-                        params: Mapping[str, Any] | None = None,
-                        path_params: Mapping[str, Any] | None = None, content: bytes | None = None,
-                        files: Any = None, data: Any = None, headers: Mapping[str, str] | None = None,
-                        idempotent: bool, policy: RetryPolicy) -> httpx.Response:
+    async def _exchange(self, call: CallRecord, *, path: str, json: Any = None, sending: _Sending) -> httpx.Response:
         """Status < 400 with the body unread, or the mapped error once retries are spent."""
-        url = self.url(path, path_params)
-        send_headers = {**self.auth_headers(call.family), **(headers or {})}
+        options, policy, idempotent = sending.options, sending.policy, sending.idempotent
+        url = self.url(path, options.get("path_params"))
+        send_headers = {**self.auth_headers(call.family), **(options.get("headers") or {})}
+        content, files, data, params = (options.get(name) for name in ("content", "files", "data", "params"))
         if json is not None:
             content = _dumps(json)
             send_headers["content-type"] = "application/json"

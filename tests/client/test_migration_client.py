@@ -62,7 +62,10 @@ def test_result_to_chat_keeps_items_chat_cannot_carry(face: Face):
 def test_responses_from_chat_sends_through_responses_and_returns_both_views(face: Face, gateway):
     chats = logged(gateway.db, "/v1/chat/completions")
     migrated = face.run(face.gw.responses_from_chat(**CHAT_REQUEST))
-    assert isinstance(migrated.response, Response) and migrated.response.status == "completed"
+    assert isinstance(migrated.response, Response)
+    # where the model stops within 6 tokens moves with the CPU's arithmetic: the claim is that both views agree
+    ended = {"completed": "stop", "incomplete": "length"}
+    assert ended[migrated.response.status] == migrated.chat.finish_reason
     assert isinstance(migrated.chat, ChatCompletion) and migrated.chat.text == migrated.response.text
     assert migrated.chat.usage.prompt_tokens == migrated.response.usage.input_tokens
     assert migrated.chat.usage.completion_tokens == migrated.response.usage.output_tokens
