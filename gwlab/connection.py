@@ -40,13 +40,14 @@ def connect(base_url: str | None = None, api_key: str | None = None, *, env: Map
     env : where to read the variables; default `os.environ` (tests pass a dict). Not a default
         argument value: a signature holding os.environ would show every variable, key included,
         in `help(connect)` and Jupyter's `connect?`.
-    config : a `ClientConfig` to start from; `**options` are applied over it.
+    config : a `ClientConfig` to start from; the settings below are applied over it.
     check : ask a configured address once (`GET /models` without the key, no retry, within
         `limits.CONNECT_CHECK_SECONDS`, not in the ledger) before it becomes the current gateway. No answer
         at all (refused, unknown host, timed out) raises `ConnectionFailed` naming the URL, and the current
         gateway stays what it was; any HTTP answer counts (a wrong key's 401 is the first call's to raise).
         `check=False` skips the request. The embedded gateway is not asked: connect() has just started it.
-    **options : `Gateway` options (timeout, deadline, max_retries, ledger_path, dialect, http_transport, ...);
+    timeout, deadline, max_retries, ledger_path, http_transport, dialect : the client's settings, these and
+        the others of `ClientConfig` (as for `Gateway`);
         `dialect={"decisions_path": "/systemone"}` is the one place to say how a gateway differs from
         the spec (docs/guide/byo-gateway.md). `http_transport="httpx"` (or "fast") overrides the
         transport chosen by address and proxy settings; the embedded gateway is reached over the fast
