@@ -56,7 +56,8 @@ def rms(pcm16: bytes) -> float:
 
 # --- text ----------------------------------------------------------------------------------------
 async def test_text_turn_completes_with_text_usage_and_a_ledger_row(gw: AsyncGateway) -> None:
-    async with gw.realtime.connect(MODEL, session={"modalities": ["text"]}) as conn:
+    # greedy: at realtime's default temperature 1.0 the base model's answer sometimes ran to its 256-token cap
+    async with gw.realtime.connect(MODEL, session={"modalities": ["text"], "temperature": 0.0}) as conn:
         created = await conn.wait_for("session.created", timeout=30)
         turn = await conn.ask(QUESTION)
     assert isinstance(created, rte.SessionEvent) and created.session["model"] == MODEL
@@ -70,7 +71,7 @@ async def test_text_turn_completes_with_text_usage_and_a_ledger_row(gw: AsyncGat
 
 async def test_sync_twin_runs_a_turn_even_inside_a_running_event_loop(sync_gw: Gateway) -> None:
     # an async test: the sync facade is called while a loop runs on this thread, as in Jupyter
-    with sync_gw.realtime.connect(MODEL, session={"modalities": ["text"]}) as conn:
+    with sync_gw.realtime.connect(MODEL, session={"modalities": ["text"], "temperature": 0.0}) as conn:
         first = next(iter(conn))
         turn = conn.ask(QUESTION)
         conn.send_text("And of Italy?")
