@@ -569,10 +569,11 @@ class GatewayAccessor:
 
     @_documented
     def topk(self, criterion: str, k: int, *, state: TemplateSpec | None = None, window: int = 2,
-             model: str | None = None, **options: Unpack[RunOptions]) -> OperatorFrame:
+             levels: Sequence[str] | None = None, model: str | None = None,
+             **options: Unpack[RunOptions]) -> OperatorFrame:
         """The `k` rows that best meet `criterion`, best first.
 
-        Every row gets a score question (three levels); the ``2 * window`` rows around the k-th are then
+        Every row gets a score question; the ``2 * window`` rows around the k-th are then
         compared pairwise ("which of the two better meets it", packed as questions of one request) and
         reordered by their expected wins, since scores near the cut are the least sure.
 
@@ -586,19 +587,23 @@ class GatewayAccessor:
             What the model reads per row (default: every column, as a JSON object).
         window : int, default 2
             Rows on each side of the cut that are compared pairwise (0: scores only).
+        levels : list of str, optional
+            The score's levels, lowest first (``["a routine question", "needs an answer today", "an
+            emergency"]``); default: the criterion "not at all", "somewhat", "very much".
         model : str, optional
             Decision model ID.
         {run_options}
         The k rows with ``score`` (expected level), ``wins`` (compared rows only) and ``rank``;
         ``.run.comparisons`` counts the comparisons.
         """
-        return _client.run_sync(operators.topk(self._frame, criterion, k, state, window, model, dict(options)),
-                                options.get("gateway"))
+        coroutine = operators.topk(self._frame, criterion, k, state, window, model, {**options, "levels": levels})
+        return _client.run_sync(coroutine, options.get("gateway"))
 
     async def atopk(self, criterion: str, k: int, *, state: TemplateSpec | None = None, window: int = 2,
-                    model: str | None = None, **options: Unpack[RunOptions]) -> OperatorFrame:
+                    levels: Sequence[str] | None = None, model: str | None = None,
+                    **options: Unpack[RunOptions]) -> OperatorFrame:
         """The async twin of `topk`."""
-        return await operators.topk(self._frame, criterion, k, state, window, model, dict(options))
+        return await operators.topk(self._frame, criterion, k, state, window, model, {**options, "levels": levels})
 
     @_documented
     def aggregate(self, instruction: str, by: str | list[str] | None = None, *, text: TemplateSpec | None = None,

@@ -23,7 +23,7 @@ from gwlab.frames.outcome import RunSummary
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.run_config import RunConfig
 from gwlab.frames.templates import Template
-from gwlab.wire.limits import MAX_CHOICE_OPTIONS, MAX_QUESTIONS
+from gwlab.wire.limits import MAX_CHOICE_OPTIONS, MAX_QUESTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS
 
 __all__ = ["Blocking", "MergePlan", "OperatorFrame", "OperatorSummary", "tfidf_similarity"]
 
@@ -32,7 +32,7 @@ __all__ = ["Blocking", "MergePlan", "OperatorFrame", "OperatorSummary", "tfidf_s
 CHOICE_MARGIN = 5
 SMALL_RIGHT = MAX_CHOICE_OPTIONS - 1 - CHOICE_MARGIN
 NONE_OPTION = "none"
-DEFAULT_LEVELS = ("does not meet it", "meets it partly", "meets it fully")
+DEFAULT_STRENGTHS = ("not at all", "somewhat", "very much")
 # a chunk of an aggregate is packed to this share of the input limit: BYTES_PER_TOKEN guesses a row's
 # tokens within about a quarter either way (frames/budget.py), so a full chunk may really be 4/3 larger
 PACK_SHARE = 0.75
@@ -339,6 +339,18 @@ def _joined(left: pd.DataFrame, right: pd.DataFrame, matched: pd.DataFrame, how:
 
 # --- top k -------------------------------------------------------------------------------------------
 
+def score_levels(criterion: str, levels: Sequence[str] | None) -> list[str]:
+    """The score question's levels, lowest first: the user's, or the criterion at three strengths (a
+    decision model reads each level as a text to match, so a level names what it describes)."""
+    if levels is None:
+        return [f"{strength}: {criterion}" for strength in DEFAULT_STRENGTHS]
+    if isinstance(levels, str) or not (MIN_SCORE_LEVELS <= len(levels) <= MAX_SCORE_LEVELS) or \
+            not all(isinstance(level, str) and level.strip() for level in levels):
+        raise InvalidRequest("levels", f"{MIN_SCORE_LEVELS} to {MAX_SCORE_LEVELS} non-empty texts, lowest first; "
+                                       f"got {levels!r}")
+    return list(levels)
+
+
 async def topk(frame: pd.DataFrame, criterion: str, k: int, state: Any, window: int, model: str | None,
                options: dict[str, Any]) -> OperatorFrame:
     """The `k` rows that best meet `criterion`: a score per row, then comparisons around the cut."""
@@ -347,9 +359,10 @@ async def topk(frame: pd.DataFrame, criterion: str, k: int, state: Any, window: 
         raise InvalidRequest("k", f"must be an integer from 1 to the frame's {len(frame)} rows; got {k!r}")
     if isinstance(window, bool) or not isinstance(window, int) or window < 0:
         raise InvalidRequest("window", f"must be a non-negative integer; got {window!r}")
+    levels = score_levels(criterion, options.pop("levels", None))
     own, config = _own_options(options)
     spec = list(frame.columns) if state is None else state
-    question = {"score": {"type": "score", "instructions": criterion, "criteria": list(DEFAULT_LEVELS)}}
+    question = {"score": {"type": "score", "instructions": criterion, "criteria": levels}}
     answers = await frame.gw.adecide(spec, question, model=model, **own, join=False)
     summary = OperatorSummary("topk", rows=len(frame))
     summary.add(answers.run)

@@ -156,6 +156,7 @@ def test_every_operator_resumed_from_its_checkpoint_pays_nothing_twice(
     (lambda f, o: f.gw.merge(TEAMS, CONDITION, blocking=Blocking(candidates=0), dry_run=True, **o), "blocking"),
     (lambda f, o: f.gw.topk("urgency", 0, **o), "k"),
     (lambda f, o: f.gw.topk("urgency", 2, window=-1, **o), "window"),
+    (lambda f, o: f.gw.topk("urgency", 2, levels=["only one"], **o), "levels"),
     (lambda f, o: f.gw.aggregate("Summarise.", by="nope", max_input_tokens=100, **o), "by"),
     (lambda f, o: f.gw.aggregate("Summarise.", protocol="images", **o), "protocol"),
     (lambda f, o: f.gw.aggregate("Summarise.", max_input_tokens=0, **o), "max_input_tokens"),
