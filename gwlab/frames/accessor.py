@@ -15,10 +15,11 @@ from typing import Any, Literal, TypedDict, Unpack
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, recipes
+from gwlab.frames import _client, operators, recipes
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.checkpoint import AnswerStore, open_for_run
 from gwlab.frames.limiter import Limiter
+from gwlab.frames.operators import OperatorFrame
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.run_config import BLANK_DEFAULT, RunConfig
@@ -487,6 +488,165 @@ class GatewayAccessor:
             raise run.failure
         answers = self._wrap(frame, config)
         return TaskFrame.wrap(answers, summary)
+
+    # --- operators across rows (frames/operators.py) ----------------------------------------------
+
+    @_documented
+    def filter(self, condition: str, *, state: TemplateSpec | None = None, threshold: float = 0.5,
+               name: str = "condition", model: str | None = None, **options: Unpack[RunOptions]) -> OperatorFrame:
+        """The rows for which `condition` holds: one decision (a noul question) per distinct row.
+
+        Parameters
+        ----------
+        condition : str
+            The condition in words (``"The customer asks for a refund"``).
+        state : str, list of str or dict, optional
+            What the model reads per row, as for ``decide`` (default: every column, as a JSON object).
+        threshold : float, default 0.5
+            A row is kept when the condition's probability reaches it (an error row never is).
+        name : str, default "condition"
+            The question id: the probability column is ``{name}__noul``.
+        model : str, optional
+            Decision model ID (default ``local/decide-e5-small``).
+        {run_options}
+        The kept rows (input columns unless ``join=False``, then ``{name}__noul``); ``.answers`` holds
+        every row's answer and ``.run`` the operator's summary.
+        """
+        return _client.run_sync(self.afilter(condition, state=state, threshold=threshold, name=name, model=model,
+                                             **options), options.get("gateway"))
+
+    async def afilter(self, condition: str, *, state: TemplateSpec | None = None, threshold: float = 0.5,
+                      name: str = "condition", model: str | None = None,
+                      **options: Unpack[RunOptions]) -> OperatorFrame:
+        """The async twin of `filter`."""
+        return await operators.filter_rows(self._frame, condition, state, threshold, name, model, dict(options))
+
+    @_documented
+    def merge(self, right: pd.DataFrame, condition: str, *, left_on: TemplateSpec | None = None,
+              right_on: TemplateSpec | None = None, how: Literal["inner", "left"] = "inner",
+              model: str | None = None, dry_run: bool = False, blocking: operators.Blocking | None = None,
+              **options: Unpack[RunOptions]) -> OperatorFrame | operators.MergePlan:
+        """Pair this frame's rows with `right`'s by a condition in words, as pandas' ``merge`` by a key.
+
+        A right frame of at most ``operators.SMALL_RIGHT`` rows is a classification: one choice question
+        per distinct left row whose options are the right rows and "none" (one request per left row
+        instead of one per pair). A larger one is a noul condition per pair, asked only for each left
+        row's ``blocking.candidates`` most similar right rows (TF-IDF, which sends nothing).
+
+        Parameters
+        ----------
+        right : DataFrame
+            The other frame (its index labels are kept in ``right_index``).
+        condition : str
+            The relation in words (``"The ticket is about this product"``).
+        left_on, right_on : str, list of str or dict, optional
+            Templates for each side's text (default: every column, as a JSON object).
+        how : {"inner", "left"}, default "inner"
+            "left" keeps left rows without a match (their right columns missing).
+        model : str, optional
+            Decision model ID.
+        dry_run : bool, default False
+            Send nothing: return the ``MergePlan`` (``.requests`` against ``.pairwise``).
+        blocking : Blocking, optional
+            ``Blocking(candidates=5, threshold=0.5, similarity=None)`` for a large right side.
+        {run_options}
+        Left rows (on the left's index) with their matched right rows (clashing names get ``_x``/``_y``),
+        ``match__p`` (the match's probability) and ``right_index``.
+        """
+        spec = operators.MergeSpec(condition, left_on, right_on, how, model, blocking or operators.Blocking())
+        if dry_run:  # no gateway needed to count
+            return operators.plan(self._frame, right, spec, options)
+        return _client.run_sync(operators.merge(self._frame, right, spec, dry_run, dict(options)),
+                                options.get("gateway"))
+
+    async def amerge(self, right: pd.DataFrame, condition: str, *, left_on: TemplateSpec | None = None,
+                     right_on: TemplateSpec | None = None, how: Literal["inner", "left"] = "inner",
+                     model: str | None = None, dry_run: bool = False, blocking: operators.Blocking | None = None,
+                     **options: Unpack[RunOptions]) -> OperatorFrame | operators.MergePlan:
+        """The async twin of `merge`."""
+        spec = operators.MergeSpec(condition, left_on, right_on, how, model, blocking or operators.Blocking())
+        return await operators.merge(self._frame, right, spec, dry_run, dict(options))
+
+    @_documented
+    def topk(self, criterion: str, k: int, *, state: TemplateSpec | None = None, window: int = 2,
+             levels: Sequence[str] | None = None, model: str | None = None,
+             **options: Unpack[RunOptions]) -> OperatorFrame:
+        """The `k` rows that best meet `criterion`, best first.
+
+        Every row gets a score question; the ``2 * window`` rows around the k-th are then
+        compared pairwise ("which of the two better meets it", packed as questions of one request) and
+        reordered by their expected wins, since scores near the cut are the least sure.
+
+        Parameters
+        ----------
+        criterion : str
+            What "best" means, in words.
+        k : int
+            Rows returned (1 to the frame's length).
+        state : str, list of str or dict, optional
+            What the model reads per row (default: every column, as a JSON object).
+        window : int, default 2
+            Rows on each side of the cut that are compared pairwise (0: scores only).
+        levels : list of str, optional
+            The score's levels, lowest first (``["a routine question", "needs an answer today", "an
+            emergency"]``); default: the criterion "not at all", "somewhat", "very much".
+        model : str, optional
+            Decision model ID.
+        {run_options}
+        The k rows with ``score`` (expected level), ``wins`` (compared rows only) and ``rank``;
+        ``.run.comparisons`` counts the comparisons.
+        """
+        coroutine = operators.topk(self._frame, criterion, k, state, window, model, {**options, "levels": levels})
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def atopk(self, criterion: str, k: int, *, state: TemplateSpec | None = None, window: int = 2,
+                    levels: Sequence[str] | None = None, model: str | None = None,
+                    **options: Unpack[RunOptions]) -> OperatorFrame:
+        """The async twin of `topk`."""
+        return await operators.topk(self._frame, criterion, k, state, window, model, {**options, "levels": levels})
+
+    @_documented
+    def aggregate(self, instruction: str, by: str | list[str] | None = None, *, text: TemplateSpec | None = None,
+                  protocol: Literal["chat", "responses", "messages"] = "chat", model: str | None = None,
+                  max_tokens: int = 256, max_input_tokens: int | None = None,
+                  **options: Unpack[RunOptions]) -> OperatorFrame:
+        """One answer per group (a summary, a count by theme, a list of issues) by map-reduce.
+
+        The rows are packed into chunks that fit the text model's input limit; each chunk is answered,
+        and the answers are combined level by level until one remains. Each level is a checkpointed text
+        run, so a resumed aggregate pays nothing twice. Nothing is cut: a row too long for a chunk on its
+        own fails its group, named.
+
+        Parameters
+        ----------
+        instruction : str
+            What to produce over the rows.
+        by : str or list of str, optional
+            Group columns: one answer per group (default: one over all rows, labelled "all").
+        text : str, list of str or dict, optional
+            Each row's text (default: the other columns, as a JSON object).
+        protocol : {"chat", "responses", "messages"}, default "chat"
+            The text family asked.
+        model : str, optional
+            Text model ID (default: the family's).
+        max_tokens : int, default 256
+            Output tokens of each request.
+        max_input_tokens : int, optional
+            The input limit to pack to (default: the model's ``max_input_tokens`` in GET /models).
+        {run_options}
+        One row per group: ``answer``, ``rows``, ``requests`` and ``__error``; ``.run.levels``.
+        ``join`` does not apply (the rows are groups).
+        """
+        spec = operators.AggregateSpec(instruction, by, text, protocol, model, max_tokens, max_input_tokens)
+        return _client.run_sync(operators.aggregate(self._frame, spec, dict(options)), options.get("gateway"))
+
+    async def aaggregate(self, instruction: str, by: str | list[str] | None = None, *,
+                         text: TemplateSpec | None = None, protocol: Literal["chat", "responses", "messages"] = "chat",
+                         model: str | None = None, max_tokens: int = 256, max_input_tokens: int | None = None,
+                         **options: Unpack[RunOptions]) -> OperatorFrame:
+        """The async twin of `aggregate`."""
+        spec = operators.AggregateSpec(instruction, by, text, protocol, model, max_tokens, max_input_tokens)
+        return await operators.aggregate(self._frame, spec, dict(options))
 
     # --- the shared steps -----------------------------------------------------------------------
 
