@@ -18,6 +18,7 @@ from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, recipes
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.checkpoint import AnswerStore, open_for_run
+from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
 from gwlab.frames.limiter import Limiter
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.result import BatchFrame
@@ -28,6 +29,7 @@ from gwlab.frames.task_batch import TaskFrame, TaskRun
 from gwlab.frames.templates import Rows, Template, json_value
 from gwlab.wire import images, videos
 from gwlab.wire.models import DEFAULT_MODELS  # written once, in wire
+from gwlab.wire.schema import Schema
 from gwlab.wire.tasks import TaskFamily, build_submit
 
 __all__ = ["GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
@@ -278,6 +280,69 @@ class GatewayAccessor:
         recipe = recipes.text_recipe("messages", model, max_tokens, params)
         return await self._run(recipe, self._prompts(prompt, system), options)
 
+    # --- typed answers ------------------------------------------------------------------------------
+
+    @_documented
+    def extract(self, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat", system: str | None = None,
+                model: str | None = None, max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+                max_reasks: int = DEFAULT_MAX_REASKS, structured: Structured = "native",
+                **options: Unpack[RunOptions]) -> BatchFrame:
+        """Fields per row, as typed columns: one structured-output request per row, validated.
+
+        Parameters
+        ----------
+        prompt : str
+            A template over columns or a bare column name: what to extract from (``"Ticket: {text}"``).
+        schema : Pydantic model, JSON Schema or dict
+            The fields: a Pydantic model class, an object's JSON Schema, or ``{column: type}`` with
+            ``str``, ``int``, ``float``, ``bool``, a list of allowed values, ``datetime.date``,
+            ``datetime.datetime``, ``T | None`` (optional: the model may answer null) and ``list[T]``.
+            Normalised to one strict schema (every field required, optional ones nullable).
+        protocol : {"chat", "responses", "messages"}, default "chat"
+            The family: chat sends ``response_format`` (json_schema, strict), responses ``text.format``,
+            messages a forced tool whose ``input_schema`` is the schema.
+        system : str, optional
+            Constant text or a template (responses: its ``instructions``).
+        model : str, optional
+            Model ID (default: the family's, ``DEFAULT_MODELS["text"]``).
+        max_tokens : int, optional
+            The family's token cap per request (required by messages and with a budget).
+        params : dict, optional
+            Further request fields; the structured-output field itself is set by `schema`.
+        max_reasks : int, default 1
+            How many times an invalid answer (not JSON, a missing field, a wrong type, an extra field,
+            an unknown category) is asked again, with the validation error shown to the model. Each
+            re-ask is a request: its tokens are added to the row's usage, budget and checkpoint.
+        structured : {"native", "prompt"}, default "native"
+            "native" asks in the family's structured-output form; "prompt" puts the schema in the
+            prompt instead (for a gateway without structured output) and parses the text.
+        {run_options}
+        Columns: one per top-level field, named as the field, in pandas' nullable dtypes (``Int64``,
+        ``Float64``, ``boolean``, ``string``, ``category`` with the allowed values as categories,
+        ``datetime64[ns]``; lists and nested objects one ``object`` column of lists/dicts), then
+        ``__raw`` (the answer as written) and ``__reasks``. A row still invalid after its re-asks has
+        status ``error``, its fields missing and the validation error in ``__error``.
+
+        Examples
+        --------
+        >>> tickets.gw.extract("{text}", {"product": str, "order": int | None}, max_tokens=64)  # doctest: +SKIP
+        """
+        coroutine = self.aextract(prompt, schema, protocol=protocol, system=system, model=model,
+                                  max_tokens=max_tokens, params=params, max_reasks=max_reasks,
+                                  structured=structured, **options)
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def aextract(self, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat",
+                       system: str | None = None, model: str | None = None, max_tokens: int | None = None,
+                       params: Mapping[str, Any] | None = None, max_reasks: int = DEFAULT_MAX_REASKS,
+                       structured: Structured = "native", **options: Unpack[RunOptions]) -> BatchFrame:
+        """The async twin of `extract`: await it in a running loop (with an AsyncGateway)."""
+        parsed = Schema.of(schema)
+        recipe = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
+                                structured=structured)
+        return await self._run(recipe, self._prompts(prompt, system), options,
+                               convert=lambda answers: typed_columns(answers, parsed))
+
     # --- asynchronous tasks: one task per row -------------------------------------------------------
 
     def videos(self, prompt: TemplateSpec, *, model: str | None = None, seconds: str | int | None = None,
@@ -484,7 +549,8 @@ class GatewayAccessor:
             return prompts
         return prompts.zip(Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame))
 
-    async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions) -> BatchFrame:
+    async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions,
+                   convert: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> BatchFrame:
         config = RunConfig.of("rows", options)
         if rows.errors and config.errors == "raise":
             position, message = next(iter(sorted(rows.errors.items())))
@@ -515,6 +581,8 @@ class GatewayAccessor:
         if result.failure is not None:
             raise result.failure
         answers = result.frame(self._frame.index)
+        if convert is not None:
+            answers = convert(answers)
         return BatchFrame.wrap(self._wrap(answers, config), result.summary)
 
     def _labels(self, positions: Any) -> list[Any]:

@@ -36,6 +36,7 @@ class AnswerInvalid(ValueError):
     def __init__(self, message: str, raw: str | None) -> None:
         super().__init__(message)
         self.raw = raw
+        self.record: dict[str, Any] = {}  # what a frame keeps of the row (its raw text), set by the reader
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,14 +133,13 @@ class Schema:
         return ("Answer with only a JSON object, no other text, matching this JSON Schema: "
                 f"{json.dumps(self.json, separators=(',', ':'))}. Use null for a field the text does not give.")
 
-    def answer_text(self, form: str | None, text: str | None, tool_calls: Sequence[Any]) -> str | None:
-        """Where the answer is in a reply: the forced tool's input for the `tools` form, else the text."""
+    def answer_text(self, form: str | None, text: str | None, calls: Sequence[Mapping[str, Any]]) -> str | None:
+        """Where the answer is in a reply: the forced tool's input for the `tools` form (calls as
+        `{name, arguments}`), else the text."""
         if form == "tools":
-            for call in tool_calls:
-                if getattr(call, "name", None) == self.name:
-                    arguments = getattr(call, "input", None)
-                    if arguments is None:
-                        arguments = getattr(call, "arguments", None)
+            for call in calls:
+                if call.get("name") == self.name:
+                    arguments = call.get("arguments")
                     return arguments if isinstance(arguments, str) else json.dumps(arguments)
         return text
 

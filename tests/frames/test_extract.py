@@ -1,0 +1,221 @@
+"""df.gw.extract against a loopback stub gateway that answers faults on purpose (issue 24).
+
+The stub (standard library HTTP on 127.0.0.1) speaks chat, responses and messages; what it answers
+is chosen by the row's prompt: `good`, `fix-<fault>` (the fault first, a valid answer when re-asked),
+`never` (always invalid). It records every request body so the request shapes can be checked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import gwlab
+import gwlab.frames.accessor  # registers df.gw
+from gwlab.errors import InvalidRequest
+
+KEY = "gwk-extract-stub-key"
+SCHEMA = {"product": str, "order": int | None, "sentiment": ["positive", "neutral", "negative"]}
+GOOD = {"product": "kettle", "order": 42, "sentiment": "negative"}
+FAULTS = {"badjson": '{"product": "kettle", ', "missing": json.dumps({"product": "kettle", "order": 1}),
+          "wrongtype": json.dumps({**GOOD, "order": 1.5}), "extra": json.dumps({**GOOD, "colour": "red"}),
+          "category": json.dumps({**GOOD, "sentiment": "furious"})}
+FULL = {**GOOD, "price": 9.5, "refund": True, "when": "2024-03-01", "tags": ["late", "broken"]}
+REQUESTS: list[dict[str, Any]] = []
+
+
+def _answer(body: dict[str, Any]) -> str:
+    turns = body.get("messages") or body.get("input")
+    first = next(t for t in turns if t["role"] == "user")["content"]
+    reasked = sum(t["role"] == "user" for t in turns) > 1
+    case = first.split()[0]
+    if case == "full":
+        return json.dumps(FULL)
+    if case == "good" or (case.startswith("fix-") and reasked):
+        return json.dumps(GOOD)
+    if case.startswith("fix-"):
+        return FAULTS[case[4:]]
+    return FAULTS["badjson"]
+
+
+def _reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    text = _answer(body)
+    if path.endswith("/chat/completions"):
+        return {"id": "c1", "object": "chat.completion", "model": body["model"], "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    if path.endswith("/responses"):
+        return {"id": "r1", "object": "response", "status": "completed", "model": body["model"], "output": [
+            {"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}
+    try:
+        block = {"type": "tool_use", "id": "t1", "name": body["tool_choice"]["name"], "input": json.loads(text)}
+    except (ValueError, KeyError):
+        block = {"type": "text", "text": text}
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"], "content": [block],
+            "stop_reason": "tool_use" if block["type"] == "tool_use" else "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+class _Stub(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        REQUESTS.append({"path": self.path, "body": body})
+        data = json.dumps(_reply(self.path, body)).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[gwlab.Gateway]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    with gwlab.Gateway(f"http://127.0.0.1:{server.server_address[1]}/v1", KEY) as gw:
+        yield gw
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+def _run(stub, prompts, schema=SCHEMA, **options):
+    REQUESTS.clear()
+    frame = pd.DataFrame({"text": prompts}, index=pd.Index(range(10, 10 + len(prompts)), name="id"))
+    options = {"checkpoint": None, "progress": False, "max_tokens": 64, **options}
+    return frame.gw.extract("{text}", schema, gateway=stub, **options)
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
+def test_each_family_returns_one_typed_column_per_field(stub, protocol):
+    out = _run(stub, ["good one", "good two"], protocol=protocol)
+    assert list(out.columns[:4]) == ["text", "product", "order", "sentiment"]
+    assert out["product"].dtype == "string" and out["order"].dtype == "Int64"
+    assert list(out["sentiment"].cat.categories) == ["positive", "neutral", "negative"]
+    assert out.loc[10, "order"] == 42 and out.loc[11, "sentiment"] == "negative"
+    assert out["__status"].tolist() == ["sent", "sent"] and out["__error"].isna().all()
+
+
+def test_the_request_bodies_have_each_protocols_documented_structured_output_shape(stub):
+    shapes = {}
+    for protocol in ("chat", "responses", "messages"):
+        _run(stub, ["good"], protocol=protocol)
+        [request] = REQUESTS
+        shapes[protocol] = request["body"]
+    strict = shapes["chat"]["response_format"]
+    assert strict["type"] == "json_schema" and strict["json_schema"]["strict"] is True
+    assert strict["json_schema"]["schema"]["additionalProperties"] is False
+    assert shapes["chat"]["max_completion_tokens"] == 64
+    text_format = shapes["responses"]["text"]["format"]
+    assert text_format["type"] == "json_schema" and text_format["schema"]["required"] == list(SCHEMA)
+    tool = shapes["messages"]["tools"][0]
+    assert shapes["messages"]["tool_choice"] == {"type": "tool", "name": tool["name"]}
+    assert tool["input_schema"]["properties"]["order"]["type"] == ["integer", "null"]
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_an_invalid_answer_is_reasked_with_its_error_then_accepted(stub, fault):
+    out = _run(stub, [f"fix-{fault} please"])
+    assert out.loc[10, "__status"] == "sent" and out.loc[10, "order"] == 42
+    assert out.loc[10, "__reasks"] == 1
+    assert len(REQUESTS) == 2
+    reask = REQUESTS[1]["body"]["messages"]
+    assert reask[1]["role"] == "assistant" and reask[1]["content"] == FAULTS[fault]
+    assert "invalid" in reask[2]["content"]
+    assert out.loc[10, "__input_tokens"] == 20 and out.loc[10, "__output_tokens"] == 10  # both asks billed
+
+
+def test_a_row_still_invalid_after_its_reasks_keeps_its_raw_text_and_the_error_and_invents_nothing(stub):
+    out = _run(stub, ["never", "good"], max_reasks=2)
+    assert len(REQUESTS) == 4
+    row = out.loc[10]
+    assert row["__status"] == "error" and "not valid JSON" in row["__error"]
+    assert row["__raw"] == FAULTS["badjson"] and row["__reasks"] == 2
+    assert pd.isna(row["product"]) and pd.isna(row["order"]) and pd.isna(row["sentiment"])
+    assert out.loc[11, "__status"] == "sent"
+
+
+def test_with_no_reasks_an_invalid_row_is_sent_once(stub):
+    out = _run(stub, ["fix-missing"], max_reasks=0)
+    assert len(REQUESTS) == 1 and out.loc[10, "__status"] == "error"
+    assert "'sentiment' is a required property" in out.loc[10, "__error"]
+
+
+def test_a_resumed_run_pays_for_no_ask_again_reasks_included(stub, tmp_path):
+    path = tmp_path / "answers.sqlite"
+    first = _run(stub, ["fix-extra", "never"], checkpoint=path)
+    assert len(REQUESTS) == 4
+    again = _run(stub, ["fix-extra", "never"], checkpoint=path)
+    assert REQUESTS == []
+    assert again["__status"].tolist() == ["cached", "error"]
+    assert again.loc[10, "order"] == first.loc[10, "order"] == 42 and again.loc[10, "__input_tokens"] == 20
+
+
+def test_prompt_mode_puts_the_schema_in_the_prompt_and_sends_no_structured_field(stub):
+    out = _run(stub, ["good"], structured="prompt")
+    body = REQUESTS[0]["body"]
+    assert "response_format" not in body and "JSON Schema" in body["messages"][0]["content"]
+    assert out.loc[10, "product"] == "kettle"
+
+
+def test_every_mapping_type_reaches_its_nullable_dtype(stub):
+    schema = {"product": str, "order": int, "price": float | None, "refund": bool | None, "when": dt.date | None,
+              "tags": list[str] | None, "sentiment": ["positive", "neutral", "negative"]}
+    out = _run(stub, ["full", "good"], schema=schema, max_reasks=0)
+    # the second answer lacks price, refund, when, tags: invalid, its fields missing, dtypes still typed
+    assert out["__status"].tolist() == ["sent", "error"]
+    assert out.loc[10, ["order", "price", "refund"]].tolist() == [42, 9.5, True]
+    assert out.loc[10, "when"] == pd.Timestamp("2024-03-01") and out.loc[10, "tags"] == ["late", "broken"]
+    assert out.loc[11, ["price", "refund", "when", "tags"]].isna().all()
+    assert dict(out.dtypes[["order", "price", "refund", "when", "tags"]].astype(str)) == {
+        "order": "Int64", "price": "Float64", "refund": "boolean", "when": "datetime64[ns]", "tags": "object"}
+
+
+def test_a_field_named_as_an_input_column_is_refused_before_sending_unless_prefixed(stub):
+    REQUESTS.clear()
+    frame = pd.DataFrame({"text": ["good"], "product": ["x"]})
+    with pytest.raises(InvalidRequest, match="'product'"):
+        frame.gw.extract("{text}", SCHEMA, gateway=stub, checkpoint=None, progress=False)
+    assert REQUESTS == []
+    out = frame.gw.extract("{text}", SCHEMA, gateway=stub, checkpoint=None, progress=False, prefix="x_")
+    assert out.loc[0, "x_product"] == "kettle" and out.loc[0, "product"] == "x"
+
+
+def test_a_field_named_like_a_run_column_is_refused_naming_it(stub):
+    with pytest.raises(InvalidRequest) as info:
+        _run(stub, ["good"], schema={"__error": str})
+    assert info.value.field == "schema.__error" and REQUESTS == []
+
+
+def test_a_params_structured_field_that_schema_sets_is_refused_naming_it(stub):
+    with pytest.raises(InvalidRequest) as info:
+        _run(stub, ["good"], params={"response_format": {"type": "json_object"}})
+    assert info.value.field == "params.response_format"
+
+
+def test_a_pydantic_model_schema_fills_its_fields(stub):
+    import pydantic
+
+    class Ticket(pydantic.BaseModel):
+        product: str
+        order: int | None = None
+        sentiment: str
+
+    out = _run(stub, ["good"], schema=Ticket, protocol="messages")
+    assert out.loc[10, "product"] == "kettle" and out.loc[10, "order"] == 42
+    assert REQUESTS[0]["body"]["tool_choice"]["name"] == "Ticket"
