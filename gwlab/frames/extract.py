@@ -17,11 +17,10 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames.recipes import TEXT_RECIPES, RowRecipe, free_params
 from gwlab.wire.families import FAMILIES, TEXT
-from gwlab.wire.schema import AnswerInvalid, Schema
+from gwlab.wire.schema import DEFAULT_MAX_REASKS, AnswerInvalid, Schema
 
 __all__ = ["DEFAULT_MAX_REASKS", "STRUCTURED", "extract_recipe", "typed_columns"]
 
-DEFAULT_MAX_REASKS = 1  # one more request at most per invalid row: small models rarely fix it in two
 STRUCTURED = ("native", "prompt")
 Structured = Literal["native", "prompt"]
 # per row, beside the fields: the answer as the model wrote it, and how many times it was re-asked
@@ -80,9 +79,7 @@ def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens:
             return None
         except AnswerInvalid as exc:
             messages, system = turns(value)
-            messages += [{"role": "assistant", "content": exc.raw or "(no answer)"},
-                         {"role": "user", "content": f"That answer is invalid: {exc}. Answer again with only "
-                                                     "the corrected JSON object."}]
+            messages += Schema.reask_turns(exc)
             return base.body((messages, system) if system is not None else messages)
 
     columns = {**dict.fromkeys(schema.fields, "object"), **EXTRACT_COLUMNS}

@@ -19,7 +19,9 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 
-__all__ = ["AnswerInvalid", "Schema"]
+__all__ = ["DEFAULT_MAX_REASKS", "AnswerInvalid", "Schema"]
+
+DEFAULT_MAX_REASKS = 1  # an invalid answer is asked again once: small models rarely fix it in two
 
 _SCALARS: dict[Any, dict[str, Any]] = {
     str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"}, bool: {"type": "boolean"},
@@ -132,6 +134,13 @@ class Schema:
         """The prompt text asking for JSON when the gateway has no structured output."""
         return ("Answer with only a JSON object, no other text, matching this JSON Schema: "
                 f"{json.dumps(self.json, separators=(',', ':'))}. Use null for a field the text does not give.")
+
+    @staticmethod
+    def reask_turns(error: AnswerInvalid) -> list[dict[str, Any]]:
+        """The turns that ask again after an invalid answer: the answer, then its validation error."""
+        return [{"role": "assistant", "content": error.raw or "(no answer)"},
+                {"role": "user", "content": f"That answer is invalid: {error}. Answer again with only the "
+                                            "corrected JSON object."}]
 
     def answer_text(self, form: str | None, text: str | None, calls: Sequence[Mapping[str, Any]]) -> str | None:
         """Where the answer is in a reply: the forced tool's input for the `tools` form (calls as
