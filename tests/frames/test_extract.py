@@ -150,3 +150,20 @@ def test_a_pydantic_model_schema_fills_its_fields(stub):
     out = _run(stub, ["good"], schema=Ticket, protocol="messages")
     assert out.loc[10, "product"] == "kettle" and out.loc[10, "order"] == 42
     assert REQUESTS[0]["body"]["tool_choice"]["name"] == "Ticket"
+
+
+def test_dask_extract_has_the_typed_meta_and_a_second_compute_pays_nothing(stub, tmp_path):
+    dd = pytest.importorskip("dask.dataframe")
+    from gwlab.frames import dask as gw_dask
+
+    frame = pd.DataFrame({"text": ["good a", "fix-extra b", "good c", "never d"]})
+    lazy = gw_dask.extract(dd.from_pandas(frame, npartitions=2), "{text}", SCHEMA, max_tokens=64, gateway=stub,
+                           checkpoint=tmp_path / "answers.sqlite")
+    assert lazy.dtypes["order"] == "Int64" and lazy.dtypes["sentiment"] == "category"
+    REQUESTS.clear()
+    first = lazy.compute(scheduler="sync")
+    assert len(REQUESTS) == 6 and first["order"].tolist()[:3] == [42, 42, 42]
+    assert first["__status"].tolist() == ["sent", "sent", "sent", "error"]
+    REQUESTS.clear()
+    again = lazy.compute(scheduler="sync")
+    assert REQUESTS == [] and again["__status"].tolist() == ["cached", "cached", "cached", "error"]
