@@ -67,8 +67,15 @@ class _Stub(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         REQUESTS.append({"path": self.path, "body": body})
-        data = json.dumps(_reply(self.path, body)).encode()
-        self.send_response(200)
+        refused = next((k for k in ("response_format", "text", "tools") if k in body), None)
+        if self.path.startswith("/plain/") and refused:  # a gateway without structured output
+            return self._send(400, {"error": {"message": f"Unrecognized request argument supplied: {refused}",
+                                              "type": "invalid_request_error", "param": refused}})
+        return self._send(200, _reply(self.path, body))
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
@@ -77,7 +84,8 @@ class _Stub(BaseHTTPRequestHandler):
 
 @contextmanager
 def stub_server() -> Iterator[str]:
-    """The stub's base URL while the block runs."""
+    """The stub's base URL while the block runs; under `/plain/v1` instead of `/v1` it refuses every
+    structured-output field with a 400 naming it, as a gateway without structured output does."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

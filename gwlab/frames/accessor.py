@@ -285,7 +285,7 @@ class GatewayAccessor:
     @_documented
     def extract(self, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat", system: str | None = None,
                 model: str | None = None, max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
-                max_reasks: int = DEFAULT_MAX_REASKS, structured: Structured = "native",
+                max_reasks: int = DEFAULT_MAX_REASKS, structured: Structured = "auto",
                 **options: Unpack[RunOptions]) -> BatchFrame:
         """Fields per row, as typed columns: one structured-output request per row, validated.
 
@@ -313,9 +313,11 @@ class GatewayAccessor:
             How many times an invalid answer (not JSON, a missing field, a wrong type, an extra field,
             an unknown category) is asked again, with the validation error shown to the model. Each
             re-ask is a request: its tokens are added to the row's usage, budget and checkpoint.
-        structured : {"native", "prompt"}, default "native"
+        structured : {"auto", "native", "prompt"}, default "auto"
             "native" asks in the family's structured-output form; "prompt" puts the schema in the
-            prompt instead (for a gateway without structured output) and parses the text.
+            prompt and parses the text; "auto" asks natively until the gateway answers a 400 naming
+            that form's field, then resends in the prompt, says so once (a warning and ``.run``) and
+            remembers it for that gateway for the life of the process.
         {run_options}
         Columns: one per top-level field, named as the field, in pandas' nullable dtypes (``Int64``,
         ``Float64``, ``boolean``, ``string``, ``category`` with the allowed values as categories,
@@ -335,13 +337,16 @@ class GatewayAccessor:
     async def aextract(self, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat",
                        system: str | None = None, model: str | None = None, max_tokens: int | None = None,
                        params: Mapping[str, Any] | None = None, max_reasks: int = DEFAULT_MAX_REASKS,
-                       structured: Structured = "native", **options: Unpack[RunOptions]) -> BatchFrame:
+                       structured: Structured = "auto", **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `extract`: await it in a running loop (with an AsyncGateway)."""
         parsed = Schema.of(schema)
-        recipe = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
-                                structured=structured)
-        return await self._run(recipe, self._prompts(prompt, system), options,
-                               convert=lambda answers: typed_columns(answers, parsed))
+        origin = _client.connection(options.get("gateway")).origin
+        recipe, mode = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
+                                      structured=structured, gateway=origin)
+        out = await self._run(recipe, self._prompts(prompt, system), options,
+                              convert=lambda answers: typed_columns(answers, parsed))
+        out.run.structured = out.attrs["gwlab_run"]["structured"] = mode.note(origin)
+        return out
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
 

@@ -371,7 +371,7 @@ def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model
 @_documented
 def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat", system: str | None = None,
             model: str | None = None, max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
-            max_reasks: int = DEFAULT_MAX_REASKS, structured: Structured = "native",
+            max_reasks: int = DEFAULT_MAX_REASKS, structured: Structured = "auto",
             **options: Unpack[DaskOptions]) -> Any:
     """A schema's fields for every row of a dask DataFrame, lazily; ``df.gw.extract`` per partition.
 
@@ -384,8 +384,8 @@ def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "cha
     {shared}
     """
     parsed = Schema.of(schema)  # normalised once: workers get the schema, not the caller's classes to rebuild
-    family = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
-                            structured=structured)
+    family, _ = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
+                               structured=structured)
     kwargs = {"protocol": protocol, "system": system, "model": model, "max_tokens": max_tokens, "params": params,
               "max_reasks": max_reasks, "structured": structured}
     return _lazy(ddf, "extract", family, (prompt, parsed), kwargs, options, schema=parsed)

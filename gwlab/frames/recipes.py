@@ -41,6 +41,8 @@ class RowRecipe:
     # (row value, answer JSON, re-asks so far) -> the next request of the row, or None when the answer
     # stands: how df.gw.extract re-asks an invalid answer (frames/extract.py)
     follow_up: Callable[[Any, Any, int], dict[str, Any] | None] | None = None
+    # (a send's error, the gateway) -> True when the recipe switched form and the row is to be sent again
+    fallback: Callable[[BaseException, str | None], bool] | None = None
 
     @property
     def name(self) -> str:

@@ -176,7 +176,12 @@ class Runner(Stoppable):
         tokens_in = tokens_out = 0
         try:
             await self.limiter.acquire(estimate)
-            reply = await self._send_with_pauses(body, estimate, counters)
+            try:
+                reply = await self._send_with_pauses(body, estimate, counters)
+            except Exception as exc:  # a 400 the recipe has another form for: nothing billed, sent again
+                if recipe.fallback is None or not recipe.fallback(exc, self.gateway):
+                    raise
+                reply = await self._send_with_pauses(recipe.body(batch.value(job)), estimate, counters)
             reply = await self._reask(batch.value(job), reply, estimate, counters)
             tokens_in, tokens_out = (t or 0 for t in recipe.usage(reply.data))
             if estimate and tokens_in > estimate:

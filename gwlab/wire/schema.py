@@ -19,7 +19,7 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 
-__all__ = ["DEFAULT_MAX_REASKS", "AnswerInvalid", "Schema"]
+__all__ = ["DEFAULT_MAX_REASKS", "AnswerInvalid", "Schema", "refuses_form"]
 
 DEFAULT_MAX_REASKS = 1  # an invalid answer is asked again once: small models rarely fix it in two
 
@@ -151,6 +151,22 @@ class Schema:
                     arguments = call.get("arguments")
                     return arguments if isinstance(arguments, str) else json.dumps(arguments)
         return text
+
+
+# per structured_output form: the request fields a gateway's 400 names when it does not take that form
+_FORM_FIELDS = {"response_format": ("response_format",), "text.format": ("text.format", "text"),
+                "tools": ("tools", "tool_choice")}
+
+
+def refuses_form(form: str | None, error: BaseException) -> bool:
+    """Whether `error` is a 400/422 naming the form's request field (its `param`, or its message for the
+    unambiguous names): the evidence that a gateway has no structured output in this form."""
+    if getattr(error, "status", None) not in (400, 422) or form not in _FORM_FIELDS:
+        return False
+    names = _FORM_FIELDS[form]
+    param = str(getattr(error, "param", None) or "")
+    return any(param == n or param.startswith(n + ".") for n in names) or any(
+        n in str(error) for n in names if n != "text")
 
 
 def _of_type(kind: Any, field: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ checked.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterator
 
 import pandas as pd
@@ -16,7 +17,8 @@ from extractkit import FAULTS, KEY, REQUESTS, SCHEMA, stub_server
 
 import gwlab
 import gwlab.frames.accessor  # registers df.gw
-from gwlab.errors import InvalidRequest
+from gwlab.errors import BadRequest, InvalidRequest
+from gwlab.frames.extract import PROMPT_ONLY, StructuredFallbackWarning
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +97,33 @@ def test_a_resumed_run_pays_for_no_ask_again_reasks_included(stub, tmp_path):
     assert REQUESTS == []
     assert again["__status"].tolist() == ["cached", "error"]
     assert again.loc[10, "order"] == first.loc[10, "order"] == 42 and again.loc[10, "__input_tokens"] == 20
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
+def test_a_gateway_refusing_structured_output_gets_the_schema_in_the_prompt_said_once_and_remembered(protocol):
+    with stub_server() as url, gwlab.Gateway(url.replace("/v1", "/plain/v1"), KEY) as plain:
+        PROMPT_ONLY.clear()
+        with pytest.warns(StructuredFallbackWarning, match="no structured output"):
+            first = _run(plain, ["good a", "good b"], protocol=protocol)
+        assert first["__status"].tolist() == ["sent", "sent"] and first["order"].tolist() == [42, 42]
+        assert "asked in the prompt" in repr(first) and "refused" in first.run.structured
+        refused = [r for r in REQUESTS if "JSON Schema" not in json.dumps(r["body"])]
+        assert 1 <= len(refused) <= 2  # the rows in flight when the 400 came; each resent in the prompt
+        second = _run(plain, ["good c"], protocol=protocol)  # remembered: no native ask, no warning
+        assert len(REQUESTS) == 1 and "JSON Schema" in json.dumps(REQUESTS[0]["body"])
+        assert "asked in the prompt" in second.run.structured
+    PROMPT_ONLY.clear()
+
+
+def test_native_forced_on_a_gateway_without_structured_output_raises_its_400():
+    with (stub_server() as url, gwlab.Gateway(url.replace("/v1", "/plain/v1"), KEY) as plain,
+          pytest.raises(BadRequest, match="response_format")):
+        _run(plain, ["good"], structured="native")
+
+
+def test_a_gateway_with_structured_output_is_asked_natively_and_run_says_nothing(stub):
+    out = _run(stub, ["good"])
+    assert "response_format" in REQUESTS[0]["body"] and out.run.structured is None
 
 
 def test_prompt_mode_puts_the_schema_in_the_prompt_and_sends_no_structured_field(stub):
