@@ -54,6 +54,7 @@ class RunSummary:
     # with pilot= or budget=: rows whose input looks over the model's max_input_tokens, found before sending:
     # {"model", "limit", "count", "rows" (first 20 labels), "estimated_tokens"}
     over_limit: dict[str, Any] | None = None
+    reasked: int = 0  # extract: re-asks of invalid answers sent in this run (each billed, in the tokens above)
     structured: str | None = None  # extract: how structured output was asked when not natively (frames/extract.py)
 
     def interrupted_text(self) -> str:
@@ -72,6 +73,8 @@ class RunSummary:
                  f"{self.duplicate_rows} duplicate", f"{self.error_rows} errors"]
         if self.not_run_rows:
             parts.append(f"{self.not_run_rows} not run")
+        if self.reasked:
+            parts.append(f"{self.reasked} re-asked")
         line = (f"{self.model} {self.endpoint}: " + ", ".join(parts)
                 + f" · {self.input_tokens} in / {self.output_tokens} out tokens · est. {cost}"
                 + f" · {self.elapsed:.1f}s")

@@ -282,6 +282,7 @@ class Runner(Stoppable):
             input_tokens=int(np.nansum(np.where(sent_mask, result.input_tokens, 0))),
             output_tokens=int(np.nansum(np.where(sent_mask, result.output_tokens, 0))),
             cost=spend.cost, elapsed=elapsed, rate_limited=counters["rate_limited"],
+            reasked=counters.get("reasked", 0),
             waited=float(getattr(self.limiter, "waited", 0.0)), stopped=self._stopping,
             endpoint=self.recipe.endpoint, model=self.recipe.model, gateway=self.gateway,
             cached_from=self._cached_from(counters["cached"]),

@@ -71,6 +71,7 @@ def test_an_invalid_answer_is_reasked_with_its_error_then_accepted(stub, fault):
     assert reask[1]["role"] == "assistant" and reask[1]["content"] == FAULTS[fault]
     assert "invalid" in reask[2]["content"]
     assert out.loc[10, "__input_tokens"] == 20 and out.loc[10, "__output_tokens"] == 10  # both asks billed
+    assert out.run.reasked == 1 and "1 re-asked" in repr(out) and out.run.input_tokens == 20
 
 
 def test_a_row_still_invalid_after_its_reasks_keeps_its_raw_text_and_the_error_and_invents_nothing(stub):
