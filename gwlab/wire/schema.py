@@ -160,8 +160,11 @@ _FORM_FIELDS = {"response_format": ("response_format",), "text.format": ("text.f
 
 def refuses_form(form: str | None, error: BaseException) -> bool:
     """Whether `error` is a 400/422 naming the form's request field (its `param`, or its message for the
-    unambiguous names): the evidence that a gateway has no structured output in this form."""
-    if getattr(error, "status", None) not in (400, 422) or form not in _FORM_FIELDS:
+    unambiguous names): the evidence that a gateway has no structured output in this form. A 500 counts
+    when it is a request validation error (llama-cpp-python's server answers `response_format`
+    json_schema so: a request that never ran)."""
+    status = getattr(error, "status", None)
+    if form not in _FORM_FIELDS or not (status in (400, 422) or (status == 500 and "validation error" in str(error))):
         return False
     names = _FORM_FIELDS[form]
     param = str(getattr(error, "param", None) or "")
