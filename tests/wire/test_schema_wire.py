@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pydantic
 import pytest
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.families import FAMILIES, TEXT
 from gwlab.wire.schema import AnswerInvalid, Schema
+
+pydantic = pytest.importorskip("pydantic")  # optional: only needed when a model class is the schema
 
 MAPPING = {"product": str, "order": int | None, "price": float, "refund": bool,
            "sentiment": ["positive", "neutral", "negative"], "when": dt.date, "at": dt.datetime | None,
