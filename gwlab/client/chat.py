@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gwlab.client import structured
 from gwlab.client._loop import LoopThread
 from gwlab.client.streams import AsyncEventStream, EventStream
 from gwlab.client.transport import AsyncTransport, Headers
@@ -13,6 +14,7 @@ from gwlab.wire import chat
 from gwlab.wire.chat import ChatChunk, ChatCompletion
 from gwlab.wire.families import FAMILIES
 from gwlab.wire.models import default_model
+from gwlab.wire.schema import DEFAULT_MAX_REASKS
 from gwlab.wire.sse import UnknownEvent
 
 __all__ = ["AsyncChat", "AsyncChatStream", "Chat", "ChatStream"]
@@ -34,8 +36,13 @@ class AsyncChat:
         return await self.create(messages, model=model, extra_headers=extra_headers, **params)
 
     async def create(self, messages: Messages, *, model: str | None = None, extra_headers: Headers = None,
-                     **params: Any) -> ChatCompletion:
+                     schema: Any = None, max_reasks: int = DEFAULT_MAX_REASKS, **params: Any) -> ChatCompletion:
         """One completion; `params` are chat fields (tools, temperature, ...), None ones omitted."""
+        if schema is not None:  # JSON of the schema, validated and re-asked: `.parsed` (client/structured.py)
+            def again(turns: Any, **fields: Any) -> Any:
+                return self.create(turns, model=model, extra_headers=extra_headers, **fields)
+
+            return await structured.ask(again, CHAT, messages, schema, params, max_reasks)
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.chat.stream(...) for a stream")
         body = chat.build_request(messages, model=default_model(model, CHAT.ability), **params)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gwlab.client import structured
 from gwlab.client._loop import LoopThread
 from gwlab.client.streams import AsyncEventStream, EventStream
 from gwlab.client.transport import AsyncTransport, Headers
@@ -13,6 +14,7 @@ from gwlab.wire import messages as wire
 from gwlab.wire.families import FAMILIES
 from gwlab.wire.messages import Message, MessageEvent
 from gwlab.wire.models import default_model
+from gwlab.wire.schema import DEFAULT_MAX_REASKS
 from gwlab.wire.sse import UnknownEvent
 
 __all__ = ["AsyncMessages", "AsyncMessagesStream", "Messages", "MessagesStream"]
@@ -32,7 +34,13 @@ class AsyncMessages:
         self._transport = transport
 
     async def create(self, messages: Conversation, *, model: str | None = None, max_tokens: int,
-                     extra_headers: Headers = None, **params: Any) -> Message:
+                     extra_headers: Headers = None, schema: Any = None,
+                     max_reasks: int = DEFAULT_MAX_REASKS, **params: Any) -> Message:
+        if schema is not None:  # JSON of the schema, validated and re-asked: `.parsed` (client/structured.py)
+            def again(turns: Any, **fields: Any) -> Any:
+                return self.create(turns, model=model, max_tokens=max_tokens, extra_headers=extra_headers, **fields)
+
+            return await structured.ask(again, MESSAGES, messages, schema, params, max_reasks)
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.messages.stream(...) for a stream")
         model = default_model(model, MESSAGES.ability)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gwlab.client import structured
 from gwlab.client._loop import LoopThread
 from gwlab.client.streams import AsyncEventStream, EventStream
 from gwlab.client.transport import AsyncTransport, Headers
@@ -13,6 +14,7 @@ from gwlab.wire import responses
 from gwlab.wire.families import FAMILIES
 from gwlab.wire.models import default_model
 from gwlab.wire.responses import Response, ResponseEvent
+from gwlab.wire.schema import DEFAULT_MAX_REASKS
 from gwlab.wire.sse import UnknownEvent
 
 __all__ = ["AsyncResponses", "AsyncResponsesStream", "Responses", "ResponsesStream"]
@@ -32,8 +34,14 @@ class AsyncResponses:
     def __init__(self, transport: AsyncTransport) -> None:
         self._transport = transport
 
-    async def create(self, input: Input, *, model: str | None = None, extra_headers: Headers = None,
+    async def create(self, input: Input, *, model: str | None = None, extra_headers: Headers = None, schema: Any = None,
+                     max_reasks: int = DEFAULT_MAX_REASKS,
                      **params: Any) -> Response:
+        if schema is not None:  # JSON of the schema, validated and re-asked: `.parsed` (client/structured.py)
+            def again(turns: Any, **fields: Any) -> Any:
+                return self.create(turns, model=model, extra_headers=extra_headers, **fields)
+
+            return await structured.ask(again, RESPONSES, input, schema, params, max_reasks)
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.responses.stream(...) for a stream")
         body = responses.build_request(input, model=default_model(model, RESPONSES.ability), **params)

@@ -18,6 +18,7 @@ from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, operators, recipes
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.checkpoint import AnswerStore, open_for_run
+from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
 from gwlab.frames.limiter import Limiter
 from gwlab.frames.operators import OperatorFrame
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
@@ -29,9 +30,10 @@ from gwlab.frames.task_batch import TaskFrame, TaskRun
 from gwlab.frames.templates import Rows, Template, json_value
 from gwlab.wire import images, videos
 from gwlab.wire.models import DEFAULT_MODELS  # written once, in wire
+from gwlab.wire.schema import Schema
 from gwlab.wire.tasks import TaskFamily, build_submit
 
-__all__ = ["GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
+__all__ = ["ExtractOptions", "GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
 
 
 TemplateSpec = str | Sequence[str] | Mapping[str, str]
@@ -56,6 +58,13 @@ class RunOptions(TypedDict, total=False):
     progress: bool
     join: bool
     prefix: str
+
+
+class ExtractOptions(RunOptions, total=False):
+    """`df.gw.extract`'s options: the run's, and how answers are asked for (documented in `extract`)."""
+
+    max_reasks: int
+    structured: Structured
 
 
 class TaskOptions(TypedDict, total=False):
@@ -290,6 +299,74 @@ class GatewayAccessor:
         """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("messages", model, max_tokens, params)
         return await self._run(recipe, self._prompts(prompt, system, options=options), options)
+
+    # --- typed answers ------------------------------------------------------------------------------
+
+    @_documented
+    def extract(self, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat", system: str | None = None,
+                model: str | None = None, max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+                **options: Unpack[ExtractOptions]) -> BatchFrame:
+        """Fields per row, as typed columns: one structured-output request per row, validated.
+
+        Parameters
+        ----------
+        prompt : str
+            A template over columns or a bare column name: what to extract from (``"Ticket: {text}"``).
+        schema : Pydantic model, JSON Schema or dict
+            The fields: a Pydantic model class, an object's JSON Schema, or ``{column: type}`` with
+            ``str``, ``int``, ``float``, ``bool``, a list of allowed values, ``datetime.date``,
+            ``datetime.datetime``, ``T | None`` (optional: the model may answer null) and ``list[T]``.
+            Normalised to one strict schema (every field required, optional ones nullable).
+        protocol : {"chat", "responses", "messages"}, default "chat"
+            The family: chat sends ``response_format`` (json_schema, strict), responses ``text.format``,
+            messages a forced tool whose ``input_schema`` is the schema.
+        system : str, optional
+            Constant text or a template (responses: its ``instructions``).
+        model : str, optional
+            Model ID (default: the family's, ``DEFAULT_MODELS["text"]``).
+        max_tokens : int, optional
+            The family's token cap per request (required by messages and with a budget).
+        params : dict, optional
+            Further request fields; the structured-output field itself is set by `schema`.
+        max_reasks : int, default 1
+            How many times an invalid answer (not JSON, a missing field, a wrong type, an extra field,
+            an unknown category) is asked again, with the validation error shown to the model. Each
+            re-ask is a request: its tokens are added to the row's usage, budget and checkpoint.
+        structured : {"auto", "native", "prompt"}, default "auto"
+            "native" asks in the family's structured-output form; "prompt" puts the schema in the
+            prompt and parses the text; "auto" asks natively until the gateway answers a 400 naming
+            that form's field, then resends in the prompt, says so once (a warning and ``.run``) and
+            remembers it for that gateway for the life of the process.
+        {run_options}
+        Columns: one per top-level field, named as the field, in pandas' nullable dtypes (``Int64``,
+        ``Float64``, ``boolean``, ``string``, ``category`` with the allowed values as categories,
+        ``datetime64[ns]``; lists and nested objects one ``object`` column of lists/dicts), then
+        ``__raw`` (the answer as written) and ``__reasks``. A row still invalid after its re-asks has
+        status ``error``, its fields missing and the validation error in ``__error``.
+
+        Examples
+        --------
+        >>> tickets.gw.extract("{text}", {"product": str, "order": int | None}, max_tokens=64)  # doctest: +SKIP
+        """
+        coroutine = self.aextract(prompt, schema, protocol=protocol, system=system, model=model,
+                                  max_tokens=max_tokens, params=params, **options)
+        return _client.run_sync(coroutine, options.get("gateway"))
+
+    async def aextract(self, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat",
+                       system: str | None = None, model: str | None = None, max_tokens: int | None = None,
+                       params: Mapping[str, Any] | None = None,
+                       **options: Unpack[ExtractOptions]) -> BatchFrame:
+        """The async twin of `extract`: await it in a running loop (with an AsyncGateway)."""
+        max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # the rest are the run's options
+        structured: Structured = options.pop("structured", "auto")
+        parsed = Schema.of(schema)
+        origin = _client.connection(options.get("gateway")).origin
+        recipe, mode = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
+                                      structured=structured, gateway=origin)
+        out = await self._run(recipe, self._prompts(prompt, system), options,
+                              convert=lambda answers: typed_columns(answers, parsed))
+        out.run.structured = out.attrs["gwlab_run"]["structured"] = mode.note(origin)
+        return out
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
 
@@ -660,7 +737,8 @@ class GatewayAccessor:
         system_rows = Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame, **blank)
         return prompts.zip(system_rows)
 
-    async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions) -> BatchFrame:
+    async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions,
+                   convert: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> BatchFrame:
         config = RunConfig.of("rows", options)
         if rows.errors and config.errors == "raise":
             position, message = next(iter(sorted(rows.errors.items())))
@@ -691,6 +769,8 @@ class GatewayAccessor:
         if result.failure is not None:
             raise result.failure
         answers = result.frame(self._frame.index)
+        if convert is not None:
+            answers = convert(answers)
         return BatchFrame.wrap(self._wrap(answers, config), result.summary)
 
     def _labels(self, positions: Any) -> list[Any]:

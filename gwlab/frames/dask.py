@@ -35,13 +35,15 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, recipes
 from gwlab.frames.checkpoint import Checkpoint, is_store_url, mask_url, open_checkpoint
+from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
 from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run_config import RunConfig
 from gwlab.wire.families import FAMILIES
+from gwlab.wire.schema import Schema
 
 __all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "chat", "decide", "decide_meta", "decide_partition",
-           "messages", "meta_of", "respond", "run_partition"]
+           "extract", "messages", "meta_of", "respond", "run_partition"]
 
 
 @dataclass(frozen=True)
@@ -158,11 +160,15 @@ def _worker_limiter(limits: Limits, store: StoreSpec) -> Limiter:
                                                         burst=limits.burst))
 
 
-def meta_of(meta: pd.DataFrame, family: RowRecipe, *, join: bool = True, prefix: str = "") -> pd.DataFrame:
-    """The empty frame `run_partition` returns for a partition shaped like `meta`, for `family`."""
+def meta_of(meta: pd.DataFrame, family: RowRecipe, *, join: bool = True, prefix: str = "",
+            schema: Schema | None = None) -> pd.DataFrame:
+    """The empty frame `run_partition` returns for a partition shaped like `meta`, for `family` (with
+    `schema`: extract's typed columns)."""
     dtypes = {**family.columns, **META_COLUMNS}
-    answers = pd.DataFrame({f"{prefix}{name}": pd.Series(dtype=dtype) for name, dtype in dtypes.items()},
-                           index=meta.index[:0])
+    answers = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in dtypes.items()}, index=meta.index[:0])
+    if schema is not None:
+        answers = typed_columns(answers, schema)
+    answers.columns = [f"{prefix}{name}" for name in answers.columns]
     return pd.concat([meta.iloc[:0], answers], axis=1) if join else answers
 
 
@@ -225,12 +231,19 @@ class DaskOptions(TypedDict, total=False):
     blank: str
 
 
+class DaskExtractOptions(DaskOptions, total=False):
+    """`extract`'s options: the shared ones, and how answers are asked for (as in ``df.gw.extract``)."""
+
+    max_reasks: int
+    structured: Structured
+
+
 # the DaskOptions each partition's df.gw run applies (the others configure the cluster's shared parts)
 _PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix", "blank")
 
 
 def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
-          options: DaskOptions) -> Any:
+          options: DaskOptions, schema: Schema | None = None) -> Any:
     """The lazy frame: checked and described here, sent by the workers on `compute()`."""
     from dask.dataframe.utils import make_meta  # dask is needed only here and by the caller's frame
 
@@ -248,7 +261,7 @@ def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwarg
         if clash:
             raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or "
                                            "join=False")
-    meta = meta_of(make_meta(ddf), family, join=join, prefix=prefix)  # dask's public way to its empty frame
+    meta = meta_of(make_meta(ddf), family, join=join, prefix=prefix, schema=schema)  # dask's public empty frame
     return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs,
                               gateway=GatewaySpec.of(options["gateway"]),
                               checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits, config=config,
@@ -363,6 +376,30 @@ def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model
     return _text(ddf, "messages", prompt, {"system": system}, model, max_tokens, params, options)
 
 
+
+
+@_documented
+def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat", system: str | None = None,
+            model: str | None = None, max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+            **options: Unpack[DaskExtractOptions]) -> Any:
+    """A schema's fields for every row of a dask DataFrame, lazily; ``df.gw.extract`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    prompt, schema, protocol, system, model, max_tokens, params, max_reasks, structured
+        As in ``df.gw.extract``; the meta has the fields' typed columns.
+    {shared}
+    """
+    max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # type: ignore[misc]  (the rest: DaskOptions)
+    structured: Structured = options.pop("structured", "auto")  # type: ignore[misc]
+    parsed = Schema.of(schema)  # normalised once: workers get the schema, not the caller's classes to rebuild
+    family, _ = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
+                               structured=structured)
+    kwargs = {"protocol": protocol, "system": system, "model": model, "max_tokens": max_tokens, "params": params,
+              "max_reasks": max_reasks, "structured": structured}
+    return _lazy(ddf, "extract", family, (prompt, parsed), kwargs, options, schema=parsed)
 
 
 def _text(ddf: Any, method: str, prompt: TemplateSpec, lead: Mapping[str, Any], model: str | None,

@@ -55,6 +55,8 @@ class RunSummary:
     # with pilot= or budget=: rows whose input looks over the model's max_input_tokens, found before sending:
     # {"model", "limit", "count", "rows" (first 20 labels), "estimated_tokens"}
     over_limit: dict[str, Any] | None = None
+    reasked: int = 0  # extract: re-asks of invalid answers sent in this run (each billed, in the tokens above)
+    structured: str | None = None  # extract: how structured output was asked when not natively (frames/extract.py)
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
@@ -80,6 +82,8 @@ class RunSummary:
         parts.append(f"{self.request_error_rows} request errors")
         if self.not_run_rows:
             parts.append(f"{self.not_run_rows} not run")
+        if self.reasked:
+            parts.append(f"{self.reasked} re-asked")
         line = (f"{self.model} {self.endpoint}: " + ", ".join(parts)
                 + f" · {self.input_tokens} in / {self.output_tokens} out tokens · est. {cost}"
                 + f" · {self.elapsed:.1f}s")
@@ -90,6 +94,8 @@ class RunSummary:
             rows = ", ".join(map(repr, o["rows"])) + (", ..." if o["count"] > len(o["rows"]) else "")
             line += (f"\nover the input limit: {o['count']} rows look longer than {o['model']}'s {o['limit']} "
                      f"tokens (rows {rows}): the gateway refuses them")
+        if self.structured:
+            line += f"\nstructured output: {self.structured}"
         if self.cached_from:
             c = self.cached_from
             when = c["first_answered"] if c["first_answered"] == c["last_answered"] else \

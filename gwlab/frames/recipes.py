@@ -38,6 +38,11 @@ class RowRecipe:
     usage: Callable[[Any], tuple[int | None, int | None]]  # response JSON -> (input, output) tokens
     reserved_output: int = 0  # output tokens a budget must hold back per request (the max tokens asked)
     spread: tuple[str, ...] = ()  # numeric columns whose spread `repeats=k` reports
+    # (row value, answer JSON, re-asks so far) -> the next request of the row, or None when the answer
+    # stands: how df.gw.extract re-asks an invalid answer (frames/extract.py)
+    follow_up: Callable[[Any, Any, int], dict[str, Any] | None] | None = None
+    # (a send's error, the gateway) -> True when the recipe switched form and the row is to be sent again
+    fallback: Callable[[BaseException, str | None], bool] | None = None
 
     @property
     def name(self) -> str:
@@ -105,7 +110,7 @@ def _calls(calls: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _split(value: Any) -> tuple[str, str | None]:
+def _split(value: Any) -> tuple[Any, str | None]:
     return value if isinstance(value, tuple) else (value, None)
 
 
@@ -137,7 +142,7 @@ def chat_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> 
 
     def body(value: Any) -> dict[str, Any]:
         prompt, system = _split(value)
-        msgs = [{"role": "user", "content": prompt}]
+        msgs = list(prompt) if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
         if system:
             msgs.insert(0, {"role": "system", "content": system})
         return chat.build_request(msgs, model=model, max_completion_tokens=max_tokens, **params)

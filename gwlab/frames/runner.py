@@ -35,6 +35,7 @@ from gwlab.frames.run_config import RunConfig
 from gwlab.frames.templates import Rows
 from gwlab.frames.usage import as_table
 from gwlab.wire.families import ProtocolFamily
+from gwlab.wire.schema import AnswerInvalid
 
 __all__ = ["Answer", "Batch", "Budget", "RunResult", "RunSummary", "Runner", "Sender"]
 
@@ -173,7 +174,13 @@ class Runner(Stoppable):
         tokens_in = tokens_out = 0
         try:
             await self.limiter.acquire(estimate)
-            reply = await self._send_with_pauses(body, estimate, counters)
+            try:
+                reply = await self._send_with_pauses(body, estimate, counters)
+            except Exception as exc:  # a 400 the recipe has another form for: nothing billed, sent again
+                if recipe.fallback is None or not recipe.fallback(exc, self.gateway):
+                    raise
+                reply = await self._send_with_pauses(recipe.body(batch.value(job)), estimate, counters)
+            reply = await self._reask(batch.value(job), reply, estimate, counters)
             tokens_in, tokens_out = (t or 0 for t in recipe.usage(reply.data))
             if estimate and tokens_in > estimate:
                 self.factor *= tokens_in / estimate
@@ -193,6 +200,20 @@ class Runner(Stoppable):
             self._fail(result, job, repeat, exc)
         finally:
             await spend.settle(held, tokens_in, tokens_out)
+
+    async def _reask(self, value: Any, reply: Answer, estimate: int, counters: dict[str, int]) -> Answer:
+        """While the recipe asks again (an invalid structured answer), send its follow-up: each one a real
+        request, its usage added to the row's so the budget and the checkpoint count what was paid."""
+        follow_up = self.recipe.follow_up
+        asked = 0
+        while follow_up is not None and (again := follow_up(value, reply.data, asked)) is not None:
+            asked += 1
+            await self.limiter.acquire(estimate)
+            answer = await self._send_with_pauses(again, estimate, counters)
+            self.limiter.settle(estimate, 0)  # the row's one settle below counts every ask's tokens
+            counters["reasked"] = counters.get("reasked", 0) + 1
+            reply = Answer(_added_usage(answer.data, reply.data, asked), None, answer.request_id)
+        return reply
 
     async def _send_with_pauses(self, body: dict[str, Any], estimate: int, counters: dict[str, int]) -> Answer:
         """Send, retrying as `retry_delay` (the client's policy) says; a 429 pauses every worker, not only
@@ -216,7 +237,11 @@ class Runner(Stoppable):
 
     def _store(self, result: RunResult, job: int, repeat: int, data: Any, request_id: str | None,
                tokens_in: int | None, tokens_out: int | None, status: int) -> None:
-        record = self.recipe.record(data)
+        invalid: AnswerInvalid | None = None
+        try:
+            record = self.recipe.record(data)
+        except AnswerInvalid as exc:  # paid for and kept (its raw text), but not an answer: an error row
+            record, invalid = exc.record, exc
         for name, values in result.answers.items():
             value = record.get(name, values[repeat, job])
             if isinstance(value, str) and len(value) < 64:
@@ -226,6 +251,9 @@ class Runner(Stoppable):
         result.input_tokens[repeat, job] = np.nan if tokens_in is None else tokens_in
         result.output_tokens[repeat, job] = np.nan if tokens_out is None else tokens_out
         result.request_id[repeat, job] = request_id
+        if invalid is not None:
+            result.status[repeat, job] = ERROR
+            result.error[repeat, job] = f"{type(invalid).__name__}: {invalid}"
 
     def _fail(self, result: RunResult, job: int, repeat: int, exc: BaseException) -> None:
         result.status[repeat, job] = ERROR
@@ -251,6 +279,7 @@ class Runner(Stoppable):
             input_tokens=int(np.nansum(np.where(sent_mask, result.input_tokens, 0))),
             output_tokens=int(np.nansum(np.where(sent_mask, result.output_tokens, 0))),
             cost=spend.cost, elapsed=elapsed, rate_limited=counters["rate_limited"],
+            reasked=counters.get("reasked", 0),
             waited=float(getattr(self.limiter, "waited", 0.0)), stopped=self._stopping,
             endpoint=self.recipe.endpoint, model=self.recipe.model, gateway=self.gateway,
             cached_from=self._cached_from(counters["cached"]),
@@ -290,6 +319,17 @@ class Runner(Stoppable):
         rows = int(batch.rows_per_job[first_left:].sum())
         return {"rows": rows, "requests": requests, "input_tokens": tokens_in, "output_tokens": tokens_out,
                 "cost": self.prices.cost(recipe.model, recipe.endpoint, tokens_in, tokens_out)}
+
+
+def _added_usage(data: Any, before: Any, asked: int) -> Any:
+    """The last answer of a re-asked row, its usage summed with the earlier asks' (same field names)."""
+    if not isinstance(data, dict):
+        return data
+    usage, earlier = data.get("usage"), before.get("usage") if isinstance(before, dict) else None
+    if isinstance(usage, dict) and isinstance(earlier, dict):
+        usage = {k: v + earlier[k] if isinstance(v, int) and isinstance(earlier.get(k), int) else v
+                 for k, v in usage.items()}
+    return {**data, "usage": usage, "gwlab_reasks": asked}
 
 
 def _iso(epoch: float) -> str | None:

@@ -67,6 +67,7 @@ class Reply(Kept):
     model: str | None
     usage: Any = field(default=None, kw_only=True)  # the family's Usage, or None when not reported
     request_id: str | None = field(default=None, kw_only=True)
+    parsed: Any = field(default=None, kw_only=True)  # with `schema=`: the validated answer (client/structured.py)
 
 
 class Answer:

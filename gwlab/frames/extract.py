@@ -1,0 +1,155 @@
+"""`df.gw.extract`: a text family's recipe whose answer is JSON of a schema, read into typed columns.
+
+Family-independent: the request form is the family row's `structured_output` (gwlab/wire/schema.py
+turns it into fields), so nothing here names a family. A row's answer is validated; an invalid one is
+re-asked (`follow_up`) at most `max_reasks` times with the validation error shown to the model, each a
+real request whose usage is added to the row's. A row still invalid keeps its raw text in `__raw` and
+the error in `__error`: no value is invented.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames.recipes import TEXT_RECIPES, RowRecipe, free_params
+from gwlab.wire.families import FAMILIES, TEXT
+from gwlab.wire.schema import DEFAULT_MAX_REASKS, AnswerInvalid, Schema, refuses_form
+
+__all__ = ["DEFAULT_MAX_REASKS", "PROMPT_ONLY", "STRUCTURED", "AskMode", "StructuredFallbackWarning",
+           "extract_recipe", "typed_columns"]
+
+STRUCTURED = ("auto", "native", "prompt")
+Structured = Literal["auto", "native", "prompt"]
+# gateways (normalized base URL) found without structured output, and the evidence: for the process's life
+PROMPT_ONLY: dict[str, str] = {}
+# per row, beside the fields: the answer as the model wrote it, and how many times it was re-asked
+EXTRACT_COLUMNS = {"__raw": "str", "__reasks": "Int64"}
+
+
+def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens: int | None,
+                   params: Mapping[str, Any] | None, *, max_reasks: int = DEFAULT_MAX_REASKS,
+                   structured: Structured = "auto", gateway: str | None = None) -> tuple[RowRecipe, AskMode]:
+    """The recipe of `df.gw.extract` over `protocol`: its answer columns are the schema's fields.
+
+    "auto" asks natively unless `gateway` is known to lack structured output; a 400 naming the form's
+    field switches the run (and the gateway, in PROMPT_ONLY) to the prompt, the refused row resent."""
+    if protocol not in TEXT:
+        raise InvalidRequest("protocol", f"one of {', '.join(TEXT)}; got {protocol!r}")
+    if structured not in STRUCTURED:
+        raise InvalidRequest("structured", f"one of {', '.join(STRUCTURED)}; got {structured!r}")
+    if not isinstance(max_reasks, int) or isinstance(max_reasks, bool) or max_reasks < 0:
+        raise InvalidRequest("max_reasks", f"a non-negative integer; got {max_reasks!r}")
+    reserved = [f for f in schema.fields if f.startswith("__")]
+    if reserved:
+        raise InvalidRequest(f"schema.{reserved[0]}", "a field name may not start with '__' (run columns do)")
+    form = FAMILIES[protocol].structured_output
+    asks = schema.request_fields(form)
+    extra = free_params(protocol, params)
+    for key in asks:
+        if key in extra:
+            raise InvalidRequest(f"params.{key}", "set by schema=: pass structured='prompt' to ask in the prompt")
+    chosen = model or FAMILIES[protocol].default_model
+    native = TEXT_RECIPES[protocol](chosen, max_tokens=max_tokens, **extra, **asks)
+    plain = TEXT_RECIPES[protocol](chosen, max_tokens=max_tokens, **extra)
+    mode = AskMode(structured == "prompt" or (structured == "auto" and gateway in PROMPT_ONLY))
+    base = native  # the reader: a tool-form answer or text alike (answer_text falls back to the text)
+    read_form = form
+
+    def turns(value: Any) -> tuple[list[dict[str, Any]], str | None]:
+        prompt, system = value if isinstance(value, tuple) else (value, None)
+        text = f"{prompt}\n\n{schema.instructions()}" if mode.in_prompt else prompt
+        return [{"role": "user", "content": text}], system
+
+    def body(value: Any) -> dict[str, Any]:
+        messages, system = turns(value)
+        return (plain if mode.in_prompt else native).body((messages, system) if system is not None else messages)
+
+    def fallback(error: BaseException, origin: str | None) -> bool:
+        if structured != "auto" or not refuses_form(form, error):
+            return False
+        if not mode.in_prompt:
+            mode.in_prompt = True
+            if origin is not None and origin not in PROMPT_ONLY:
+                PROMPT_ONLY[origin] = f"{form} refused: {error}"
+                warnings.warn(f"{origin} has no structured output ({form} refused with a 400): gwlab asks in "
+                              "the prompt and parses, for this gateway from now on (structured='native' to "
+                              "force the native form)", StructuredFallbackWarning, stacklevel=2)
+        return True
+
+    def record(data: Any) -> dict[str, Any]:
+        answer = base.record(data)
+        raw = schema.answer_text(read_form, answer.get("text"), answer.get("tool_calls") or [])
+        meta = {"__raw": raw, "__reasks": data.get("gwlab_reasks", 0) if isinstance(data, Mapping) else 0}
+        try:
+            value = schema.parse(raw)
+        except AnswerInvalid as exc:
+            exc.record = meta
+            raise
+        plain = value.model_dump(mode="json") if schema.model is not None else value
+        return {**{field: plain.get(field) for field in schema.fields}, **meta}
+
+    def follow_up(value: Any, data: Any, asked: int) -> dict[str, Any] | None:
+        if asked >= max_reasks:
+            return None
+        try:
+            record(data)
+            return None
+        except AnswerInvalid as exc:
+            messages, system = turns(value)
+            messages += Schema.reask_turns(exc)
+            return (plain if mode.in_prompt else native).body((messages, system) if system is not None else messages)
+
+    columns = {**dict.fromkeys(schema.fields, "object"), **EXTRACT_COLUMNS}
+    recipe = RowRecipe(base.family, base.model, columns, body, record, base.usage,
+                       reserved_output=base.reserved_output, follow_up=follow_up, fallback=fallback)
+    return recipe, mode
+
+
+@dataclass
+class AskMode:
+    """How a run asks for structured output: natively until a gateway refuses it, then in the prompt."""
+
+    in_prompt: bool
+
+    def note(self, gateway: str | None) -> str | None:
+        """What `.run` says when the schema went in the prompt; None when asked natively."""
+        if not self.in_prompt:
+            return None
+        evidence = PROMPT_ONLY.get(gateway or "")
+        return f"asked in the prompt ({evidence})" if evidence else "asked in the prompt (structured='prompt')"
+
+
+class StructuredFallbackWarning(UserWarning):
+    """A gateway refused the native structured-output form: extract asks in the prompt instead."""
+
+
+def typed_columns(answers: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """The schema's columns of a run's answers in their pandas dtypes (`Schema.dtypes`). Values were
+    validated against the schema, so no conversion here can lose information."""
+    for field, dtype in schema.dtypes().items():
+        values = [None if _missing(v) else v for v in answers[field]]
+        if dtype == "category":
+            answers[field] = pd.Categorical(values, categories=schema.categories(field))
+        elif dtype == "datetime64[ns]":
+            answers[field] = _datetimes(pd.Series(values, index=answers.index, dtype=object))
+        elif dtype != "object":
+            answers[field] = pd.array(values, dtype=dtype)
+    return answers
+
+
+def _datetimes(values: pd.Series) -> pd.Series:
+    """ISO dates and datetimes as datetime64[ns]; answers with UTC offsets as UTC (none is dropped)."""
+    try:
+        return pd.to_datetime(values, format="ISO8601").astype("datetime64[ns]")
+    except (TypeError, ValueError):  # offsets (or a mix of naive and offset): one zone, UTC
+        return pd.to_datetime(values, format="ISO8601", utc=True)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)

@@ -1,0 +1,284 @@
+"""Structured output: one JSON Schema from a Pydantic model, a JSON Schema or a `{field: type}` mapping.
+
+Pure (no I/O). `Schema.of` normalises every form to one strict-compatible schema (`additionalProperties:
+false`, every property required, an optional field nullable so the model can answer null for "not in
+the text"); `Schema.check` validates an answer and names each bad field; `Schema.request_fields` is the
+request a family's row asks for it with (its `structured_output` form, gwlab/wire/families.py), and
+`Schema.answer_text` where that form puts the answer. Pydantic is imported only when a model is given.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gwlab.errors import InvalidRequest
+
+__all__ = ["DEFAULT_MAX_REASKS", "AnswerInvalid", "Schema", "refuses_form"]
+
+DEFAULT_MAX_REASKS = 1  # an invalid answer is asked again once: small models rarely fix it in two
+
+_SCALARS: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"}, bool: {"type": "boolean"},
+    dt.date: {"type": "string", "format": "date"}, dt.datetime: {"type": "string", "format": "date-time"},
+}
+# JSON Schema of a top-level field -> its pandas dtype (lists and nested objects: one object column)
+_DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean", "string": "string"}
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+class AnswerInvalid(ValueError):
+    """An answer that is not JSON of the schema; `raw` is the text as the model wrote it."""
+
+    def __init__(self, message: str, raw: str | None) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.record: dict[str, Any] = {}  # what a frame keeps of the row (its raw text), set by the reader
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """A normalised JSON Schema of an object, and the Pydantic model it came from, if any."""
+
+    json: dict[str, Any]
+    name: str = "answer"
+    model: Any = None  # a pydantic.BaseModel subclass
+
+    @classmethod
+    def of(cls, spec: Any, name: str | None = None) -> Schema:
+        """Normalise a Pydantic model class, a JSON Schema (an object's) or a `{field: type}` mapping."""
+        if isinstance(spec, Schema):
+            return spec
+        if isinstance(spec, type) and hasattr(spec, "model_json_schema"):
+            raw = spec.model_json_schema()
+            return cls(_strict(_inline(raw, raw.get("$defs", {}))), name or spec.__name__, spec)
+        if not isinstance(spec, Mapping) or not spec:
+            raise InvalidRequest("schema", "a Pydantic model, a JSON Schema or a {field: type} mapping; got "
+                                           f"{type(spec).__name__}")
+        if spec.get("type") == "object" and isinstance(spec.get("properties"), Mapping):
+            _check_json_schema(spec)
+            return cls(_strict(_inline(dict(spec), spec.get("$defs", {}))), name or "answer")
+        properties = {str(field): _of_type(kind, f"schema.{field}") for field, kind in spec.items()}
+        return cls(_strict({"type": "object", "properties": properties, "required": list(properties)}),
+                   name or "answer")  # a mapping's field is optional only when its type says `| None`
+
+    @property
+    def fields(self) -> list[str]:
+        return list(self.json["properties"])
+
+    def dtypes(self) -> dict[str, str]:
+        """Per top-level field, its pandas dtype: Int64, Float64, boolean, string, category,
+        datetime64[ns] (dates and datetimes), object (lists and nested objects)."""
+        out = {}
+        for field, prop in self.json["properties"].items():
+            kinds = _types_of(prop) - {"null"}
+            kind = next(iter(kinds)) if len(kinds) == 1 else "object"
+            if kind == "string" and prop.get("format") in ("date", "date-time"):
+                out[field] = "datetime64[ns]"
+            elif _enum(prop) is not None and kind == "string":
+                out[field] = "category"
+            else:
+                out[field] = _DTYPES.get(kind, "object")
+        return out
+
+    def categories(self, field: str) -> list[Any]:
+        """The allowed values of an enum field, in the schema's order (null left out)."""
+        return [v for v in _enum(self.json["properties"][field]) or [] if v is not None]
+
+    def check(self, value: Any) -> list[str]:
+        """Every way `value` breaks the schema, each naming its field; empty when valid."""
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(self.json)
+        problems = [f"{_path(error.absolute_path)}: {error.message}"
+                    for error in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.path)))]
+        if not problems and isinstance(value, Mapping):
+            problems = [p for field, prop in self.json["properties"].items()
+                        if (p := _bad_date(field, prop, value.get(field)))]
+        return problems
+
+    def parse(self, text: str | None) -> Any:
+        """The validated answer of `text` (a Pydantic instance when a model was given, else a dict);
+        AnswerInvalid naming every bad field otherwise."""
+        if text is None or not text.strip():
+            raise AnswerInvalid("the answer is empty: no JSON object", text)
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise AnswerInvalid(f"the answer is not valid JSON ({exc})", text) from None
+        problems = self.check(value)
+        if problems:
+            raise AnswerInvalid("; ".join(problems), text)
+        return self.model.model_validate(value) if self.model is not None else value
+
+    def request_fields(self, form: str | None) -> dict[str, Any]:
+        """The request fields asking for JSON of this schema in a family's `structured_output` form."""
+        if form == "response_format":
+            return {"response_format": {"type": "json_schema",
+                                        "json_schema": {"name": self.name, "schema": self.json, "strict": True}}}
+        if form == "text.format":
+            return {"text": {"format": {"type": "json_schema", "name": self.name, "schema": self.json,
+                                        "strict": True}}}
+        if form == "tools":
+            return {"tools": [{"name": self.name, "description": "Record the answer's fields.",
+                               "input_schema": self.json}],
+                    "tool_choice": {"type": "tool", "name": self.name}}
+        raise InvalidRequest("protocol", f"this family has no structured-output form ({form!r})")
+
+    def instructions(self) -> str:
+        """The prompt text asking for JSON when the gateway has no structured output."""
+        return ("Answer with only a JSON object, no other text, matching this JSON Schema: "
+                f"{json.dumps(self.json, separators=(',', ':'))}. Use null for a field the text does not give.")
+
+    @staticmethod
+    def reask_turns(error: AnswerInvalid) -> list[dict[str, Any]]:
+        """The turns that ask again after an invalid answer: the answer, then its validation error."""
+        return [{"role": "assistant", "content": error.raw or "(no answer)"},
+                {"role": "user", "content": f"That answer is invalid: {error}. Answer again with only the "
+                                            "corrected JSON object."}]
+
+    def answer_text(self, form: str | None, text: str | None, calls: Sequence[Mapping[str, Any]]) -> str | None:
+        """Where the answer is in a reply: the forced tool's input for the `tools` form (calls as
+        `{name, arguments}`), else the text."""
+        if form == "tools":
+            for call in calls:
+                if call.get("name") == self.name:
+                    arguments = call.get("arguments")
+                    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+        return text
+
+
+# per structured_output form: the request fields a gateway's 400 names when it does not take that form
+_FORM_FIELDS = {"response_format": ("response_format",), "text.format": ("text.format", "text"),
+                "tools": ("tools", "tool_choice")}
+
+
+def refuses_form(form: str | None, error: BaseException) -> bool:
+    """Whether `error` is a 400/422 naming the form's request field (its `param`, or its message for the
+    unambiguous names): the evidence that a gateway has no structured output in this form. A 500 counts
+    when it is a request validation error (llama-cpp-python's server answers `response_format`
+    json_schema so: a request that never ran)."""
+    status = getattr(error, "status", None)
+    if form not in _FORM_FIELDS or not (status in (400, 422) or (status == 500 and "validation error" in str(error))):
+        return False
+    names = _FORM_FIELDS[form]
+    param = str(getattr(error, "param", None) or "")
+    return any(param == n or param.startswith(n + ".") for n in names) or any(
+        n in str(error) for n in names if n != "text")
+
+
+def _of_type(kind: Any, field: str) -> dict[str, Any]:
+    """The JSON Schema of one Python type of a `{field: type}` mapping."""
+    if isinstance(kind, type) and kind in _SCALARS:
+        return dict(_SCALARS[kind])
+    if isinstance(kind, list | tuple):
+        values = list(kind)
+        types_ = {type(v) for v in values}
+        if not values or len(types_) != 1 or next(iter(types_)) not in _JSON_TYPES:
+            raise InvalidRequest(field, f"a list of allowed values of one type (str, int, float, bool); got {kind!r}")
+        return {"type": _JSON_TYPES[next(iter(types_))], "enum": values}
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return _nullable(_of_type(rest[0], field))
+    if origin is list and len(args) == 1:
+        return {"type": "array", "items": _of_type(args[0], field + "[]")}
+    if origin is typing.Literal:
+        return _of_type(list(args), field)
+    raise InvalidRequest(field, "str, int, float, bool, datetime.date, datetime.datetime, a list of allowed values, "
+                                f"T | None or list[T]; got {kind!r}")
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    """`prop` that also allows null (a type list for a scalar, anyOf otherwise)."""
+    if "null" in _types_of(prop):
+        return prop
+    if isinstance(prop.get("type"), str) and prop["type"] not in ("object", "array"):
+        out = {**prop, "type": [prop["type"], "null"]}
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+        return out
+    return {"anyOf": [prop, {"type": "null"}]}
+
+
+def _strict(node: dict[str, Any]) -> dict[str, Any]:
+    """Every object closed and every property required; a property that was optional becomes nullable."""
+    node = dict(node)
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            node[key] = [_strict(sub) for sub in node[key]]
+    if "items" in node and isinstance(node["items"], Mapping):
+        node["items"] = _strict(node["items"])
+    if isinstance(node.get("properties"), Mapping):
+        required = set(node.get("required", []))
+        node["properties"] = {name: _strict(prop) if name in required else _nullable(_strict(prop))
+                              for name, prop in node["properties"].items()}
+        node["required"] = list(node["properties"])
+        node["additionalProperties"] = False
+        node.setdefault("type", "object")
+    for key in ("default", "title", "$defs", "definitions"):
+        node.pop(key, None)
+    return node
+
+
+def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
+    """`$ref`s to `#/$defs/...` replaced by their definitions (strict modes and grammars want one tree)."""
+    if isinstance(node, Mapping):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(defs[ref.split("/")[-1]], defs)
+        return {k: _inline(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+def _check_json_schema(spec: Mapping[str, Any]) -> None:
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(spec)
+    except jsonschema.SchemaError as exc:
+        raise InvalidRequest(f"schema.{_path(exc.absolute_path)}", exc.message) from None
+
+
+def _types_of(prop: Mapping[str, Any]) -> set[str]:
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return set(kind)
+    found: set[str] = set()
+    for sub in prop.get("anyOf", []) + prop.get("oneOf", []):
+        found |= _types_of(sub)
+    if not found and "enum" in prop:
+        found = {_JSON_TYPES.get(type(v), "null") for v in prop["enum"]}
+    return found
+
+
+def _enum(prop: Mapping[str, Any]) -> list[Any] | None:
+    if "enum" in prop:
+        return list(prop["enum"])
+    return next((list(sub["enum"]) for sub in prop.get("anyOf", []) if "enum" in sub), None)
+
+
+def _bad_date(field: str, prop: Mapping[str, Any], value: Any) -> str | None:
+    fmt = prop.get("format") or next((s.get("format") for s in prop.get("anyOf", []) if s.get("format")), None)
+    if fmt not in ("date", "date-time") or not isinstance(value, str):
+        return None
+    try:
+        (dt.date if fmt == "date" else dt.datetime).fromisoformat(value)
+    except ValueError:
+        return f"{field}: {value!r} is not an ISO {fmt}"
+    return None
+
+
+def _path(parts: Any) -> str:
+    text = ".".join(str(p) for p in parts)
+    return text or "(the answer)"

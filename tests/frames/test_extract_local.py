@@ -1,0 +1,33 @@
+"""df.gw.extract on the real embedded gateway: each family's structured-output form (chat
+response_format, responses text.format, messages forced tool) reaches the local model's JSON-schema
+grammar, so its answer validates. One short row per family: grammar decoding is slow on 2 cores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+
+import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
+from gwlab.client.gateway import Gateway
+
+SCHEMA = {"sentiment": ["positive", "negative"], "refund": bool}
+
+
+@pytest.fixture(scope="module")
+def gw(gateway) -> Iterator[Gateway]:
+    client = Gateway(gateway.base_url, gateway.api_key)
+    yield client
+    client.close()
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
+def test_each_familys_structured_form_reaches_the_local_grammar_and_validates(gw, protocol):
+    frame = pd.DataFrame({"text": ["I love my new kettle, it works perfectly."]})
+    out = frame.gw.extract("Sentiment and whether a refund is asked: {text}", SCHEMA, protocol=protocol,
+                           max_tokens=24, gateway=gw, checkpoint=None, progress=False, max_reasks=0)
+    row = out.iloc[0]
+    assert row["__status"] == "sent", row["__error"]
+    assert row["sentiment"] in ("positive", "negative") and row["refund"] in (True, False)
+    assert out["sentiment"].dtype == "category" and out["refund"].dtype == "boolean"

@@ -1,0 +1,95 @@
+"""A loopback stub gateway for structured-output faults (issue 24), shared by the extract and client tests.
+
+Standard-library HTTP on 127.0.0.1 speaking chat, responses and messages; what it answers is chosen by
+the first user message's first word: `good`, `full`, `fix-<fault>` (the fault first, a valid answer when
+re-asked), `never` (always invalid JSON). Every request body is kept in REQUESTS.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+KEY = "gwk-extract-stub-key"
+SCHEMA = {"product": str, "order": int | None, "sentiment": ["positive", "neutral", "negative"]}
+GOOD = {"product": "kettle", "order": 42, "sentiment": "negative"}
+FAULTS = {"badjson": '{"product": "kettle", ', "missing": json.dumps({"product": "kettle", "order": 1}),
+          "wrongtype": json.dumps({**GOOD, "order": 1.5}), "extra": json.dumps({**GOOD, "colour": "red"}),
+          "category": json.dumps({**GOOD, "sentiment": "furious"})}
+FULL = {**GOOD, "price": 9.5, "refund": True, "when": "2024-03-01", "tags": ["late", "broken"]}
+REQUESTS: list[dict[str, Any]] = []
+
+
+def _answer(body: dict[str, Any]) -> str:
+    turns = body.get("messages") or body.get("input")
+    first = next(t for t in turns if t["role"] == "user")["content"]
+    reasked = sum(t["role"] == "user" for t in turns) > 1
+    case = first.split()[0]
+    if case == "full":
+        return json.dumps(FULL)
+    if case == "good" or (case.startswith("fix-") and reasked):
+        return json.dumps(GOOD)
+    if case.startswith("fix-"):
+        return FAULTS[case[4:]]
+    return FAULTS["badjson"]
+
+
+def _reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    text = _answer(body)
+    if path.endswith("/chat/completions"):
+        return {"id": "c1", "object": "chat.completion", "model": body["model"], "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    if path.endswith("/responses"):
+        return {"id": "r1", "object": "response", "status": "completed", "model": body["model"], "output": [
+            {"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}
+    try:
+        block = {"type": "tool_use", "id": "t1", "name": body["tool_choice"]["name"], "input": json.loads(text)}
+    except (ValueError, KeyError):
+        block = {"type": "text", "text": text}
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"], "content": [block],
+            "stop_reason": "tool_use" if block["type"] == "tool_use" else "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+class _Stub(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        REQUESTS.append({"path": self.path, "body": body})
+        refused = next((k for k in ("response_format", "text", "tools") if k in body), None)
+        if self.path.startswith("/plain/") and refused:  # a gateway without structured output
+            return self._send(400, {"error": {"message": f"Unrecognized request argument supplied: {refused}",
+                                              "type": "invalid_request_error", "param": refused}})
+        return self._send(200, _reply(self.path, body))
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def stub_server() -> Iterator[str]:
+    """The stub's base URL while the block runs; under `/plain/v1` instead of `/v1` it refuses every
+    structured-output field with a 400 naming it, as a gateway without structured output does."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
