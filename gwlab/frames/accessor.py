@@ -15,7 +15,7 @@ from typing import Any, Literal, TypedDict, Unpack
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, recipes
+from gwlab.frames import _client, recipes, records
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.checkpoint import AnswerStore, open_for_run
 from gwlab.frames.limiter import Limiter
@@ -189,7 +189,7 @@ class GatewayAccessor:
         """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
         family = recipes.decisions_recipe_for(questions, model)
         rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame, **_blank_rule(options))
-        return await self._run(family, rows, options)
+        return await self._run(family, rows, options, {"state": state})
 
     # --- text protocols -------------------------------------------------------------------------
 
@@ -225,7 +225,8 @@ class GatewayAccessor:
                     **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `chat`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("chat", model, max_tokens, params)
-        return await self._run(recipe, self._prompts(prompt, system, options=options), options)
+        return await self._run(recipe, self._prompts(prompt, system, options=options), options,
+                               {"prompt": prompt, "system": system})
 
     @_documented
     def respond(self, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
@@ -257,7 +258,8 @@ class GatewayAccessor:
                        **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `respond`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("responses", model, max_tokens, params)
-        return await self._run(recipe, self._prompts(prompt, instructions, "instructions", options), options)
+        return await self._run(recipe, self._prompts(prompt, instructions, "instructions", options), options,
+                               {"prompt": prompt, "instructions": instructions})
 
     @_documented
     def messages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
@@ -288,7 +290,8 @@ class GatewayAccessor:
                         **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("messages", model, max_tokens, params)
-        return await self._run(recipe, self._prompts(prompt, system, options=options), options)
+        return await self._run(recipe, self._prompts(prompt, system, options=options), options,
+                               {"prompt": prompt, "system": system})
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
 
@@ -500,7 +503,8 @@ class GatewayAccessor:
         system_rows = Template.parse(system, columns, field=system_field, literal_ok=True).rows(self._frame, **blank)
         return prompts.zip(system_rows)
 
-    async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions) -> BatchFrame:
+    async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions,
+                   template: Mapping[str, Any]) -> BatchFrame:
         config = RunConfig.of("rows", options)
         if rows.errors and config.errors == "raise":
             position, message = next(iter(sorted(rows.errors.items())))
@@ -521,6 +525,8 @@ class GatewayAccessor:
         try:
             with _client.run_tag(connection, family.name):
                 result = await _client.stoppable(runner, Batch(rows))
+            records.record_rows(checkpoint, runner, result, records.Described(template, self._frame.index,
+                                                                              config.prefix))
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()

@@ -55,6 +55,8 @@ class RunSummary:
     # with pilot= or budget=: rows whose input looks over the model's max_input_tokens, found before sending:
     # {"model", "limit", "count", "rows" (first 20 labels), "estimated_tokens"}
     over_limit: dict[str, Any] | None = None
+    run_id: str | None = None  # the run's record (`gwlab.runs()`, `gwlab.run_answers(run_id)`)
+    recorded: str | None = None  # where the record is kept: the checkpoint, or this process only
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
@@ -133,6 +135,27 @@ class RunResult:
     answers: dict[str, np.ndarray]  # column -> (repeats, jobs)
     summary: RunSummary = field(default_factory=RunSummary)
     failure: BaseException | None = None
+
+    @classmethod
+    def empty(cls, batch: Batch, recipe: RowRecipe, repeats: int) -> RunResult:
+        """Nothing asked yet: every ask not run, every answer missing (NaN, or None for text and objects)."""
+        k, jobs = repeats, len(batch)
+        return cls(
+            batch, recipe, k, np.zeros((k, jobs), np.int8), np.full((k, jobs), np.nan), np.full((k, jobs), np.nan),
+            np.full((k, jobs), None, dtype=object), np.full((k, jobs), None, dtype=object),
+            {name: np.full((k, jobs), None if dtype in ("str", "object") else np.nan,
+                           dtype=object if dtype in ("str", "object") else np.float64)
+             for name, dtype in recipe.columns.items()})
+
+    def fill(self, repeat: int, job: int, record: Mapping[str, Any], tokens: tuple[int | None, int | None],
+             request_id: str | None) -> None:
+        """One ask's answer (a column its record lacks keeps its value), tokens and request id; not its status."""
+        for name, values in self.answers.items():
+            values[repeat, job] = record.get(name, values[repeat, job])
+        tokens_in, tokens_out = tokens
+        self.input_tokens[repeat, job] = np.nan if tokens_in is None else tokens_in
+        self.output_tokens[repeat, job] = np.nan if tokens_out is None else tokens_out
+        self.request_id[repeat, job] = request_id
 
     def frame(self, index: pd.Index) -> pd.DataFrame:
         """One row per input row, on `index`: the answer columns, then the meta columns."""
