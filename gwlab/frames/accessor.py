@@ -483,6 +483,8 @@ class GatewayAccessor:
             _client.stop_on_interrupt(run)
             with _client.run_tag(None, family.name):
                 frame, summary = await run.run()
+            records.record_tasks(checkpoint, run, frame, summary, records.Described({"prompt": prompt},
+                                                                                   self._frame.index, prefix))
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()

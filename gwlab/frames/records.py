@@ -18,7 +18,7 @@ import math
 import secrets
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -39,10 +39,11 @@ from gwlab.frames.checkpoint import (
 from gwlab.frames.outcome import CACHED, ERROR, SENT, RunResult
 from gwlab.frames.recipes import rebuild
 from gwlab.frames.runner import Batch, Runner
+from gwlab.frames.task_batch import TaskRun, TaskSummary
 from gwlab.frames.templates import Rows, json_value
 
-__all__ = ["PROCESS_ONLY", "PROCESS_RUNS", "RUN_COLUMNS", "Described", "RunLog", "record_rows", "run_answers",
-           "runs"]
+__all__ = ["PROCESS_ONLY", "PROCESS_RUNS", "RUN_COLUMNS", "Described", "RunLog", "record_rows", "record_tasks",
+           "run_answers", "runs"]
 
 PROCESS_ONLY = "process only (checkpoint=None): gone when the process ends, answers not kept"
 # the columns of `gwlab.runs()`, in order; a record also holds its answer keys and index (not listed)
@@ -89,21 +90,46 @@ class Described:
 
 def record_rows(store: AnswerStore | None, runner: Runner, result: RunResult, described: Described) -> None:
     """Append the record of a finished (or stopped) row run; its id and where it is kept go on the summary."""
-    summary = result.summary
+    facts = {"kind": "rows", **_facts(result.summary, runner, described)}
+    _append(store, result.summary, facts, lambda: _answers(runner, result))
+
+
+def record_tasks(store: AnswerStore | None, run: TaskRun, frame: pd.DataFrame, summary: TaskSummary,
+                 described: Described) -> None:
+    """Append the record of a task batch: its facts, its rows' checkpoint keys, and its task columns as they
+    ended (a later run may update a task's checkpoint entry; this run's frame stays as it was)."""
+    bodies = [b for b in run.bodies if b is not None]
+    fixed = {k: v for k, v in (bodies[0] if bodies else {}).items() if all(b.get(k) == v for b in bodies)}
+    url, space, qualifier = summary.gateway.partition(" ")
+    facts = {"kind": "tasks", "family": summary.family, "model": summary.model,
+             "gateway": mask_url(url) + space + qualifier, "endpoint": run.family.submit_path,
+             "template": json_value(dict(described.template)), "params": json_value(fixed), "rows": summary.rows,
+             "repeats": 1, "prefix": described.prefix, "sent": summary.submitted, "cached": summary.resumed,
+             "duplicate_rows": 0, "error_rows": summary.error_rows, "invalid_rows": len(run.row_errors),
+             "not_run_rows": summary.not_run_rows, "input_tokens": None, "output_tokens": None,
+             "cost": None if math.isnan(summary.cost) else summary.cost, "duration": summary.elapsed,
+             "status": "stopped" if summary.stopped else "finished", "stopped": summary.stopped,
+             "checkpoint": summary.checkpoint, "index": _index_spec(described.index)}
+    columns = {name: [json_value(v) for v in frame[name]] for name in frame.columns}
+    dtypes = {name: str(frame[name].dtype) for name in frame.columns}
+    _append(store, summary, facts, lambda: {"keys": run.keys, "columns": columns, "dtypes": dtypes})
+
+
+def _append(store: AnswerStore | None, summary: Any, facts: dict[str, Any], answers: Callable[[], Any]) -> None:
+    """Write one record (to the store when it keeps records, else to this process) and say where on `summary`."""
     now = time.time()
     run_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}-{secrets.token_hex(4)}"
     log: Any = store if isinstance(store, RunLog) else PROCESS_RUNS
     kept = PROCESS_ONLY if store is None else str(store.path) if log is store else \
         "process only: this checkpoint store keeps no run records"
-    record = {**_facts(summary, runner, described), "run_id": run_id, "kept": kept,
-              "started": _iso(now - summary.elapsed),
-              "answers": _answers(runner, result) if log is store else None, "index": _index_spec(described.index)}
-    text = json.dumps(record, ensure_ascii=False, allow_nan=False)
+    record = {**facts, "run_id": run_id, "kept": kept, "started": _iso(now - summary.elapsed),
+              "answers": answers() if log is store else None}
+    record.setdefault("index", None)
     try:
-        log.add_run(run_id, record["started"], text)
+        log.add_run(run_id, record["started"], json.dumps(record, ensure_ascii=False, allow_nan=False))
     except Exception as exc:  # a paid run is returned even when its record cannot be written
         warnings.warn(f"run {run_id} could not be recorded in {kept}: {type(exc).__name__}: {exc}; kept for "
-                      "this process only", RuntimeWarning, stacklevel=3)
+                      "this process only", RuntimeWarning, stacklevel=4)
         kept = "process only: the store refused the record"
         PROCESS_RUNS.add_run(run_id, record["started"], json.dumps({**record, "kept": kept, "answers": None}))
     summary.run_id, summary.recorded = run_id, kept
@@ -121,7 +147,7 @@ def _facts(summary: Any, runner: Runner, described: Described) -> dict[str, Any]
             "invalid_rows": summary.invalid_rows, "not_run_rows": summary.not_run_rows,
             "input_tokens": summary.input_tokens, "output_tokens": summary.output_tokens, "cost": cost,
             "duration": summary.elapsed, "status": "stopped" if summary.stopped else "finished",
-            "stopped": summary.stopped, "checkpoint": summary.checkpoint}
+            "stopped": summary.stopped, "checkpoint": summary.checkpoint, "index": _index_spec(described.index)}
 
 
 def _answers(runner: Runner, result: RunResult) -> dict[str, Any]:
@@ -257,6 +283,8 @@ def _rebuild(record: Mapping[str, Any], store: Any) -> pd.DataFrame:
     if stored is None:
         raise InvalidRequest("run_id", f"run {record['run_id']} is recorded {record['kept']}: its answers "
                                        "cannot be read back; run with a checkpoint to keep them")
+    if record.get("kind") == "tasks":
+        return _task_frame(record)
     recipe = rebuild(record["family"], record["model"], record["params"])
     status = np.array(stored["status"], dtype=np.int8).reshape(record["repeats"], -1)
     keys = stored["keys"]
@@ -277,6 +305,22 @@ def _rebuild(record: Mapping[str, Any], store: Any) -> pd.DataFrame:
     for r, j, error, request_id in stored["failures"]:
         result.error[r, j], result.request_id[r, j] = error, request_id
     frame = result.frame(_index(record["index"]))
+    if record["prefix"]:
+        frame.columns = [f"{record['prefix']}{c}" for c in frame.columns]
+    return frame
+
+
+def _task_frame(record: Mapping[str, Any]) -> pd.DataFrame:
+    """A task batch's columns as that run ended, with their dtypes, on its index."""
+    stored = record["answers"]
+    columns = {}
+    for name, values in stored["columns"].items():
+        dtype = stored["dtypes"][name]
+        series = pd.Series(values, dtype=object)
+        columns[name] = pd.to_datetime(series, utc=True).astype(dtype) if dtype.startswith("datetime") \
+            else series.astype(dtype)
+    frame = pd.DataFrame(columns)
+    frame.index = _index(record["index"])
     if record["prefix"]:
         frame.columns = [f"{record['prefix']}{c}" for c in frame.columns]
     return frame

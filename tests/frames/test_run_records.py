@@ -111,6 +111,21 @@ def test_error_rows_duplicates_a_prefix_and_a_multiindex_come_back_as_they_were(
     assert gwlab.runs(store).iloc[0]["error_rows"] == 2
 
 
+@pytest.mark.timeout(600)
+def test_a_task_batch_is_recorded_and_its_task_columns_read_back_as_that_run_ended(
+        gw: Gateway, tmp_path: Path) -> None:
+    store = tmp_path / "answers.sqlite"
+    frame = pd.DataFrame({"scene": ["a cat, records", "a boat, records"]}, index=["x", "y"])
+    out = frame.gw.images("{scene}", gateway=gw, folder=tmp_path / "out", checkpoint=store, progress=False,
+                          poll_interval=0.1, timeout=120, size="256x256", prefix="img_")
+    row = gwlab.runs(store).iloc[-1]
+    assert row["run_id"] == out.run.run_id and row["family"] == "images" and row["sent"] == 2
+    assert row["template"] == {"prompt": "{scene}"} and row["params"]["size"] == "256x256"
+    again = gwlab.run_answers(out.run.run_id, store)
+    pd.testing.assert_frame_equal(again, answers_of(out, again))
+    assert again.columns[0] == "img_task_id" and (again["img_status"] == "completed").all()
+
+
 def test_no_api_key_is_anywhere_in_the_store(gw: Gateway, gateway: RunningGateway, tmp_path: Path) -> None:
     store = tmp_path / "answers.sqlite"
     for call in FAMILIES.values():
