@@ -101,7 +101,8 @@ _RUN_OPTIONS_DOC = """
         Answers already paid for: a re-run, or a run resumed after a crash, sends only the missing
         rows. A path is a SQLite file; a ``postgresql://`` URL a PostgreSQL database that processes
         on several hosts share. "auto" uses ``$GWLAB_CHECKPOINT`` or ``~/.cache/gwlab/frames.sqlite``;
-        None or False keeps nothing.
+        None or False keeps nothing. The run's record (``gwlab.runs``) is appended there too; with
+        None or False it is kept for this process only (``gwlab.runs(False)``).
     refresh : bool, default False
         Send every row again (and overwrite the checkpoint).
     repeats : int, default 1
@@ -407,8 +408,8 @@ class GatewayAccessor:
         pilot : int, optional
             Submit only rows among the first `pilot`; the summary estimates the cost and time of the rest.
         checkpoint : path, URL, Checkpoint, "auto" or None, default "auto"
-            Where task ids are kept (as for ``decide``: a SQLite path or a ``postgresql://`` URL); None
-            keeps nothing and cannot resume.
+            Where task ids and the run's record are kept (as for ``decide``: a SQLite path or a
+            ``postgresql://`` URL); None keeps nothing and cannot resume.
         refresh : bool, default False
             Submit every row again, ignoring the tasks in the checkpoint (they are paid for again).
         blank : {"fail", "send"}, default "fail"
