@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS answers (
     input_tokens INTEGER, output_tokens INTEGER, created REAL NOT NULL, writes INTEGER NOT NULL DEFAULT 1,
     gateway TEXT);
 CREATE TABLE IF NOT EXISTS runs (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL UNIQUE, started TEXT NOT NULL, record TEXT NOT NULL);
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL UNIQUE, started TEXT NOT NULL, record TEXT NOT NULL,
+    detail TEXT);
 CREATE TRIGGER IF NOT EXISTS runs_append_only BEFORE UPDATE ON runs
 BEGIN SELECT RAISE(ABORT, 'run records are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS runs_keep_all BEFORE DELETE ON runs
@@ -304,16 +305,22 @@ class Checkpoint(CommitOnArrival):
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
 
-    def add_run(self, run_id: str, started: str, record: str) -> None:
-        """Append one run record (JSON text); an existing run is never changed."""
+    def add_run(self, run_id: str, started: str, record: str, detail: str | None) -> None:
+        """Append one run: its facts and its answer keys (JSON texts); an existing run is never changed."""
         with self._lock:
-            self._conn.execute("INSERT INTO runs (run_id, started, record) VALUES (?, ?, ?)",
-                               (run_id, started, record))
+            self._conn.execute("INSERT INTO runs (run_id, started, record, detail) VALUES (?, ?, ?, ?)",
+                               (run_id, started, record, detail))
 
     def run_records(self) -> list[str]:
-        """Every run record's JSON text, oldest first."""
+        """Every run's facts (JSON text), oldest first."""
         with self._lock:
             return [row[0] for row in self._conn.execute("SELECT record FROM runs ORDER BY seq")]
+
+    def run_detail(self, run_id: str) -> str | None:
+        """One run's answer keys, statuses and index (JSON text)."""
+        with self._lock:
+            row = self._conn.execute("SELECT detail FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return row[0] if row else None
 
     def close(self) -> None:
         self.flush()

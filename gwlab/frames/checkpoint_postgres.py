@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS gwlab_answers (
     input_tokens BIGINT, output_tokens BIGINT, created DOUBLE PRECISION NOT NULL,
     writes INTEGER NOT NULL DEFAULT 1, gateway TEXT);
 CREATE TABLE IF NOT EXISTS gwlab_runs (
-    seq BIGSERIAL PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, started TEXT NOT NULL, record TEXT NOT NULL)
+    seq BIGSERIAL PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, started TEXT NOT NULL, record TEXT NOT NULL, detail TEXT)
 """
 _UPSERT = """
 INSERT INTO gwlab_answers (key, endpoint, model, response, request_id, input_tokens, output_tokens, created, gateway)
@@ -152,15 +152,20 @@ class PostgresCheckpoint(CommitOnArrival):
     def __len__(self) -> int:
         return int(self._rows("SELECT COUNT(*) FROM gwlab_answers", ())[0][0])
 
-    def add_run(self, run_id: str, started: str, record: str) -> None:
-        """Append one run record (JSON text); an existing run is never changed."""
+    def add_run(self, run_id: str, started: str, record: str, detail: str | None) -> None:
+        """Append one run: its facts and its answer keys (JSON texts); an existing run is never changed."""
         with self._lock:
-            self._conn.execute("INSERT INTO gwlab_runs (run_id, started, record) VALUES (%s, %s, %s)",
-                               (run_id, started, record))
+            self._conn.execute("INSERT INTO gwlab_runs (run_id, started, record, detail) VALUES (%s, %s, %s, %s)",
+                               (run_id, started, record, detail))
 
     def run_records(self) -> list[str]:
-        """Every run record's JSON text, oldest first."""
+        """Every run's facts (JSON text), oldest first."""
         return [row[0] for row in self._rows("SELECT record FROM gwlab_runs ORDER BY seq", ())]
+
+    def run_detail(self, run_id: str) -> str | None:
+        """One run's answer keys, statuses and index (JSON text)."""
+        rows = self._rows("SELECT detail FROM gwlab_runs WHERE run_id = %s", (run_id,))
+        return rows[0][0] if rows else None
 
     def close(self) -> None:
         """Commit what is queued and disconnect (which also ends any claim left)."""

@@ -1,14 +1,15 @@
 """Run records: what each `df.gw` run was, kept beside its answers, so a past run can be listed, read back
 without sending anything, and compared with another (`gwlab.runs`, `gwlab.run_answers`).
 
-A record is one JSON document per run, appended when the run ends to the checkpoint store's run table
-(SQLite `runs`, PostgreSQL `gwlab_runs`) and never changed: running a cell again adds a new record whose
-answer keys are those of the answers it reused. It says what was asked (family, model, gateway identity,
-template, the recipe's parameters), what it cost (rows, tokens, cost, errors, duration) and how it ended;
-and it holds what rebuilds the answer frame exactly: per distinct request and repeat its checkpoint key,
-status and error, per row its request, and the index labels. Never an API key or a password: the gateway
-is its checkpoint identity with any password masked. With `checkpoint=None` the record lives in this
-process only (`gwlab.runs(False)`), and its `kept` field says so.
+A record is appended when the run ends to the checkpoint store's run table (SQLite `runs`, PostgreSQL
+`gwlab_runs`) and never changed: running a cell again adds a new record whose answer keys are those of the
+answers it reused. Its facts (one JSON text, what `runs` lists) say what was asked (family, model, gateway
+identity, template, the recipe's parameters), what it cost (rows, tokens, cost, errors, duration) and how
+it ended; its detail (another, read only by `run_answers`, so listing stays cheap) rebuilds the answer
+frame exactly: per distinct request and repeat its checkpoint key, status and error, per row its request,
+and the index labels. Never an API key or a password: the gateway is its checkpoint identity with any
+password masked. With `checkpoint=None` the facts live in this process only (`gwlab.runs(False)`), and
+their `kept` field says so.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ __all__ = ["PROCESS_ONLY", "PROCESS_RUNS", "RUN_COLUMNS", "Described", "RunLog",
            "run_answers", "runs"]
 
 PROCESS_ONLY = "process only (checkpoint=None): gone when the process ends, answers not kept"
-# the columns of `gwlab.runs()`, in order; a record also holds its answer keys and index (not listed)
+# the columns of `gwlab.runs()`, in order; a run's detail (answer keys, index) is stored beside, not listed
 RUN_COLUMNS = ["run_id", "started", "family", "model", "gateway", "endpoint", "template", "params", "rows",
                "repeats", "sent", "cached", "duplicate_rows", "error_rows", "invalid_rows", "not_run_rows",
                "input_tokens", "output_tokens", "cost", "duration", "status", "stopped", "checkpoint", "kept"]
@@ -56,9 +57,17 @@ RUN_COLUMNS = ["run_id", "started", "family", "model", "gateway", "endpoint", "t
 class RunLog(Protocol):
     """Where run records are appended: the checkpoint stores, and this process's list."""
 
-    def add_run(self, run_id: str, started: str, record: str) -> None: ...
+    def add_run(self, run_id: str, started: str, record: str, detail: str | None) -> None:
+        """Append a run: its listed facts (JSON) and what reads its answers back (JSON, None: not kept)."""
+        ...
 
-    def run_records(self) -> list[str]: ...
+    def run_records(self) -> list[str]:
+        """Every run's facts, oldest first (never the bulky detail)."""
+        ...
+
+    def run_detail(self, run_id: str) -> str | None:
+        """One run's answer keys, statuses and index (JSON), None when it kept none."""
+        ...
 
 
 class ProcessRuns:
@@ -69,11 +78,14 @@ class ProcessRuns:
     def __init__(self) -> None:
         self._records: list[str] = []
 
-    def add_run(self, run_id: str, started: str, record: str) -> None:
-        self._records.append(record)
+    def add_run(self, run_id: str, started: str, record: str, detail: str | None) -> None:
+        self._records.append(record)  # no answers were kept: there is nothing to read back
 
     def run_records(self) -> list[str]:
         return list(self._records)
+
+    def run_detail(self, run_id: str) -> str | None:
+        return None
 
 
 PROCESS_RUNS = ProcessRuns()
@@ -91,7 +103,8 @@ class Described:
 def record_rows(store: AnswerStore | None, runner: Runner, result: RunResult, described: Described) -> None:
     """Append the record of a finished (or stopped) row run; its id and where it is kept go on the summary."""
     facts = {"kind": "rows", **_facts(result.summary, runner, described)}
-    _append(store, result.summary, facts, lambda: _answers(runner, result))
+    _append(store, result.summary, facts, lambda: {"answers": _answers(runner, result),
+                                                   "index": _index_spec(described.index)})
 
 
 def record_tasks(store: AnswerStore | None, run: TaskRun, frame: pd.DataFrame, summary: TaskSummary,
@@ -109,29 +122,30 @@ def record_tasks(store: AnswerStore | None, run: TaskRun, frame: pd.DataFrame, s
              "not_run_rows": summary.not_run_rows, "input_tokens": None, "output_tokens": None,
              "cost": None if math.isnan(summary.cost) else summary.cost, "duration": summary.elapsed,
              "status": "stopped" if summary.stopped else "finished", "stopped": summary.stopped,
-             "checkpoint": summary.checkpoint, "index": _index_spec(described.index)}
+             "checkpoint": summary.checkpoint}
     columns = {name: [json_value(v) for v in frame[name]] for name in frame.columns}
     dtypes = {name: str(frame[name].dtype) for name in frame.columns}
-    _append(store, summary, facts, lambda: {"keys": run.keys, "columns": columns, "dtypes": dtypes})
+    _append(store, summary, facts, lambda: {"answers": {"keys": run.keys, "columns": columns, "dtypes": dtypes},
+                                            "index": _index_spec(described.index)})
 
 
-def _append(store: AnswerStore | None, summary: Any, facts: dict[str, Any], answers: Callable[[], Any]) -> None:
-    """Write one record (to the store when it keeps records, else to this process) and say where on `summary`."""
+def _append(store: AnswerStore | None, summary: Any, facts: dict[str, Any], detail: Callable[[], Any]) -> None:
+    """Write one record (to the store when it keeps records, else to this process) and say where on `summary`;
+    `detail` (answer keys and index) is made only when answers were kept."""
     now = time.time()
     run_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}-{secrets.token_hex(4)}"
     log: Any = store if isinstance(store, RunLog) else PROCESS_RUNS
     kept = PROCESS_ONLY if store is None else str(store.path) if log is store else \
         "process only: this checkpoint store keeps no run records"
-    record = {**facts, "run_id": run_id, "kept": kept, "started": _iso(now - summary.elapsed),
-              "answers": answers() if log is store else None}
-    record.setdefault("index", None)
+    record = {**facts, "run_id": run_id, "kept": kept, "started": _iso(now - summary.elapsed)}
+    details = json.dumps(detail(), ensure_ascii=False, allow_nan=False) if log is store else None
     try:
-        log.add_run(run_id, record["started"], json.dumps(record, ensure_ascii=False, allow_nan=False))
+        log.add_run(run_id, record["started"], json.dumps(record, ensure_ascii=False, allow_nan=False), details)
     except Exception as exc:  # a paid run is returned even when its record cannot be written
         warnings.warn(f"run {run_id} could not be recorded in {kept}: {type(exc).__name__}: {exc}; kept for "
                       "this process only", RuntimeWarning, stacklevel=4)
         kept = "process only: the store refused the record"
-        PROCESS_RUNS.add_run(run_id, record["started"], json.dumps({**record, "kept": kept, "answers": None}))
+        PROCESS_RUNS.add_run(run_id, record["started"], json.dumps({**record, "kept": kept}), None)
     summary.run_id, summary.recorded = run_id, kept
 
 
@@ -147,7 +161,7 @@ def _facts(summary: Any, runner: Runner, described: Described) -> dict[str, Any]
             "invalid_rows": summary.invalid_rows, "not_run_rows": summary.not_run_rows,
             "input_tokens": summary.input_tokens, "output_tokens": summary.output_tokens, "cost": cost,
             "duration": summary.elapsed, "status": "stopped" if summary.stopped else "finished",
-            "stopped": summary.stopped, "checkpoint": summary.checkpoint, "index": _index_spec(described.index)}
+            "stopped": summary.stopped, "checkpoint": summary.checkpoint}
 
 
 def _answers(runner: Runner, result: RunResult) -> dict[str, Any]:
@@ -261,30 +275,33 @@ def run_answers(run_id: str, checkpoint: Any = None) -> pd.DataFrame:
         raise InvalidRequest("run_id", f"a run id string (result.run.run_id); got {run_id!r}")
     log, owned = _open(checkpoint)
     try:
-        record = _find(log, run_id)
-        return _rebuild(record, log)
+        record, source = _find(log, run_id)
+        detail = source.run_detail(run_id)
+        if detail is None:
+            raise InvalidRequest("run_id", f"run {run_id} is recorded {record['kept']}: its answers cannot be "
+                                           "read back; run with a checkpoint to keep them")
+        return _rebuild(record, json.loads(detail), log)
     finally:
         if owned:
             log.close()  # type: ignore[union-attr]
 
 
-def _find(log: RunLog | None, run_id: str) -> dict[str, Any]:
+def _find(log: RunLog | None, run_id: str) -> tuple[dict[str, Any], RunLog]:
+    """The run's facts and the log holding them: the store's, else this process's."""
     for source in (log, PROCESS_RUNS):
         for text in source.run_records() if source is not None else []:
             record = json.loads(text)
             if record["run_id"] == run_id:
-                return record
+                return record, source
     where = getattr(log, "path", None) or "the default checkpoint store (no file yet)"
     raise InvalidRequest("run_id", f"no run {run_id!r} in {where} nor among this process's runs")
 
 
-def _rebuild(record: Mapping[str, Any], store: Any) -> pd.DataFrame:
-    stored = record.get("answers")
-    if stored is None:
-        raise InvalidRequest("run_id", f"run {record['run_id']} is recorded {record['kept']}: its answers "
-                                       "cannot be read back; run with a checkpoint to keep them")
+def _rebuild(record: Mapping[str, Any], detail: Mapping[str, Any], store: Any) -> pd.DataFrame:
+    """The run's answer frame from its detail (keys, statuses, index) and the answers in `store`."""
+    stored, index = detail["answers"], _index(detail["index"])
     if record.get("kind") == "tasks":
-        return _task_frame(record)
+        return _task_frame(record, stored, index)
     recipe = rebuild(record["family"], record["model"], record["params"])
     status = np.array(stored["status"], dtype=np.int8).reshape(record["repeats"], -1)
     keys = stored["keys"]
@@ -304,15 +321,14 @@ def _rebuild(record: Mapping[str, Any], store: Any) -> pd.DataFrame:
                     entry.request_id)
     for r, j, error, request_id in stored["failures"]:
         result.error[r, j], result.request_id[r, j] = error, request_id
-    frame = result.frame(_index(record["index"]))
+    frame = result.frame(index)
     if record["prefix"]:
         frame.columns = [f"{record['prefix']}{c}" for c in frame.columns]
     return frame
 
 
-def _task_frame(record: Mapping[str, Any]) -> pd.DataFrame:
+def _task_frame(record: Mapping[str, Any], stored: Mapping[str, Any], index: pd.Index) -> pd.DataFrame:
     """A task batch's columns as that run ended, with their dtypes, on its index."""
-    stored = record["answers"]
     columns = {}
     for name, values in stored["columns"].items():
         dtype = stored["dtypes"][name]
@@ -320,7 +336,7 @@ def _task_frame(record: Mapping[str, Any]) -> pd.DataFrame:
         columns[name] = pd.to_datetime(series, utc=True).astype(dtype) if dtype.startswith("datetime") \
             else series.astype(dtype)
     frame = pd.DataFrame(columns)
-    frame.index = _index(record["index"])
+    frame.index = index
     if record["prefix"]:
         frame.columns = [f"{record['prefix']}{c}" for c in frame.columns]
     return frame

@@ -111,6 +111,25 @@ def test_error_rows_duplicates_a_prefix_and_a_multiindex_come_back_as_they_were(
     assert gwlab.runs(store).iloc[0]["error_rows"] == 2
 
 
+def test_a_stopped_run_is_recorded_as_stopped_with_why_and_its_rows_not_run(gw: Gateway, tmp_path: Path) -> None:
+    store = tmp_path / "answers.sqlite"
+    out = tickets_frame().gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=store, progress=False, pilot=2)
+    row = gwlab.runs(store).iloc[-1]
+    assert (row["status"], row["stopped"], row["not_run_rows"], row["sent"]) == ("stopped", "pilot", 2, 2)
+    again = gwlab.run_answers(out.run.run_id, store)
+    pd.testing.assert_frame_equal(again, answers_of(out, again))
+    assert list(again["__status"]) == ["sent", "sent", "not_run", "not_run"]
+
+
+def test_a_run_with_repeats_reads_back_its_combined_answers_and_spreads(gw: Gateway, tmp_path: Path) -> None:
+    store = tmp_path / "answers.sqlite"
+    out = tickets_frame().gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=store, progress=False, repeats=2)
+    again = gwlab.run_answers(out.run.run_id, store)
+    assert {"urgent__noul__std", "__repeats"} <= set(again.columns)
+    pd.testing.assert_frame_equal(again, answers_of(out, again))
+    assert gwlab.runs(store).iloc[-1]["repeats"] == 2
+
+
 @pytest.mark.timeout(600)
 def test_a_task_batch_is_recorded_and_its_task_columns_read_back_as_that_run_ended(
         gw: Gateway, tmp_path: Path) -> None:
