@@ -21,7 +21,7 @@ from gwlab.frames.status import LABELS, RowStatus
 if TYPE_CHECKING:
     from gwlab.frames.runner import Batch
 
-__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunInterrupted", "RunResult", "RunSummary"]
+__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunInterrupted", "RunResult", "RunSummary", "recorded_where"]
 
 NOT_RUN, SENT, CACHED, ERROR = RowStatus.NOT_RUN, RowStatus.SENT, RowStatus.CACHED, RowStatus.ERROR
 
@@ -97,6 +97,8 @@ class RunSummary:
             when = c["first_answered"] if c["first_answered"] == c["last_answered"] else \
                 f"between {c['first_answered']} and {c['last_answered']}"
             line += f"\ncached: {c['answers']} answers given by {c['gateway'] or 'this gateway'} {when}"
+        if self.run_id:
+            line += f"\nrun {self.run_id}, recorded {recorded_where(self.recorded)}"
         if self.pilot:
             p = self.pilot
             rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"
@@ -104,6 +106,11 @@ class RunSummary:
                      f"about {p['input_tokens']:.0f} in / {p['output_tokens']:.0f} out tokens, "
                      f"est. {rest_cost}")
         return line
+
+
+def recorded_where(recorded: str | None) -> str:
+    """Where a run's record is, as the summary line says it (`gwlab.runs()` reads it)."""
+    return recorded if (recorded or "").startswith("process only") else f"in {recorded}"
 
 
 class RunInterrupted(KeyboardInterrupt):

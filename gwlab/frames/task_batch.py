@@ -46,6 +46,7 @@ from gwlab.frames.budget import Budget
 from gwlab.frames.checkpoint import AnswerStore, canonical, gateway_id, key_of
 from gwlab.frames.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.limiter import Limiter, TokenBucket
+from gwlab.frames.outcome import recorded_where
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.run_config import RunConfig
 from gwlab.frames.status import RowStatus
@@ -111,6 +112,8 @@ class TaskSummary:
                      f"{self.pilot['seconds']:.0f} s one after another")
         if self.running:
             line += "\nrun the same cell again to keep waiting: open tasks are polled, never resubmitted"
+        if self.run_id:
+            line += f"\nrun {self.run_id}, recorded {recorded_where(self.recorded)}"
         return line
 
 

@@ -57,6 +57,7 @@ def test_each_row_family_records_its_run_and_reads_its_answers_back_without_a_re
     row = runs.iloc[0]
     assert row["family"] == family and row["model"] == out.run.model and row["rows"] == 4
     assert row["status"] == "finished" and row["stopped"] is None and row["kept"] == str(store)
+    assert f"run {out.run.run_id}, recorded in {store}" in out.run.text()
     assert row["input_tokens"] == out.run.input_tokens > 0 and row["cost"] == 0.0
     assert row["gateway"] == out.run.gateway and row["started"].tzname() == "UTC"
     assert row["template"]["prompt" if family != "decisions" else "state"] == "{ticket}"
@@ -186,6 +187,7 @@ def test_a_run_without_checkpoint_is_recorded_for_this_process_only_and_says_so(
     monkeypatch.setenv(ENV_CHECKPOINT, str(default))
     out = tickets_frame().gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=None, progress=False)
     assert out.run.recorded == PROCESS_ONLY and out.run.run_id is not None
+    assert f"run {out.run.run_id}, recorded {PROCESS_ONLY}" in repr(out)  # said where the user looks
     mine = gwlab.runs(False)
     assert mine.iloc[-1]["run_id"] == out.run.run_id and mine.iloc[-1]["kept"] == PROCESS_ONLY
     assert gwlab.runs().empty and not default.exists()  # reading the default store creates no file
