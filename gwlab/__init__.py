@@ -44,6 +44,7 @@ from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registe
 from gwlab.frames.budget import Budget
 from gwlab.frames.compare import compare
 from gwlab.frames.evaluate import evaluate
+from gwlab.frames.records import run_answers, runs
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.messages import Message
@@ -89,6 +90,8 @@ __all__ = [
     "errors",
     "evaluate",
     "label_calls",
+    "run_answers",
+    "runs",
 ]
 
 for _name in __all__:

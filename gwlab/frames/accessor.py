@@ -15,7 +15,7 @@ from typing import Any, Literal, TypedDict, Unpack
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, operators, recipes
+from gwlab.frames import _client, operators, recipes, records
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.checkpoint import AnswerStore, open_for_run
 from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
@@ -111,7 +111,8 @@ _RUN_OPTIONS_DOC = """
         Answers already paid for: a re-run, or a run resumed after a crash, sends only the missing
         rows. A path is a SQLite file; a ``postgresql://`` URL a PostgreSQL database that processes
         on several hosts share. "auto" uses ``$GWLAB_CHECKPOINT`` or ``~/.cache/gwlab/frames.sqlite``;
-        None or False keeps nothing.
+        None or False keeps nothing. The run's record (``gwlab.runs``) is appended there too; with
+        None or False it is kept for this process only (``gwlab.runs(False)``).
     refresh : bool, default False
         Send every row again (and overwrite the checkpoint).
     repeats : int, default 1
@@ -199,7 +200,7 @@ class GatewayAccessor:
         """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
         family = recipes.decisions_recipe_for(questions, model)
         rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame, **_blank_rule(options))
-        return await self._run(family, rows, options)
+        return await self._run(family, rows, options, {"state": state})
 
     # --- text protocols -------------------------------------------------------------------------
 
@@ -235,7 +236,8 @@ class GatewayAccessor:
                     **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `chat`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("chat", model, max_tokens, params)
-        return await self._run(recipe, self._prompts(prompt, system, options=options), options)
+        return await self._run(recipe, self._prompts(prompt, system, options=options), options,
+                               {"prompt": prompt, "system": system})
 
     @_documented
     def respond(self, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
@@ -267,7 +269,8 @@ class GatewayAccessor:
                        **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `respond`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("responses", model, max_tokens, params)
-        return await self._run(recipe, self._prompts(prompt, instructions, "instructions", options), options)
+        return await self._run(recipe, self._prompts(prompt, instructions, "instructions", options), options,
+                               {"prompt": prompt, "instructions": instructions})
 
     @_documented
     def messages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
@@ -298,7 +301,8 @@ class GatewayAccessor:
                         **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
         recipe = recipes.text_recipe("messages", model, max_tokens, params)
-        return await self._run(recipe, self._prompts(prompt, system, options=options), options)
+        return await self._run(recipe, self._prompts(prompt, system, options=options), options,
+                               {"prompt": prompt, "system": system})
 
     # --- typed answers ------------------------------------------------------------------------------
 
@@ -363,7 +367,8 @@ class GatewayAccessor:
         origin = _client.connection(options.get("gateway")).origin
         recipe, mode = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
                                       structured=structured, gateway=origin)
-        out = await self._run(recipe, self._prompts(prompt, system), options,
+        template = {"prompt": prompt, "system": system, "schema": parsed.json}
+        out = await self._run(recipe, self._prompts(prompt, system), options, template,
                               convert=lambda answers: typed_columns(answers, parsed))
         out.run.structured = out.attrs["gwlab_run"]["structured"] = mode.note(origin)
         return out
@@ -482,8 +487,8 @@ class GatewayAccessor:
         pilot : int, optional
             Submit only rows among the first `pilot`; the summary estimates the cost and time of the rest.
         checkpoint : path, URL, Checkpoint, "auto" or None, default "auto"
-            Where task ids are kept (as for ``decide``: a SQLite path or a ``postgresql://`` URL); None
-            keeps nothing and cannot resume.
+            Where task ids and the run's record are kept (as for ``decide``: a SQLite path or a
+            ``postgresql://`` URL); None keeps nothing and cannot resume.
         refresh : bool, default False
             Submit every row again, ignoring the tasks in the checkpoint (they are paid for again).
         blank : {"fail", "send"}, default "fail"
@@ -558,6 +563,8 @@ class GatewayAccessor:
             _client.stop_on_interrupt(run)
             with _client.run_tag(None, family.name):
                 frame, summary = await run.run()
+            records.record_tasks(checkpoint, run, frame, summary, records.Described({"prompt": prompt},
+                                                                                   self._frame.index, prefix))
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()
@@ -738,7 +745,8 @@ class GatewayAccessor:
         return prompts.zip(system_rows)
 
     async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions,
-                   convert: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> BatchFrame:
+                   template: Mapping[str, Any], convert: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+                   ) -> BatchFrame:
         config = RunConfig.of("rows", options)
         if rows.errors and config.errors == "raise":
             position, message = next(iter(sorted(rows.errors.items())))
@@ -759,6 +767,8 @@ class GatewayAccessor:
         try:
             with _client.run_tag(connection, family.name):
                 result = await _client.stoppable(runner, Batch(rows))
+            records.record_rows(checkpoint, runner, result, records.Described(template, self._frame.index,
+                                                                              config.prefix))
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()

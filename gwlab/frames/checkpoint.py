@@ -14,6 +14,9 @@ before any further request is sent.
 WAL mode with synchronous=NORMAL keeps committed rows through a process crash or kill (only a power
 loss may drop the last commits), and lets several processes (dask workers) share the file.
 
+Each store also keeps the run records (`gwlab.frames.records`): one row per `df.gw` run, appended when it
+ends and never changed (the SQLite table refuses updates and deletes), in table `runs` (`gwlab_runs`).
+
 Two implementations of one small interface (`AnswerStore`), chosen by `open_checkpoint`: a path is this
 SQLite file (one machine), a `postgresql://` URL a PostgreSQL database every host can reach
 (`checkpoint_postgres.PostgresCheckpoint`). Same key, same commit-on-arrival rule.
@@ -44,6 +47,13 @@ CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, endpoint TEXT NOT NULL, model TEXT, response TEXT NOT NULL, request_id TEXT,
     input_tokens INTEGER, output_tokens INTEGER, created REAL NOT NULL, writes INTEGER NOT NULL DEFAULT 1,
     gateway TEXT);
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL UNIQUE, started TEXT NOT NULL, record TEXT NOT NULL,
+    detail TEXT);
+CREATE TRIGGER IF NOT EXISTS runs_append_only BEFORE UPDATE ON runs
+BEGIN SELECT RAISE(ABORT, 'run records are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS runs_keep_all BEFORE DELETE ON runs
+BEGIN SELECT RAISE(ABORT, 'run records are append-only'); END;
 """
 _UPSERT = """
 INSERT INTO answers (key, endpoint, model, response, request_id, input_tokens, output_tokens, created, gateway)
@@ -294,6 +304,23 @@ class Checkpoint(CommitOnArrival):
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+
+    def add_run(self, run_id: str, started: str, record: str, detail: str | None) -> None:
+        """Append one run: its facts and its answer keys (JSON texts); an existing run is never changed."""
+        with self._lock:
+            self._conn.execute("INSERT INTO runs (run_id, started, record, detail) VALUES (?, ?, ?, ?)",
+                               (run_id, started, record, detail))
+
+    def run_records(self) -> list[str]:
+        """Every run's facts (JSON text), oldest first."""
+        with self._lock:
+            return [row[0] for row in self._conn.execute("SELECT record FROM runs ORDER BY seq")]
+
+    def run_detail(self, run_id: str) -> str | None:
+        """One run's answer keys, statuses and index (JSON text)."""
+        with self._lock:
+            row = self._conn.execute("SELECT detail FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return row[0] if row else None
 
     def close(self) -> None:
         self.flush()

@@ -14,6 +14,7 @@ server adds:
   committed. A worker that finds the key locked waits for the answer instead of paying for it again.
   The lock belongs to the worker's connection: a worker killed mid-request (SIGKILL, a lost host) loses
   its connection and PostgreSQL drops its locks at once, so nobody waits on a dead worker's claim.
+- **Run records** (`gwlab.frames.records`) go to `gwlab_runs`, appended, one row per run.
 - **No key is stored**: rows hold the body's hash, the answer, its request id and token counts. The URL
   may hold a password; `repr`, `path` and every error show it masked (`mask_url`). Prefer a URL without
   one and the `PGPASSWORD` environment variable (or `~/.pgpass`) on each worker.
@@ -35,7 +36,9 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS gwlab_answers (
     key TEXT PRIMARY KEY, endpoint TEXT NOT NULL, model TEXT, response TEXT NOT NULL, request_id TEXT,
     input_tokens BIGINT, output_tokens BIGINT, created DOUBLE PRECISION NOT NULL,
-    writes INTEGER NOT NULL DEFAULT 1, gateway TEXT)
+    writes INTEGER NOT NULL DEFAULT 1, gateway TEXT);
+CREATE TABLE IF NOT EXISTS gwlab_runs (
+    seq BIGSERIAL PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, started TEXT NOT NULL, record TEXT NOT NULL, detail TEXT)
 """
 _UPSERT = """
 INSERT INTO gwlab_answers (key, endpoint, model, response, request_id, input_tokens, output_tokens, created, gateway)
@@ -148,6 +151,21 @@ class PostgresCheckpoint(CommitOnArrival):
 
     def __len__(self) -> int:
         return int(self._rows("SELECT COUNT(*) FROM gwlab_answers", ())[0][0])
+
+    def add_run(self, run_id: str, started: str, record: str, detail: str | None) -> None:
+        """Append one run: its facts and its answer keys (JSON texts); an existing run is never changed."""
+        with self._lock:
+            self._conn.execute("INSERT INTO gwlab_runs (run_id, started, record, detail) VALUES (%s, %s, %s, %s)",
+                               (run_id, started, record, detail))
+
+    def run_records(self) -> list[str]:
+        """Every run's facts (JSON text), oldest first."""
+        return [row[0] for row in self._rows("SELECT record FROM gwlab_runs ORDER BY seq", ())]
+
+    def run_detail(self, run_id: str) -> str | None:
+        """One run's answer keys, statuses and index (JSON text)."""
+        rows = self._rows("SELECT detail FROM gwlab_runs WHERE run_id = %s", (run_id,))
+        return rows[0][0] if rows else None
 
     def close(self) -> None:
         """Commit what is queued and disconnect (which also ends any claim left)."""

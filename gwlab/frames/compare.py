@@ -22,6 +22,7 @@ from gwlab.errors import InvalidRequest
 from gwlab.frames import evidence, intervals
 from gwlab.frames._targets import Target, resolve
 from gwlab.frames.labels import EvaluationWarning
+from gwlab.frames.records import run_answers
 
 __all__ = ["Comparison", "compare"]
 
@@ -56,12 +57,16 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
 
     Parameters
     ----------
-    a, b : DataFrame or Series
+    a, b : DataFrame, Series or str
         Answers indexed by row id: result frames of ``df.gw.decide`` (``{q}__noul``, ``{q}__p__*``,
-        ``{q}__choice``, ``{q}__score`` columns), or one Series of predicted answers each.
-    truth : Series, str or dict
-        The labels: a Series indexed like the answers (one question), the name of a label column of `a`
-        (or `b`), or ``{question id: Series or column name}`` for several questions.
+        ``{q}__choice``, ``{q}__score`` columns), one Series of predicted answers each, or a recorded
+        run's id (``result.run.run_id``, a row of `gwlab.runs`), whose answers are read from the default
+        checkpoint store by `gwlab.run_answers` without sending anything.
+    truth : Series, DataFrame, str or dict
+        The labels: a Series indexed like the answers (one question), a DataFrame of labels whose columns
+        are question ids (every question of `a` it names is compared), the name of a label column of `a`
+        (or `b`), or ``{question id: Series or column name}`` for several questions. A run's answers hold
+        no input columns: with run ids give the labels as a Series or a frame.
     level : float
         Confidence level of the intervals; a difference is called significant when its Holm-adjusted
         p-value is below ``1 - level``.
@@ -81,7 +86,7 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
     >>> gwlab.compare(run_a, run_b, truth=labels["urgent"]).verdict          # doctest: +SKIP
     """
     level = intervals.check_level(level)
-    a_frame, b_frame = _frame(a, "a"), _frame(b, "b")
+    a_frame, b_frame = _frame(_answers_of(a), "a"), _frame(_answers_of(b), "b")
     labels = _labels(truth, a_frame, b_frame)
     common = a_frame.index[a_frame.index.isin(b_frame.index)]
     only_a, only_b = a_frame.index.difference(b_frame.index), b_frame.index.difference(a_frame.index)
@@ -97,6 +102,11 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
     table = table[["n", "a", "b", "diff", "diff_low", "diff_high", "p_value", "p_adjusted", "method"]]
     flips = pd.concat([_flips(ta, tb) for ta, tb in pairs])
     return Comparison(table, flips, only_a, only_b, level, _verdict(table, level, only_a, only_b))
+
+
+def _answers_of(side: Any) -> Any:
+    """A run id (a string) is that recorded run's answers, read from the default store (`run_answers`)."""
+    return run_answers(side) if isinstance(side, str) else side
 
 
 def _frame(side: Any, name: str) -> pd.DataFrame:
@@ -130,6 +140,12 @@ def _labels(truth: Any, a: pd.DataFrame, b: pd.DataFrame) -> dict[str, pd.Series
                 return side[value]
         raise InvalidRequest("truth", f"a label Series or a column of a or b; got {value!r}")
 
+    if isinstance(truth, pd.DataFrame):  # a label frame: its columns named after the questions compared
+        asked = [q for q in _question_ids(a) if q in truth.columns]
+        if not asked:
+            raise InvalidRequest("truth", f"a label frame needs a column named after a question of the answers "
+                                          f"({_question_ids(a)}); it has {list(truth.columns)}")
+        return {q: truth[q] for q in asked}
     if isinstance(truth, Mapping):
         if not truth:
             raise InvalidRequest("truth", "name at least one question")

@@ -21,7 +21,7 @@ from gwlab.frames.status import LABELS, RowStatus
 if TYPE_CHECKING:
     from gwlab.frames.runner import Batch
 
-__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunInterrupted", "RunResult", "RunSummary"]
+__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunInterrupted", "RunResult", "RunSummary", "recorded_where"]
 
 NOT_RUN, SENT, CACHED, ERROR = RowStatus.NOT_RUN, RowStatus.SENT, RowStatus.CACHED, RowStatus.ERROR
 
@@ -57,6 +57,8 @@ class RunSummary:
     over_limit: dict[str, Any] | None = None
     reasked: int = 0  # extract: re-asks of invalid answers sent in this run (each billed, in the tokens above)
     structured: str | None = None  # extract: how structured output was asked when not natively (frames/extract.py)
+    run_id: str | None = None  # the run's record (`gwlab.runs()`, `gwlab.run_answers(run_id)`)
+    recorded: str | None = None  # where the record is kept: the checkpoint, or this process only
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
@@ -101,6 +103,8 @@ class RunSummary:
             when = c["first_answered"] if c["first_answered"] == c["last_answered"] else \
                 f"between {c['first_answered']} and {c['last_answered']}"
             line += f"\ncached: {c['answers']} answers given by {c['gateway'] or 'this gateway'} {when}"
+        if self.run_id:
+            line += f"\nrun {self.run_id}, recorded {recorded_where(self.recorded)}"
         if self.pilot:
             p = self.pilot
             rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"
@@ -108,6 +112,11 @@ class RunSummary:
                      f"about {p['input_tokens']:.0f} in / {p['output_tokens']:.0f} out tokens, "
                      f"est. {rest_cost}")
         return line
+
+
+def recorded_where(recorded: str | None) -> str:
+    """Where a run's record is, as the summary line says it (`gwlab.runs()` reads it)."""
+    return recorded if (recorded or "").startswith("process only") else f"in {recorded}"
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -139,6 +148,27 @@ class RunResult:
     answers: dict[str, np.ndarray]  # column -> (repeats, jobs)
     summary: RunSummary = field(default_factory=RunSummary)
     failure: BaseException | None = None
+
+    @classmethod
+    def empty(cls, batch: Batch, recipe: RowRecipe, repeats: int) -> RunResult:
+        """Nothing asked yet: every ask not run, every answer missing (NaN, or None for text and objects)."""
+        k, jobs = repeats, len(batch)
+        return cls(
+            batch, recipe, k, np.zeros((k, jobs), np.int8), np.full((k, jobs), np.nan), np.full((k, jobs), np.nan),
+            np.full((k, jobs), None, dtype=object), np.full((k, jobs), None, dtype=object),
+            {name: np.full((k, jobs), None if dtype in ("str", "object") else np.nan,
+                           dtype=object if dtype in ("str", "object") else np.float64)
+             for name, dtype in recipe.columns.items()})
+
+    def fill(self, repeat: int, job: int, record: Mapping[str, Any], tokens: tuple[int | None, int | None],
+             request_id: str | None) -> None:
+        """One ask's answer (a column its record lacks keeps its value), tokens and request id; not its status."""
+        for name, values in self.answers.items():
+            values[repeat, job] = record.get(name, values[repeat, job])
+        tokens_in, tokens_out = tokens
+        self.input_tokens[repeat, job] = np.nan if tokens_in is None else tokens_in
+        self.output_tokens[repeat, job] = np.nan if tokens_out is None else tokens_out
+        self.request_id[repeat, job] = request_id
 
     def frame(self, index: pd.Index) -> pd.DataFrame:
         """One row per input row, on `index`: the answer columns, then the meta columns."""

@@ -19,7 +19,7 @@ from gwlab.wire import chat, decisions, messages, responses
 from gwlab.wire.families import FAMILIES, ProtocolFamily, usage_of
 
 __all__ = ["META_COLUMNS", "TEXT_RECIPES", "RowRecipe", "chat_recipe", "decisions_recipe", "decisions_recipe_for",
-           "free_params", "messages_recipe", "responses_recipe", "text_recipe"]
+           "free_params", "messages_recipe", "rebuild", "responses_recipe", "text_recipe"]
 
 # per row, whatever the family; `__status` says which of sent/cached/duplicate/error/not_run it is
 META_COLUMNS: dict[str, str] = {"__input_tokens": "Int64", "__output_tokens": "Int64", "__request_id": "str",
@@ -43,6 +43,9 @@ class RowRecipe:
     follow_up: Callable[[Any, Any, int], dict[str, Any] | None] | None = None
     # (a send's error, the gateway) -> True when the recipe switched form and the row is to be sent again
     fallback: Callable[[BaseException, str | None], bool] | None = None
+    # the factory's arguments besides the model (questions, max_tokens, params): what a run record keeps
+    # as the request parameters, and what `rebuild` makes the same recipe from
+    spec: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -88,7 +91,8 @@ def decisions_recipe(questions: Mapping[str, Any], model: str, **extra: Any) -> 
     def record(data: Any) -> dict[str, Any]:
         return decisions.parse_response(data).to_record()
 
-    return RowRecipe(FAMILIES["decisions"], model, columns, body, record, usage_of, spread=tuple(spread))
+    return RowRecipe(FAMILIES["decisions"], model, columns, body, record, usage_of, spread=tuple(spread),
+                     spec={"questions": wire_questions, **extra})
 
 
 # `finish` is the protocol's own reason; `ending` gwlab's word for it, the same in every family and in the
@@ -154,7 +158,7 @@ def chat_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> 
 
     body("check")  # validates the parameters once, before any row
     return RowRecipe(FAMILIES["chat"], model, dict(_PROMPT_COLUMNS), body, record, usage_of,
-                     reserved_output=max_tokens or 0)
+                     reserved_output=max_tokens or 0, spec={"max_tokens": max_tokens, **params})
 
 
 def responses_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> RowRecipe:
@@ -173,7 +177,7 @@ def responses_recipe(model: str, *, max_tokens: int | None = None, **params: Any
     body("check")
     columns = {"text": "str", "status": "str", "ending": "str", "tool_calls": "object"}
     return RowRecipe(FAMILIES["responses"], model, columns, body, record, usage_of,
-                     reserved_output=max_tokens or 0)
+                     reserved_output=max_tokens or 0, spec={"max_tokens": max_tokens, **params})
 
 
 def messages_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> RowRecipe:
@@ -192,7 +196,7 @@ def messages_recipe(model: str, *, max_tokens: int | None = None, **params: Any)
 
     body("check")
     return RowRecipe(FAMILIES["messages"], model, dict(_PROMPT_COLUMNS), body, record, usage_of,
-                     reserved_output=max_tokens)
+                     reserved_output=max_tokens, spec={"max_tokens": max_tokens, **params})
 
 
 # the text families' recipes, by family name (gwlab.wire.families.TEXT)
@@ -205,6 +209,16 @@ def text_recipe(family: str, model: str | None, max_tokens: int | None,
     """A text family's recipe: the family's default model when none is named, `params=` checked."""
     return TEXT_RECIPES[family](model or FAMILIES[family].default_model, max_tokens=max_tokens,
                                 **free_params(family, params))
+
+
+def rebuild(family: str, model: str, spec: Mapping[str, Any]) -> RowRecipe:
+    """The recipe a run record describes (its family, model and `RowRecipe.spec`), to read its answers."""
+    if family == "decisions":
+        rest = {k: v for k, v in spec.items() if k != "questions"}
+        return decisions_recipe(spec["questions"], model, **rest)
+    if family not in TEXT_RECIPES:
+        raise InvalidRequest("family", f"no row recipe for family {family!r}")
+    return TEXT_RECIPES[family](model, **spec)
 
 
 def decisions_recipe_for(questions: Mapping[str, Any], model: str | None, **extra: Any) -> RowRecipe:

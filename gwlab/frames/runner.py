@@ -104,13 +104,7 @@ class Runner(Stoppable):
     async def run(self, batch: Batch) -> RunResult:
         started = time.perf_counter()
         k, jobs = self.repeats, len(batch)
-        result = RunResult(
-            batch, self.recipe, k, np.zeros((k, jobs), np.int8), np.full((k, jobs), np.nan),
-            np.full((k, jobs), np.nan), np.full((k, jobs), None, dtype=object),
-            np.full((k, jobs), None, dtype=object),
-            {name: np.full((k, jobs), None if dtype in ("str", "object") else np.nan,
-                           dtype=object if dtype in ("str", "object") else np.float64)
-             for name, dtype in self.recipe.columns.items()})
+        result = RunResult.empty(batch, self.recipe, k)
         spend = Spend(self.budget, self.prices, self.recipe)
         bar = Progress(self.progress, len(batch.row_job), self.description)
         remaining = np.full(jobs, k, dtype=np.int64)
@@ -239,18 +233,14 @@ class Runner(Stoppable):
                tokens_in: int | None, tokens_out: int | None, status: int) -> None:
         invalid: AnswerInvalid | None = None
         try:
-            record = self.recipe.record(data)
+            answer = self.recipe.record(data)
         except AnswerInvalid as exc:  # paid for and kept (its raw text), but not an answer: an error row
-            record, invalid = exc.record, exc
-        for name, values in result.answers.items():
-            value = record.get(name, values[repeat, job])
-            if isinstance(value, str) and len(value) < 64:
-                value = self._labels.setdefault(value, value)  # "billing" x 1M rows: one string, not 1M
-            values[repeat, job] = value
+            answer, invalid = exc.record, exc
+        record = {name: self._labels.setdefault(value, value)  # "billing" x 1M rows: one string, not 1M
+                  if isinstance(value, str) and len(value) < 64 else value
+                  for name, value in answer.items()}
+        result.fill(repeat, job, record, (tokens_in, tokens_out), request_id)
         result.status[repeat, job] = status
-        result.input_tokens[repeat, job] = np.nan if tokens_in is None else tokens_in
-        result.output_tokens[repeat, job] = np.nan if tokens_out is None else tokens_out
-        result.request_id[repeat, job] = request_id
         if invalid is not None:
             result.status[repeat, job] = ERROR
             result.error[repeat, job] = f"{type(invalid).__name__}: {invalid}"

@@ -46,6 +46,7 @@ from gwlab.frames.budget import Budget
 from gwlab.frames.checkpoint import AnswerStore, canonical, gateway_id, key_of
 from gwlab.frames.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.limiter import Limiter, TokenBucket
+from gwlab.frames.outcome import recorded_where
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.run_config import RunConfig
 from gwlab.frames.status import RowStatus
@@ -82,6 +83,8 @@ class TaskSummary:
     gateway: str = ""
     folder: str = ""
     checkpoint: str | None = None
+    run_id: str | None = None  # the run's record (`gwlab.runs()`, `gwlab.run_answers(run_id)`)
+    recorded: str | None = None  # where the record is kept: the checkpoint, or this process only
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
@@ -109,6 +112,8 @@ class TaskSummary:
                      f"{self.pilot['seconds']:.0f} s one after another")
         if self.running:
             line += "\nrun the same cell again to keep waiting: open tasks are polled, never resubmitted"
+        if self.run_id:
+            line += f"\nrun {self.run_id}, recorded {recorded_where(self.recorded)}"
         return line
 
 
@@ -199,6 +204,7 @@ class TaskRun(Stoppable):
     failure: BaseException | None = field(default=None, init=False)
     _stopping: str | None = field(default=None, init=False)
     _limited: str | None = field(default=None, init=False)  # "budget" or "pilot": rows left out before sending
+    keys: list[str] = field(default_factory=list, init=False)  # per row, its checkpoint key (the run record's)
 
     def __post_init__(self) -> None:
         config = self.config  # checked when it was made: these are plain reads
@@ -216,6 +222,7 @@ class TaskRun(Stoppable):
     async def run(self) -> tuple[pd.DataFrame, TaskSummary]:
         started = time.perf_counter()
         rows = self._rows()
+        self.keys = [r.key for r in rows]
         summary = TaskSummary(rows=len(rows), family=self.family.name, model=self.model, gateway=self.gateway,
                               folder=str(self.folder),
                               checkpoint=str(self.checkpoint.path) if self.checkpoint is not None else None)
