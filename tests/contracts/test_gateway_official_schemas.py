@@ -33,6 +33,7 @@ CHAT_BODIES = {
     "json_schema": {"messages": [{"role": "user", "content": "Name a person."}], "max_completion_tokens": 24,
                     "response_format": {"type": "json_schema",
                                         "json_schema": {"name": "person", "schema": PERSON, "strict": True}}},
+    "logprobs": {"messages": ASK, "max_completion_tokens": 8, "logprobs": True, "top_logprobs": 3},
 }
 RESPONSES_BODIES = {
     "plain": {"input": "What is the weather in Paris?", "instructions": "Answer briefly.",
