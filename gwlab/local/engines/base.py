@@ -57,6 +57,14 @@ class Decider(Protocol):
         """Answer every question about `state` (already rendered to text)."""
         ...
 
+    def check_length(self, text: str, what: str = ...) -> int:
+        """The tokens of `text`, or InputTooLong naming `what` when over the model's limit."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """One unit vector per text (a 2-D float array), for POST /v1/embeddings."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class TokenLogprob:
