@@ -84,3 +84,15 @@ def test_bad_logprobs_fields_are_a_400_naming_the_field(gateway, extra: dict[str
                    headers={"Authorization": f"Bearer {gateway.api_key}"})
     assert r.status_code == 400
     assert r.json()["error"]["param"] == param
+
+
+def test_logprobs_of_a_json_answer_and_of_each_choice_join_to_their_content(client) -> None:
+    person = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}}, "required": ["name"],
+              "additionalProperties": False}
+    r = client.chat.completions.create(
+        model=TEXT_MODEL, messages=[{"role": "user", "content": "Name a person."}], max_tokens=24, n=2,
+        logprobs=True, top_logprobs=1,
+        response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": person}})
+    assert len(r.choices) == 2
+    for choice in r.choices:
+        assert "".join(t.token for t in choice.logprobs.content) == choice.message.content
