@@ -15,6 +15,7 @@ from gwlab.client.chat import AsyncChat, Chat
 from gwlab.client.config import ClientConfig, ClientOptions
 from gwlab.client.decisions import AsyncDecisions, Decisions, Questions, State
 from gwlab.client.dialect import Dialect
+from gwlab.client.embeddings import AsyncEmbeddings, Embeddings
 from gwlab.client.images import AsyncImages, Images
 from gwlab.client.ledger import Ledger
 from gwlab.client.messages import AsyncMessages, Messages
@@ -71,6 +72,7 @@ class AsyncGateway:
         self.messages = AsyncMessages(self.transport)
         self.realtime = AsyncRealtime(self.transport)
         self.decisions = AsyncDecisions(self.transport)
+        self.embeddings = AsyncEmbeddings(self.transport)
         self.videos = AsyncVideos(self.transport)
         self.images = AsyncImages(self.transport)
         self.tools = AsyncTools(self.transport)
@@ -164,6 +166,7 @@ class Gateway:
         self.messages = Messages(self._twin.messages, self._loop)
         self.realtime = Realtime(self._twin.realtime, self._loop)
         self.decisions = Decisions(self._twin.decisions, self._loop)
+        self.embeddings = Embeddings(self._twin.embeddings, self._loop)
         self.videos = Videos(self._twin.videos, self._loop)
         self.images = Images(self._twin.images, self._loop)
         self.tools = Tools(self._twin.tools, self._loop)

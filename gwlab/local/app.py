@@ -16,7 +16,7 @@ from gwlab.local.cors import BrowserAccess
 from gwlab.local.errors import APIError, error_response
 from gwlab.local.ratelimit import RateLimiter
 from gwlab.local.request_log import RequestContext
-from gwlab.local.routes import chat, decisions, images, messages, models, realtime, responses, videos
+from gwlab.local.routes import chat, decisions, embeddings, images, messages, models, realtime, responses, videos
 from gwlab.local.settings import Settings
 from gwlab.local.store import Store
 from gwlab.wire.limits import API_PREFIX
@@ -25,8 +25,8 @@ log = logging.getLogger("gwlab.local")
 
 # the families served, as data (Starlette's `Router(routes=[...])`): one router per protocol family, all
 # under the one API prefix; a family with its own worker also gives the hook that starts it with the app
-ROUTERS = (models.router, chat.router, responses.router, messages.router, decisions.router, videos.router,
-           images.router, realtime.router)
+ROUTERS = (models.router, chat.router, responses.router, messages.router, decisions.router, embeddings.router,
+           videos.router, images.router, realtime.router)
 SETUPS = (videos.setup, images.setup)
 
 

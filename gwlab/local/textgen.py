@@ -14,6 +14,7 @@ its tool's name and description.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import copy
 import dataclasses
@@ -27,7 +28,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage, Question
+from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage, Question, TokenLogprob
 from gwlab.local.errors import APIError
 from gwlab.local.streaming import iterate_in_thread
 from gwlab.wire.generation import Tool, ToolChoice
@@ -118,6 +119,7 @@ class Plan:
     grammars: dict[str, str] = field(default_factory=dict)  # filled by `prepare`
     reuse_prefix: bool = False  # GenerationRequest.reuse_prefix: for conversations that grow turn by turn
     model: str = ""  # the text model's id ("" is the default text model); picks the engine
+    top_logprobs: int | None = None  # GenerationRequest.top_logprobs: None asks for no log-probabilities
 
 
 # --- events --------------------------------------------------------------------------------------------
@@ -131,6 +133,8 @@ class Started:
 @dataclass(slots=True)
 class Text:
     text: str
+    # with Plan.top_logprobs: the tokens whose text ends in this piece, each cut to its part of the answer
+    tokens: list[TokenLogprob] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -152,6 +156,7 @@ class Finished:
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     stop_sequence: str | None = None
+    tokens: list[TokenLogprob] = field(default_factory=list)  # every Text's tokens: they join to `text`
 
 
 Event = Started | Text | CallStarted | CallArguments | Finished
@@ -337,22 +342,23 @@ def _run(conversation: Conversation, plan: Plan, stop: threading.Event) -> Itera
     prompt = _prompt(generator, conversation, plan, tool)
     yield Started(generator.count_tokens(prompt))
     if tool is None:
-        text, end = [], ("stop", None)
+        text, end, scored = [], ("stop", None), []
         prefill = bool(conversation.turns) and conversation.turns[-1].role == "assistant"
-        for piece, reason, sequence in _pieces(generator, prompt, plan, usage, plan.grammars.get(""),
-                                               plan.schema, lstrip=not prefill):
-            if piece:
+        for piece, reason, sequence, tokens in _pieces(generator, prompt, plan, usage, plan.grammars.get(""),
+                                                       plan.schema, lstrip=not prefill):
+            if piece or tokens:
                 text.append(piece)
-                yield Text(piece)
+                scored.extend(tokens)
+                yield Text(piece, tokens)
             end = (reason, sequence) if reason else end
-        yield Finished(end[0], usage, "".join(text), stop_sequence=end[1])
+        yield Finished(end[0], usage, "".join(text), stop_sequence=end[1], tokens=scored)
         return
     call = ToolCall(new_id(plan.call_prefix), tool.name, "")
     yield CallStarted(0, call)
     arguments, finish = [], "tool_calls"
     cool = dataclasses.replace(plan, temperature=min(plan.temperature, ARGUMENTS_MAX_TEMPERATURE))
-    for piece, reason, _ in _pieces(generator, prompt, cool, usage, plan.grammars[tool.name], tool.parameters,
-                                    stops=()):
+    for piece, reason, _, _ in _pieces(generator, prompt, cool, usage, plan.grammars[tool.name],
+                                       tool.parameters, stops=()):
         if piece:
             arguments.append(piece)
             yield CallArguments(0, piece)
@@ -418,17 +424,18 @@ def _render(turn: Turn) -> str:
 
 def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, grammar: str | None,
             schema: dict[str, Any] | None, stops: Sequence[str] | None = None, lstrip: bool = True,
-            ) -> Iterator[tuple[str, str | None, str | None]]:
-    """(text, finish reason, stop sequence) pieces of one answer, JSON-checked when there is a schema.
+            ) -> Iterator[Piece]:
+    """(text, finish reason, stop sequence, tokens) pieces of one answer, JSON-checked when there is a schema.
 
     Output that the grammar fully constrains streams as produced; otherwise each attempt is buffered,
     checked against the schema and generated again (up to JSON_ATTEMPTS) before anything is sent.
     Tool arguments pass `stops=()`: a caller's stop sequences end text, never a call half-way. A text answer
     (no grammar, not a prefill's continuation) is never empty: the engine's first token must show something."""
-    def attempt(seed: int | None) -> Iterator[tuple[str, str | None, str | None]]:
+    def attempt(seed: int | None) -> Iterator[Piece]:
         request = GenerationRequest(prompt=prompt, max_tokens=plan.max_tokens, temperature=plan.temperature,
                                     stop=() if grammar else tuple(generator.default_stop()), seed=seed, grammar=grammar,
-                                    reuse_prefix=plan.reuse_prefix, require_text=grammar is None and lstrip)
+                                    reuse_prefix=plan.reuse_prefix, require_text=grammar is None and lstrip,
+                                    top_logprobs=plan.top_logprobs)
         used = GenerationUsage()
         try:
             with contextlib.closing(generator.stream(request, used)) as stream:
@@ -442,7 +449,7 @@ def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, gra
         return
     for n in range(JSON_ATTEMPTS):
         pieces = list(attempt(None if plan.seed is None else plan.seed + n))
-        text, (_, reason, _) = "".join(p for p, _, _ in pieces), pieces[-1]
+        text, reason = "".join(p[0] for p in pieces), pieces[-1][1]
         if reason == "length" or valid_json(text, schema):
             yield from pieces
             return
@@ -451,30 +458,68 @@ def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, gra
                    "attempts", code="server_error")
 
 
-def _cut(stream: Iterator[Completion], stops: Sequence[str], lstrip: bool = True,
-         ) -> Iterator[tuple[str, str | None, str | None]]:
+# (text, finish reason, stop sequence, the tokens whose text ends in this piece, cut to the answer)
+Piece = tuple[str, str | None, str | None, list[TokenLogprob]]
+
+
+class _Tokens:
+    """Where each engine token's text lies in the raw generated text, so the answer's pieces (trimmed and
+    cut by `_cut`) carry exactly the tokens that wrote them: their texts join to the answer."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+        self._spans: list[tuple[TokenLogprob, int, str]] = []  # token, start, its characters
+        self._end = 0
+
+    def add(self, tokens: Sequence[TokenLogprob]) -> None:
+        for token in tokens:
+            chars = self._decoder.decode(token.data)
+            self._spans.append((token, self._end, chars))
+            self._end += len(chars)
+
+    def take(self, start: int, end: int, *, final: bool) -> list[TokenLogprob]:
+        """Tokens that end by `end` (all that begin before it when `final`), cut to [start, end)."""
+        out, kept = [], []
+        for token, at, chars in self._spans:
+            if at + len(chars) > end and not (final and at < end):
+                kept.append((token, at, chars))
+                continue
+            part = chars[max(start - at, 0):max(end - at, 0)]
+            if part:
+                out.append(dataclasses.replace(token, data=part.encode("utf-8")))
+        self._spans = kept
+        return out
+
+
+def _cut(stream: Iterator[Completion], stops: Sequence[str], lstrip: bool = True) -> Iterator[Piece]:
     """Engine pieces without leading or trailing whitespace, ended at the first caller stop sequence.
 
     Caller stop sequences are matched here rather than by the engine so that Anthropic's `stop_sequence`
     can say which one ended the text; a tail that may begin a stop sequence is held back until it cannot.
-    The continuation of a prefilled answer keeps its leading space ("1, 2," + " 3")."""
-    buffer, started = "", not lstrip
+    The continuation of a prefilled answer keeps its leading space ("1, 2," + " 3"). `base` is where the
+    buffer starts in the raw text, `start` where the answer does (for the tokens' texts)."""
+    buffer, started, base, start, scored = "", not lstrip, 0, 0, _Tokens()
     hold = max((len(s) for s in stops), default=1) - 1
     for piece in stream:
         buffer += piece.text
+        scored.add(piece.tokens)
         if not started:
-            buffer = buffer.lstrip()
-            started = bool(buffer)
+            stripped = buffer.lstrip()
+            base += len(buffer) - len(stripped)
+            buffer, start, started = stripped, base, bool(stripped)
         hits = [(buffer.find(s), s) for s in stops if s in buffer]
         if hits:
             at, sequence = min(hits)
-            yield buffer[:at].rstrip(), "stop_sequence", sequence
+            text = buffer[:at].rstrip()
+            yield text, "stop_sequence", sequence, scored.take(start, base + len(text), final=True)
             return
         if piece.finish_reason:
-            yield buffer.rstrip(), piece.finish_reason, None
+            text = buffer.rstrip()
+            yield text, piece.finish_reason, None, scored.take(start, base + len(text), final=True)
             return
         cut = min(len(buffer) - hold, len(buffer.rstrip()))
         if cut > 0:
-            yield buffer[:cut], None, None
-            buffer = buffer[cut:]
-    yield buffer.rstrip(), "stop", None
+            yield buffer[:cut], None, None, scored.take(start, base + cut, final=False)
+            buffer, base = buffer[cut:], base + cut
+    text = buffer.rstrip()
+    yield text, "stop", None, scored.take(start, base + len(text), final=True)

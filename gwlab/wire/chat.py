@@ -77,6 +77,8 @@ class ChatRequest:
     stream: bool
     include_usage: bool
     body: Mapping[str, Any] = field(repr=False)
+    # logprobs: true asks each answer token's logprob, with this many alternatives (0-20); None: not asked
+    top_logprobs: int | None = None
 
 
 def parse_request(body: Any) -> ChatRequest:
@@ -95,8 +97,8 @@ def parse_request(body: Any) -> ChatRequest:
     sampling = gen.sampling(body, "chat")
     seed = gen.optional(body, "seed", int)
     stop = gen.stop(body, "stop")
-    for name in ("logprobs", "parallel_tool_calls"):
-        gen.optional(body, name, bool)
+    gen.optional(body, "parallel_tool_calls", bool)
+    top_logprobs = _logprobs(body)
     gen.optional(body, "web_search_options", dict)
     n = gen.count(body, "n") or 1
     stream = bool(gen.optional(body, "stream", bool))
@@ -105,7 +107,20 @@ def parse_request(body: Any) -> ChatRequest:
         raise InvalidRequest("stream_options", "only allowed with stream: true")
     include_usage = bool(gen.optional(options or {}, "include_usage", bool, path="stream_options.include_usage"))
     return ChatRequest(model, list(messages), tools, choice, schema, schema_field, limit or legacy, sampling,
-                       seed, stop, n, stream, include_usage, body)
+                       seed, stop, n, stream, include_usage, body, top_logprobs)
+
+
+MAX_TOP_LOGPROBS = 20  # the official schema's bound
+
+
+def _logprobs(body: Mapping[str, Any]) -> int | None:
+    """How many alternatives per token when `logprobs` is true (0 unless `top_logprobs` says), else None;
+    `top_logprobs` without `logprobs: true` is refused, as the hosted API does."""
+    asked = gen.optional(body, "logprobs", bool)
+    top = gen.count(body, "top_logprobs", 0, MAX_TOP_LOGPROBS)
+    if top is not None and not asked:
+        raise InvalidRequest("top_logprobs", "requires logprobs: true")
+    return (top or 0) if asked else None
 
 
 def cap_conflict(body: Mapping[str, Any]) -> str | None:

@@ -78,6 +78,9 @@ _ROWS = (
     # TypeSafe's System One route: the decisions family as some gateways serve it (client/dialect.py)
     ProtocolFamily("systemone", "/systemone", idempotent=True, charges_output=False, vendor="typesafe",
                    ability="decisions", client="decisions", dialect_of="decisions"),
+    # OpenAI's embeddings: vectors for texts (input tokens only are billed); not a df.gw method
+    ProtocolFamily("embeddings", "/embeddings", idempotent=True, charges_output=False, ability="embeddings",
+                   client="embeddings"),
     ProtocolFamily("realtime", "/realtime", method="GET", token_cap="max_response_output_tokens",
                    ability="realtime", client="realtime"),
 )

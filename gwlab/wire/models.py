@@ -27,9 +27,10 @@ __all__ = ["DEFAULT_MODELS", "ModelInfo", "ModelList", "check_model_id", "defaul
 # within the 1.2 s first-audio goal, told to answer in a sentence or two (docs/gateway.md, "Realtime voice").
 # Videos and images: the embedded gateway's preview renderers (they draw the prompt; they generate nothing),
 # also what its routes use when a submission names no model.
-DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "text": "local/smollm2-135m-instruct",
-                  "realtime": "local/realtime-smollm2-135m-instruct", "videos": "local/video-preview",
-                  "images": "local/image-preview"}
+# Embeddings: the decision model's own vectors (multilingual-e5-small).
+DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "embeddings": "local/decide-e5-small",
+                  "text": "local/smollm2-135m-instruct", "realtime": "local/realtime-smollm2-135m-instruct",
+                  "videos": "local/video-preview", "images": "local/image-preview"}
 
 
 def default_model(model: str | None, ability: str) -> str:

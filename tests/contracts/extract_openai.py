@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 ROOTS = ("CreateChatCompletionRequest", "CreateChatCompletionResponse", "CreateChatCompletionStreamResponse",
-         "CreateResponse", "Response", "ResponseStreamEvent", "ListModelsResponse", "ErrorResponse")
+         "CreateResponse", "Response", "ResponseStreamEvent", "ListModelsResponse", "ErrorResponse",
+         "CreateEmbeddingRequest", "CreateEmbeddingResponse")
 OUT = Path(__file__).parent / "openai" / "schemas.json"
 REF = "#/components/schemas/"
 MAPS = {"properties", "patternProperties", "$defs", "dependentSchemas"}

@@ -55,6 +55,7 @@ ENDPOINTS = [
              ANTHROPIC_VERSION, "anthropic"),
     Endpoint("decisions", "POST", "/decisions", SYSTEM_ONE, DECIDE),
     Endpoint("systemone", "POST", "/systemone", SYSTEM_ONE, DECIDE, family="typesafe"),
+    Endpoint("embeddings", "POST", "/embeddings", {"model": DECIDE, "input": "hi"}, DECIDE),
     Endpoint("videos.create", "POST", "/videos", {"prompt": "x", "model": VIDEO}, VIDEO),
     Endpoint("videos.list", "GET", "/videos"),
     Endpoint("videos.retrieve", "GET", "/videos/video_missing"),

@@ -44,6 +44,8 @@ POSTS = [
          ({**SYSTEM_ONE, "questions": "billing"}, "questions")),
     Post("systemone", "/systemone", SYSTEM_ONE, ({**SYSTEM_ONE, "state": 5}, "state"),
          family="typesafe"),
+    Post("embeddings", "/embeddings", {"model": DECIDE, "input": "hi"},
+         ({"model": DECIDE, "input": "hi", "encoding_format": 5}, "encoding_format")),
     Post("videos", "/videos", {"prompt": "x"}, ({"prompt": ["x"]}, "prompt")),
     Post("videos.remix", "/videos/video_missing/remix", {"prompt": "x"}, ({"prompt": 5}, "prompt")),
     Post("images", "/images/tasks", {"prompt": "x"}, ({"prompt": ["x"]}, "prompt")),

@@ -225,7 +225,7 @@ def test_unknown_model_is_not_found_and_carries_the_request_id(client) -> None:
     ({"model": MODEL, "messages": ASK_WEATHER, "response_format": {"type": "yaml"}}, "response_format.type"),
     ({"model": MODEL, "messages": ASK_WEATHER, "response_format": {"type": "json_schema", "json_schema": {}}},
      "response_format.json_schema.name"),
-    ({"model": MODEL, "messages": ASK_WEATHER, "logprobs": True}, "logprobs"),
+    ({"model": MODEL, "messages": ASK_WEATHER, "logprobs": True, "top_logprobs": 21}, "top_logprobs"),
     ({"messages": ASK_WEATHER}, "model"),
 ])
 def test_bad_field_is_a_400_naming_it(gateway, body, param) -> None:

@@ -57,6 +57,15 @@ def test_systemone_is_logged_under_the_id_typesafe_clients_see(gateway: RunningG
     assert _logged(gateway, r)["input_tokens"] == r.json()["usage"]["input_tokens"]
 
 
+def test_embeddings_are_logged_with_their_model_and_input_tokens_without_the_text(gateway: RunningGateway) -> None:
+    body = {"model": "local/decide-e5-small", "input": [SECRET_STATE, "another text"]}
+    r = httpx.post(f"{gateway.base_url}/embeddings", json=body, headers=_auth(gateway), timeout=30)
+    row = _logged(gateway, r)
+    assert row["model"] == "local/decide-e5-small" and row["key_id"] is not None
+    assert (row["input_tokens"], row["output_tokens"]) == (r.json()["usage"]["prompt_tokens"], 0)
+    assert SECRET_STATE not in str(row)
+
+
 def test_a_chat_completion_is_logged_with_prompt_and_completion_tokens(gateway: RunningGateway) -> None:
     body = {"model": "local/gemma-3-270m", "messages": [{"role": "user", "content": "Q: 2+2?\nA:"}],
             "max_tokens": 3}

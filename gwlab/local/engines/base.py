@@ -57,6 +57,25 @@ class Decider(Protocol):
         """Answer every question about `state` (already rendered to text)."""
         ...
 
+    def check_length(self, text: str, what: str = ...) -> int:
+        """The tokens of `text`, or InputTooLong naming `what` when over the model's limit."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """One unit vector per text (a 2-D float array), for POST /v1/embeddings."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One generated token's log-probability under the model's raw distribution (the step's logits at
+    temperature 1, before repeat penalty and grammar, as OpenAI reports them), and the `top` most likely
+    tokens at that step as (bytes, logprob), most likely first."""
+
+    data: bytes
+    logprob: float
+    top: tuple[tuple[bytes, float], ...] = ()
+
 
 @dataclass(slots=True)
 class Completion:
@@ -64,6 +83,9 @@ class Completion:
 
     text: str
     finish_reason: str | None = None  # "stop" | "length" on the final piece
+    # with GenerationRequest.top_logprobs set: the tokens produced since the previous piece (the last piece
+    # also carries those whose text a stop sequence cut); their bytes join to the raw generated text
+    tokens: list[TokenLogprob] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -86,6 +108,8 @@ class GenerationRequest:
     # an answer asked for as text: its first token must show something (not an end, not blank, not a newline,
     # with which every default stop sequence begins), so the answer is never empty
     require_text: bool = False
+    # None: no log-probabilities; 0-20: each token's logprob and that many alternatives (Completion.tokens)
+    top_logprobs: int | None = None
 
 
 class TextGenerator(Protocol):

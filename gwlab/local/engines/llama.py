@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from gwlab.local.engines._openmp import prefer_passive_waiting
-from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage
+from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage, TokenLogprob
 
 # before the native library loads anywhere in this process (it is imported lazily below)
 prefer_passive_waiting()
@@ -156,11 +156,13 @@ class LlamaGenerator:
                 llm.reset()
             llm.set_seed(seed)
             tokens: list[int] = []
-            text, sent, finish = "", 0, "length"
-            first = self._first_token_rule(tokens) if request.require_text else None
+            text, raw, sent, finish = "", b"", 0, "length"
+            steps = _StepLogprobs(llm, request.top_logprobs) if request.top_logprobs is not None else None
+            rules = [r for r in (steps, self._first_token_rule(tokens) if request.require_text else None) if r]
+            pending: list[TokenLogprob] = []
             for token in llm.generate(
                 prompt, temp=max(request.temperature, 0.0), repeat_penalty=self.repeat_penalty, grammar=grammar,
-                logits_processor=first,
+                logits_processor=llama_cpp.LogitsProcessorList(rules) if rules else None,
             ):
                 # llama.cpp's own completion loop asks the vocab the same way
                 if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
@@ -168,7 +170,12 @@ class LlamaGenerator:
                     break
                 tokens.append(token)
                 usage.completion_tokens = len(tokens)
-                text = llm.detokenize(tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
+                grown = llm.detokenize(tokens, prev_tokens=prompt)
+                if steps is not None:
+                    data = grown[len(raw):] if grown.startswith(raw) else llm.detokenize([token])
+                    pending.append(steps.of(token, data))
+                raw = grown
+                text = raw.decode("utf-8", errors="ignore")
                 cut = _first_stop(text, stops, sent)
                 if cut is not None:
                     text, finish = text[:cut], "stop"
@@ -178,15 +185,14 @@ class LlamaGenerator:
                     break
                 safe = len(text) - _held_back(text, stops)
                 if safe > sent:
-                    yield Completion(text[sent:safe])
-                    sent = safe
-            yield Completion(text[sent:], finish_reason=finish)
+                    yield Completion(text[sent:safe], tokens=pending)
+                    sent, pending = safe, []
+            yield Completion(text[sent:], finish_reason=finish, tokens=pending)
 
     def _first_token_rule(self, tokens: list[int]) -> Any:
         """A logits processor ruling out, while `tokens` is empty, every token that cannot begin a visible
         answer: deterministic (one masked step, then the same sampling) and bounded (no retry). The base
         Gemma ended "Reply with one short friendly sentence" at once for some seeds (docs/gateway.md)."""
-        import llama_cpp
 
         blank = self._blank_starts()
 
@@ -195,7 +201,7 @@ class LlamaGenerator:
                 scores[blank] = -np.inf
             return scores
 
-        return llama_cpp.LogitsProcessorList([rule])
+        return rule
 
     def _blank_starts(self) -> Any:
         """Ids of the tokens that show nothing or start a new line (ends and control tokens decode to
@@ -216,6 +222,30 @@ class LlamaGenerator:
     def json_grammar(self, schema: Mapping[str, Any]) -> str:
         """GBNF that forces output valid against `schema` (see `json_grammar`)."""
         return json_grammar(schema)
+
+
+class _StepLogprobs:
+    """A logits processor that keeps each step's log-softmax, read before any other rule, penalty, grammar
+    or temperature touches the logits: the model's raw distribution, as OpenAI reports logprobs. Only the
+    last step is held (one vocabulary of floats), never context x vocabulary as llama.cpp's `logits_all`."""
+
+    def __init__(self, llm: Any, top: int) -> None:
+        self._llm, self._top = llm, top
+        self._last: Any = None
+
+    def __call__(self, _ids: Any, scores: Any) -> Any:
+        logits = np.asarray(scores, dtype=np.float64)
+        peak = logits.max()
+        self._last = logits - (peak + np.log(np.exp(logits - peak).sum()))
+        return scores
+
+    def of(self, token: int, data: bytes) -> TokenLogprob:
+        """The sampled `token` (its bytes in the text: `data`) at the step just recorded."""
+        step = self._last
+        best = np.argpartition(-step, self._top)[:self._top] if self._top else np.array([], dtype=np.intp)
+        best = best[np.argsort(-step[best], kind="stable")]
+        top = tuple((self._llm.detokenize([int(i)]), float(step[i])) for i in best)
+        return TokenLogprob(data, float(step[token]), top)
 
 
 # a GBNF character class (`[^...]` or `[...]`, with its escapes) or a quoted literal; a class is tried

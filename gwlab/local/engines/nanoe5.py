@@ -39,6 +39,9 @@ CACHE_SIZE = 4096
 # that grows with the text (bench/long_inputs.py measured 4,450 tokens at ~14-20 s and 44,450 at
 # minutes on 2 busy cores). A longer state is refused with a 400 naming it, found within milliseconds.
 MAX_INPUT_TOKENS = 512
+# multilingual-e5-small's vector size: what POST /v1/embeddings answers, and the only `dimensions` it takes
+# (E5 was not trained to be truncated, so a shorter vector is refused rather than silently worse)
+DIMENSIONS = 384
 # how many characters are tokenized at a time while looking for the limit: a long text is refused
 # after the first chunk that shows it is over, so a 200 KB state costs one 4 KB tokenization
 _COUNT_CHUNK_CHARS = MAX_INPUT_TOKENS * 8
@@ -271,6 +274,13 @@ class E5Decider:
             else:
                 high = mid - 1
         return text[:low]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors (one row per text) for POST /v1/embeddings, each text with E5's "query: " prefix:
+        E5's advice for symmetric tasks (similarity, clustering, a cascade's neighbours), and what the
+        decisions embed, so the two compare. Callers check lengths first (`check_length`)."""
+        with _embed_lock:
+            return np.asarray(_load_model().encode(list(texts), True), dtype=np.float32).reshape(len(texts), -1)
 
     def decide(
         self, state: str, questions: Mapping[str, Question], *, temperature: float = DEFAULT_TEMPERATURE

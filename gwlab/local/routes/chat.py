@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from gwlab.local import textgen
 from gwlab.local.auth import require_key, require_model
 from gwlab.local.body import read_json
+from gwlab.local.engines.base import TokenLogprob
 from gwlab.local.errors import APIError, error_body
 from gwlab.local.store import KeyRecord
 from gwlab.local.streaming import sse, sse_response
@@ -27,6 +28,7 @@ Key = Annotated[KeyRecord, Depends(require_key)]
 MAX_CHOICES = 8  # n > 1 runs one generation per choice, one after the other on the same engine
 _TEXT = {"text": "text"}
 _ASSISTANT_PARTS = {"text": "text", "refusal": "refusal"}
+LOWEST_LOGPROB = -9999.0
 _FINISH = {"stop": "stop", "stop_sequence": "stop", "length": "length", "tool_calls": "tool_calls"}
 
 
@@ -56,7 +58,8 @@ async def create_chat_completion(request: Request, key: Key) -> Any:
     return {
         "id": textgen.new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
         "model": info.id, "service_tier": "default",  # no system_fingerprint: none to report
-        "choices": [{"index": i, "message": _message(r), "logprobs": None, "finish_reason": _FINISH[r.reason]}
+        "choices": [{"index": i, "message": _message(r), "finish_reason": _FINISH[r.reason],
+                     "logprobs": _logprobs(chat.request.top_logprobs, None if r.calls else r.tokens)}
                     for i, r in enumerate(results)],
         "usage": usage,
     }
@@ -68,14 +71,13 @@ def parse(body: dict[str, Any], model: str) -> ChatRun:
     honour it; every refusal is a 400 naming the field."""
     req = wire_chat.parse_request(body)
     tools = textgen.function_tools(req.tools)
-    if body.get("logprobs"):
-        raise APIError(400, "'logprobs' is not supported by the local model", param="logprobs")
     if body.get("web_search_options") is not None:
         raise APIError(400, "'web_search_options': the local model cannot search the web",
                        param="web_search_options")
     if req.n > MAX_CHOICES:
         raise APIError(400, f"'n' must be an integer from 1 to {MAX_CHOICES} on the local model", param="n")
     plan = textgen.plan_for(req, tools, model=model)
+    plan.top_logprobs = req.top_logprobs
     params = {t.name: f"tools[{i}].function.parameters" for i, t in enumerate(tools)}
     params[""] = req.schema_field
     return ChatRun(req, _conversation(req.messages), plan, params)
@@ -108,6 +110,23 @@ def _message(result: Finished) -> dict[str, Any]:
     return message
 
 
+def _logprobs(asked: int | None, tokens: list[TokenLogprob] | None) -> dict[str, Any] | None:
+    """OpenAI's `logprobs` object: null unless asked; `content` null for a tool call (it has no content)."""
+    if asked is None:
+        return None
+    return {"content": None if tokens is None else [_token(t) for t in tokens], "refusal": None}
+
+
+def _token(token: TokenLogprob) -> dict[str, Any]:
+    return {**_scored(token.data, token.logprob),
+            "top_logprobs": [_scored(data, logprob) for data, logprob in token.top]}
+
+
+def _scored(data: bytes, logprob: float) -> dict[str, Any]:
+    # -9999 stands for a probability that underflows, as the hosted API writes it (JSON has no -Infinity)
+    return {"token": data.decode("utf-8", "replace"), "logprob": max(logprob, LOWEST_LOGPROB), "bytes": list(data)}
+
+
 def _call(call: textgen.ToolCall) -> dict[str, Any]:
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
@@ -126,8 +145,9 @@ async def _stream(request: Request, chat: ChatRun) -> AsyncIterator[bytes]:
     head = {"id": textgen.new_id("chatcmpl-"), "object": "chat.completion.chunk", "created": int(time.time()),
             "model": chat.plan.model}
 
-    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
-        payload = {**head, "choices": [{"index": index, "delta": delta, "logprobs": None,
+    def chunk(index: int, delta: dict[str, Any], finish: str | None = None,
+              logprobs: dict[str, Any] | None = None) -> bytes:
+        payload = {**head, "choices": [{"index": index, "delta": delta, "logprobs": logprobs,
                                         "finish_reason": finish}]}
         return sse({**payload, "usage": None} if chat.request.include_usage else payload)
 
@@ -140,7 +160,8 @@ async def _stream(request: Request, chat: ChatRun) -> AsyncIterator[bytes]:
                     if not opened:
                         opened = True
                         yield chunk(index, {"role": "assistant", "content": "", "refusal": None})
-                    yield chunk(index, {"content": event.text})
+                    yield chunk(index, {"content": event.text},
+                                logprobs=_logprobs(chat.request.top_logprobs, event.tokens))
                 elif isinstance(event, CallStarted):
                     opened = True
                     first = {"index": event.index, **_call(event.call)}
