@@ -70,8 +70,9 @@ class Chat:
         return self._loop.run(self._twin(messages, model=model, extra_headers=extra_headers, **params))
 
     def create(self, messages: Messages, *, model: str | None = None, extra_headers: Headers = None,
-               **params: Any) -> ChatCompletion:
-        return self._loop.run(self._twin.create(messages, model=model, extra_headers=extra_headers, **params))
+               schema: Any = None, max_reasks: int = DEFAULT_MAX_REASKS, **params: Any) -> ChatCompletion:
+        return self._loop.run(self._twin.create(messages, model=model, extra_headers=extra_headers, schema=schema,
+                                                max_reasks=max_reasks, **params))
 
     def stream(self, messages: Messages, *, model: str | None = None, allow_partial: bool = False,
                extra_headers: Headers = None, **params: Any) -> ChatStream:

@@ -64,9 +64,11 @@ class Messages:
         self._twin, self._loop = twin, loop
 
     def create(self, messages: Conversation, *, model: str | None = None, max_tokens: int,
-               extra_headers: Headers = None, **params: Any) -> Message:
+               extra_headers: Headers = None, schema: Any = None, max_reasks: int = DEFAULT_MAX_REASKS,
+               **params: Any) -> Message:
         return self._loop.run(self._twin.create(messages, model=model, max_tokens=max_tokens,
-                                                extra_headers=extra_headers, **params))
+                                                extra_headers=extra_headers, schema=schema, max_reasks=max_reasks,
+                                                **params))
 
     def stream(self, messages: Conversation, *, model: str | None = None, max_tokens: int,
                allow_partial: bool = False, extra_headers: Headers = None, **params: Any) -> MessagesStream:

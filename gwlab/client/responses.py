@@ -71,8 +71,9 @@ class Responses:
         self._twin, self._loop = twin, loop
 
     def create(self, input: Input, *, model: str | None = None, extra_headers: Headers = None,
-               **params: Any) -> Response:
-        return self._loop.run(self._twin.create(input, model=model, extra_headers=extra_headers, **params))
+               schema: Any = None, max_reasks: int = DEFAULT_MAX_REASKS, **params: Any) -> Response:
+        return self._loop.run(self._twin.create(input, model=model, extra_headers=extra_headers, schema=schema,
+                                                max_reasks=max_reasks, **params))
 
     def stream(self, input: Input, *, model: str | None = None, allow_partial: bool = False,
                extra_headers: Headers = None, **params: Any) -> ResponsesStream:
