@@ -38,6 +38,7 @@ class RowRecipe:
     usage: Callable[[Any], tuple[int | None, int | None]]  # response JSON -> (input, output) tokens
     reserved_output: int = 0  # output tokens a budget must hold back per request (the max tokens asked)
     spread: tuple[str, ...] = ()  # numeric columns whose spread `repeats=k` reports
+    decided: tuple[str, ...] = ()  # answer columns whose agreement across repeats `repeats=k` reports
 
     @property
     def name(self) -> str:
@@ -83,7 +84,9 @@ def decisions_recipe(questions: Mapping[str, Any], model: str, **extra: Any) -> 
     def record(data: Any) -> dict[str, Any]:
         return decisions.parse_response(data).to_record()
 
-    return RowRecipe(FAMILIES["decisions"], model, columns, body, record, usage_of, spread=tuple(spread))
+    decided = tuple(c for c in columns if c.endswith(("__noul", "__choice", "__level")))
+    return RowRecipe(FAMILIES["decisions"], model, columns, body, record, usage_of, spread=tuple(spread),
+                     decided=decided)
 
 
 # `finish` is the protocol's own reason; `ending` gwlab's word for it, the same in every family and in the
@@ -149,7 +152,7 @@ def chat_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> 
 
     body("check")  # validates the parameters once, before any row
     return RowRecipe(FAMILIES["chat"], model, dict(_PROMPT_COLUMNS), body, record, usage_of,
-                     reserved_output=max_tokens or 0)
+                     reserved_output=max_tokens or 0, decided=("text",))
 
 
 def responses_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> RowRecipe:
@@ -168,7 +171,7 @@ def responses_recipe(model: str, *, max_tokens: int | None = None, **params: Any
     body("check")
     columns = {"text": "str", "status": "str", "ending": "str", "tool_calls": "object"}
     return RowRecipe(FAMILIES["responses"], model, columns, body, record, usage_of,
-                     reserved_output=max_tokens or 0)
+                     reserved_output=max_tokens or 0, decided=("text",))
 
 
 def messages_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> RowRecipe:
@@ -187,7 +190,7 @@ def messages_recipe(model: str, *, max_tokens: int | None = None, **params: Any)
 
     body("check")
     return RowRecipe(FAMILIES["messages"], model, dict(_PROMPT_COLUMNS), body, record, usage_of,
-                     reserved_output=max_tokens)
+                     reserved_output=max_tokens, decided=("text",))
 
 
 # the text families' recipes, by family name (gwlab.wire.families.TEXT)
