@@ -44,6 +44,7 @@ from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registe
 from gwlab.frames.budget import Budget
 from gwlab.frames.compare import compare
 from gwlab.frames.evaluate import evaluate
+from gwlab.frames.repeats import stability
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.messages import Message
@@ -89,6 +90,7 @@ __all__ = [
     "errors",
     "evaluate",
     "label_calls",
+    "stability",
 ]
 
 for _name in __all__:

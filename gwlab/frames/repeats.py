@@ -17,7 +17,7 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 
-__all__ = ["REDUCERS", "REPEAT", "agreement", "decisions", "reduce_repeats", "stability"]
+__all__ = ["REDUCERS", "REPEAT", "agreement", "decisions", "prepare", "reduce_repeats", "stability"]
 
 REPEAT = "repeat"  # the long frame's index level that numbers a row's repeats
 REDUCERS = ("majority", "mean")
@@ -79,6 +79,20 @@ def stability(frame: pd.DataFrame) -> pd.DataFrame:
 def _of(column: str, q: str) -> bool:
     """A probability spread of question `q`: `{q}__noul__std` or `{q}__p__{option}__std`."""
     return column in (f"{q}__noul__std",) or (column.startswith(f"{q}__p__"))
+
+
+def prepare(frame: pd.DataFrame, reduce: str | None) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """A frame to score and its rows' clusters: a repeats frame reduced (`reduce`), or pooled with
+    each (row, repeat) a row clustered by row; any other frame as it is (no clusters)."""
+    if REPEAT not in (frame.index.names or []):
+        if reduce is not None:
+            raise InvalidRequest("reduce", f"only for a repeats frame (index level {REPEAT!r}, from a result's "
+                                           "repeats_frame()); this frame has one answer per row")
+        return frame, None
+    if reduce is not None:
+        return reduce_repeats(frame, reduce), None
+    rows = frame.index.droplevel(REPEAT)
+    return frame, pd.factorize(rows)[0].astype(np.intp)
 
 
 def reduce_repeats(frame: pd.DataFrame, how: str) -> pd.DataFrame:

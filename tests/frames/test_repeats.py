@@ -13,6 +13,7 @@ import pytest
 
 import gwlab
 from gwlab.client.gateway import Gateway
+from gwlab.frames.labels import EvaluationWarning
 from gwlab.frames.repeats import stability
 from tests.support.gateways import RequestLog
 from tests.support.models import TEXT_MODEL
@@ -79,3 +80,68 @@ def test_a_result_without_repeats_says_how_to_get_them(gw: Gateway) -> None:
     with pytest.raises(gwlab.InvalidRequest, match="repeats=k") as info:
         out.repeats_frame()
     assert info.value.field == "repeats"
+
+
+def test_pooled_and_reduced_scores_of_a_deterministic_model_equal_its_plain_scores(gw: Gateway) -> None:
+    frame = tickets_frame().assign(label=["tech", "billing", "billing", "tech"])
+    out = frame.gw.decide("{ticket}", QUESTIONS, gateway=gw, repeats=3, checkpoint=None, progress=False)
+    plain = gwlab.evaluate(out, truth={"team": "label"}).metrics.loc["team"]
+    for reduce in (None, "mean", "majority"):
+        scored = gwlab.evaluate(out.repeats_frame(), truth={"team": "label"}, reduce=reduce).metrics.loc["team"]
+        assert scored["n"] == (12 if reduce is None else 4)
+        assert scored["accuracy"] == pytest.approx(plain["accuracy"])
+    with pytest.warns(EvaluationWarning, match=r"fewer than 10 rows.*\(n=12\)"):  # 4 rows, 12 answers
+        pooled = gwlab.evaluate(out.repeats_frame(), truth={"team": "label"}).metrics.loc["team"]
+    assert pooled["brier"] == pytest.approx(plain["brier"], abs=1e-9)
+
+
+def _long(answers: dict[str, list], k: int) -> pd.DataFrame:
+    rows = len(next(iter(answers.values()))) // k
+    index = pd.MultiIndex.from_arrays([np.repeat(np.arange(rows), k), np.tile(np.arange(k), rows)],
+                                      names=["id", "repeat"])
+    return pd.DataFrame(answers, index=index)
+
+
+def test_reduce_majority_scores_the_vote_and_mean_the_mean_probabilities() -> None:
+    # row 0: votes a, a, b (mean p(a) 0.5); row 1: b, b, b
+    long = _long({"team__choice": ["a", "a", "b", "b", "b", "b"],
+                  "team__p__a": [0.55, 0.55, 0.4, 0.1, 0.2, 0.3],
+                  "team__p__b": [0.45, 0.45, 0.6, 0.9, 0.8, 0.7],
+                  "label": ["b", "b", "b", "b", "b", "b"]}, k=3)
+    majority = gwlab.evaluate(long, truth={"team": "label"}, reduce="majority").metrics.loc["team"]
+    assert majority["accuracy"] == pytest.approx(0.5)  # row 0's vote is a
+    assert majority["brier"] == pytest.approx(((2 / 3) ** 2 * 2 + 0) / 2)  # vote shares as probabilities
+    mean = gwlab.evaluate(long, truth={"team": "label"}, reduce="mean").metrics.loc["team"]
+    assert mean["accuracy"] == pytest.approx(0.5)  # row 0: mean p(a) = p(b) = 0.5, the tie goes to a
+    assert mean["brier"] == pytest.approx((0.5 ** 2 * 2 + 0.2 ** 2 * 2) / 2)
+
+
+def test_reduce_on_a_frame_without_repeats_or_an_unknown_reducer_raises_naming_reduce() -> None:
+    long = _long({"urgent__noul": [0.2, 0.9], "label": [True, True]}, k=2)
+    with pytest.raises(gwlab.InvalidRequest, match="repeats frame") as info:
+        gwlab.evaluate(long.droplevel("repeat"), truth={"urgent": "label"}, reduce="mean")
+    assert info.value.field == "reduce"
+    with pytest.raises(gwlab.InvalidRequest, match="'majority', 'mean'") as info:
+        gwlab.evaluate(long, truth={"urgent": "label"}, reduce="median")
+    assert info.value.field == "reduce"
+
+
+def test_pooled_accuracy_interval_is_the_bootstrap_of_row_means_not_of_repeats() -> None:
+    """Equal repeats per row: pooled accuracy is the mean of per-row accuracies, so the cluster bootstrap
+    must match scipy's bootstrap of those row means (Monte Carlo on both sides: within 0.02)."""
+    from scipy import stats
+    rng = np.random.default_rng(7)
+    rows, k = 60, 4
+    hit = np.repeat(rng.uniform(size=rows), k) > rng.uniform(size=rows * k) * 0.6 + 0.2
+    long = _long({"urgent__noul": np.where(hit, 0.8, 0.2).tolist(), "label": [True] * rows * k}, k=k)
+    ev = gwlab.evaluate(long, truth={"urgent": "label"}, resamples=4000)
+    m = ev.metrics.loc["urgent"]
+    per_row = hit.reshape(rows, k).mean(axis=1)
+    ref = stats.bootstrap((per_row,), np.mean, n_resamples=4000, method="percentile", random_state=1)
+    assert m["accuracy"] == pytest.approx(per_row.mean())
+    assert m["accuracy_low"] == pytest.approx(ref.confidence_interval.low, abs=0.02)
+    assert m["accuracy_high"] == pytest.approx(ref.confidence_interval.high, abs=0.02)
+    assert "cluster bootstrap" in ev.methods["accuracy"]
+    naive = gwlab.evaluate(long.droplevel("repeat").reset_index(drop=True), truth={"urgent": "label"})
+    width = m["accuracy_high"] - m["accuracy_low"]
+    assert width > naive.metrics.loc["urgent", "accuracy_high"] - naive.metrics.loc["urgent", "accuracy_low"]
