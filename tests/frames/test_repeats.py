@@ -145,3 +145,45 @@ def test_pooled_accuracy_interval_is_the_bootstrap_of_row_means_not_of_repeats()
     naive = gwlab.evaluate(long.droplevel("repeat").reset_index(drop=True), truth={"urgent": "label"})
     width = m["accuracy_high"] - m["accuracy_low"]
     assert width > naive.metrics.loc["urgent", "accuracy_high"] - naive.metrics.loc["urgent", "accuracy_low"]
+
+
+def _sides(rows: int, k: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, np.ndarray, np.ndarray]:
+    """Two sampled models' repeats of one yes/no question (truth: all yes), and who was right per repeat."""
+    rng = np.random.default_rng(seed)
+    skill = rng.uniform(0.3, 0.9, rows)
+    right_a = rng.uniform(size=(rows, k)) < skill[:, None]
+    right_b = rng.uniform(size=(rows, k)) < np.clip(skill + 0.1, 0, 1)[:, None]
+    a = _long({"urgent__noul": np.where(right_a, 0.7, 0.3).ravel()}, k)
+    b = _long({"urgent__noul": np.where(right_b, 0.7, 0.3).ravel()}, k)
+    return a, b, pd.Series(True, index=pd.RangeIndex(rows, name="id")), right_a, right_b
+
+
+def test_compare_pools_two_repeats_frames_with_a_paired_cluster_bootstrap() -> None:
+    """Equal repeats per row: the pooled accuracy difference is the mean of per-row differences, so its
+    interval must match scipy's bootstrap of those (Monte Carlo both sides: within 0.02)."""
+    from scipy import stats
+    a, b, truth, right_a, right_b = _sides(rows=50, k=4, seed=11)
+    row = gwlab.compare(a, b, truth={"urgent": truth}, resamples=4000).table.loc[("urgent", "accuracy")]
+    per_row = right_b.mean(axis=1) - right_a.mean(axis=1)
+    ref = stats.bootstrap((per_row,), np.mean, n_resamples=4000, method="percentile", random_state=1)
+    assert row["n"] == 200 and row["diff"] == pytest.approx(per_row.mean())
+    assert row["diff_low"] == pytest.approx(ref.confidence_interval.low, abs=0.02)
+    assert row["diff_high"] == pytest.approx(ref.confidence_interval.high, abs=0.02)
+    assert "cluster" in row["method"]
+
+
+def test_compare_reduces_each_side_to_its_majority_before_pairing() -> None:
+    a, b, truth, right_a, right_b = _sides(rows=30, k=3, seed=12)
+    table = gwlab.compare(a, b, truth={"urgent": truth}, reduce="majority").table
+    row = table.loc[("urgent", "accuracy")]
+    assert row["n"] == 30
+    assert row["a"] == pytest.approx((right_a.sum(axis=1) >= 2).mean())  # 3 votes: 2 make the majority
+    assert row["b"] == pytest.approx((right_b.sum(axis=1) >= 2).mean())
+    assert row["method"].startswith("McNemar")
+
+
+def test_compare_of_a_repeats_frame_with_a_plain_one_asks_for_reduce() -> None:
+    a, b, truth, _, _ = _sides(rows=5, k=2, seed=13)
+    with pytest.raises(gwlab.InvalidRequest, match="reduce=") as info:
+        gwlab.compare(a, b.groupby(level="id").first(), truth={"urgent": truth})
+    assert info.value.field == "reduce"
