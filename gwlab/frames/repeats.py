@@ -107,7 +107,8 @@ def reduce_repeats(frame: pd.DataFrame, how: str) -> pd.DataFrame:
                                        "repeats_frame()")
     keys = [n for n in frame.index.names if n != REPEAT]
     groups = frame.groupby(level=keys if len(keys) > 1 else keys[0], sort=False)
-    numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c]) and not str(c).startswith("__")]
+    numeric = [c for c in frame.columns  # the answers' numbers; the input columns (labels) are the row's
+               if "__" in str(c) and not str(c).startswith("__") and pd.api.types.is_numeric_dtype(frame[c])]
     out = groups.first()
     out[numeric] = groups[numeric].mean()
     for q, kind in _questions(frame):

@@ -187,3 +187,12 @@ def test_compare_of_a_repeats_frame_with_a_plain_one_asks_for_reduce() -> None:
     with pytest.raises(gwlab.InvalidRequest, match="reduce=") as info:
         gwlab.compare(a, b.groupby(level="id").first(), truth={"urgent": truth})
     assert info.value.field == "reduce"
+
+
+def test_reducing_averages_the_answers_and_keeps_the_input_columns_as_they_were() -> None:
+    from gwlab.frames.repeats import reduce_repeats
+    long = _long({"urgent__noul": [0.2, 0.9, 0.6, 0.7], "label": [True, True, False, False]}, k=2)
+    out = reduce_repeats(long, "mean")
+    assert out["label"].dtype == bool and list(out["label"]) == [True, False]
+    assert out["urgent__noul"].tolist() == pytest.approx([0.55, 0.65])
+    assert reduce_repeats(long, "majority")["urgent__noul"].tolist() == pytest.approx([0.5, 1.0])  # vote shares
