@@ -4,13 +4,15 @@
 resumed run reads every repeat back and sends none of them again. The run's result keeps one row per
 input row (mean probabilities, `__std`, `__repeats`) and adds `{q}__agreement`: the share of the row's
 answered repeats that gave its most common answer (a yes/no answer read at 0.5, a text answer up to case
-and surrounding spaces), NaN below two answered repeats. `BatchFrame.repeats_frame()` is the long form,
+and spacing, a JSON text by its content), NaN below two answered repeats. `BatchFrame.repeats_frame()` is the long form,
 one row per (row, repeat) with that repeat's own answers; `stability` sums agreement up per question,
 and `reduce_repeats` turns the long form back into one row per row, as `evaluate` and `compare` do with
 ``reduce=``.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pandas as pd
@@ -34,9 +36,22 @@ def decisions(column: str, values: np.ndarray) -> np.ndarray:
     if column.endswith("__noul"):
         return np.where(np.isnan(values), np.nan, values >= 0.5)
     if values.dtype == object:
-        return np.array([v.strip().casefold() if isinstance(v, str) else v for v in values.ravel()],
-                        dtype=object).reshape(values.shape)
+        return np.array([_folded(v) for v in values.ravel()], dtype=object).reshape(values.shape)
     return values
+
+
+def _folded(value: object) -> object:
+    """A text answer as compared across repeats: up to case and spacing, and a JSON answer (a schema-
+    constrained choice) by its content, so `{"team": "x"}` and `{ "team":"x" }` agree."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text[:1] in ("{", "["):
+        try:
+            return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":")).casefold()
+        except ValueError:
+            pass
+    return " ".join(text.split()).casefold()
 
 
 def agreement(column: str, values: np.ndarray, done: np.ndarray) -> np.ndarray:

@@ -3,6 +3,7 @@ without paying twice; and the repeats scored pooled or reduced."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,25 +28,34 @@ def gw(gateway) -> Iterator[Gateway]:
     client.close()
 
 
-def _modal_share(answers: pd.Series) -> float:
-    folded = [a.strip().casefold() for a in answers]
-    return Counter(folded).most_common(1)[0][1] / len(folded)
+YES_NO = {"type": "json_schema", "json_schema": {"name": "yes_no", "strict": True, "schema": {
+    "type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+    "required": ["answer"], "additionalProperties": False}}}
 
 
-def test_every_repeat_of_a_sampled_text_model_is_a_row_and_its_agreement_is_the_modal_share(gw: Gateway) -> None:
-    frame = pd.DataFrame({"q": ["Is the sky green? Answer yes or no.", "Is fire hot? Answer yes or no."]},
-                         index=pd.Index(["sky", "fire"], name="item"))
-    out = frame.gw.chat("{q}", model=TEXT_MODEL, gateway=gw, repeats=3, max_tokens=3, params={"temperature": 1.5},
-                        checkpoint=None, progress=False)
+def _modal_share(texts: pd.Series) -> float:
+    """Read independently of gwlab: each repeat's choice parsed from its JSON, the most common one's share."""
+    choices = [json.loads(t)["answer"] for t in texts]
+    return Counter(choices).most_common(1)[0][1] / len(choices)
+
+
+def test_every_repeat_of_a_sampled_text_model_is_a_row_and_its_agreement_is_the_share_of_the_modal_choice(
+        gw: Gateway) -> None:
+    """A choice-like answer (a JSON-schema enum) sampled at temperature 1.5: the local model writes the same
+    choice with different spacing, which must count as agreeing."""
+    frame = pd.DataFrame({"q": ["Is the sky green?", "Is fire hot?", "Is water wet?"]},
+                         index=pd.Index(["sky", "fire", "water"], name="item"))
+    out = frame.gw.chat("{q}", model=TEXT_MODEL, gateway=gw, repeats=4, max_tokens=24,
+                        params={"temperature": 1.5, "response_format": YES_NO}, checkpoint=None, progress=False)
     long = out.repeats_frame()
-    assert long.index.names == ["item", "repeat"] and len(long) == 6
-    assert list(long.index.get_level_values("repeat")) == [0, 1, 2, 0, 1, 2]
-    assert list(long["q"]) == list(frame["q"].repeat(3))  # the input columns join each repeat
-    assert set(long["__status"]) == {"sent"} and long["__request_id"].nunique() == 6
+    assert long.index.names == ["item", "repeat"] and len(long) == 12
+    assert list(long.index.get_level_values("repeat")) == [0, 1, 2, 3] * 3
+    assert list(long["q"]) == list(frame["q"].repeat(4))  # the input columns join each repeat
+    assert set(long["__status"]) == {"sent"} and long["__request_id"].nunique() == 12
     for item in frame.index:
         assert out.loc[item, "text__agreement"] == pytest.approx(_modal_share(long.loc[item, "text"]))
     table = stability(out)
-    assert table.loc["text", "rows"] == 2
+    assert table.loc["text", "rows"] == 3
     assert table.loc["text", "changed"] == pytest.approx(float((out["text__agreement"] < 1).mean()))
     assert np.isnan(table.loc["text", "p_std"])  # text has no probabilities
 
