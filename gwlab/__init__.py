@@ -45,6 +45,7 @@ from gwlab.frames.budget import Budget
 from gwlab.frames.compare import compare
 from gwlab.frames.evaluate import evaluate
 from gwlab.frames.records import run_answers, runs
+from gwlab.frames.repeats import stability
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.messages import Message
@@ -92,6 +93,7 @@ __all__ = [
     "label_calls",
     "run_answers",
     "runs",
+    "stability",
 ]
 
 for _name in __all__:

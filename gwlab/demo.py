@@ -5,9 +5,11 @@ It starts the embedded gateway once, executes `notebooks/02-decisions-at-scale.i
 `GWLAB_BASE_URL` and `GWLAB_API_KEY` in the kernels' environment only: no key is written anywhere),
 and writes to `out/` (or `$GWLAB_OUT`): the executed notebooks, `report.html` (both notebooks as one
 page, titled, opening with the headline table), the figures of the cells tagged `plot:<name>` as
-`<name>.png`, and `headline.json`. Then it prints the headline figures: rows, accuracy, ECE before and
-after recalibration, tokens and elapsed time. The notebooks compute those figures themselves, in a cell
-tagged `headline` that displays them as JSON, so the numbers printed here are the ones the notebooks show.
+`<name>.png`, and `headline.json`. Then it prints the headline figures: rows, accuracy with its interval,
+ECE before and after recalibration, the text model against the decision model as a paired comparison
+(`gwlab.compare`: difference, interval, test, verdict), tokens and elapsed time. The notebooks compute
+those figures themselves, in a cell tagged `headline` that displays them as JSON, so the numbers printed
+here are the ones the notebooks show.
 
 The kernels talk to this process over IPC sockets, not TCP: loopback TCP without CurveZMQ keys makes
 each kernel log a warning about plain-text transport, and an IPC socket is a file only this user can
@@ -111,17 +113,38 @@ def headline_rows(results: Mapping[str, Mapping[str, Any]], elapsed: float | Non
     accuracy, before = evaluation.get("accuracy", {}), evaluation.get("ece_before", {})
     after_t, after_i = evaluation.get("ece_after_temperature", {}), evaluation.get("ece_after_isotonic", {})
     for question, value in accuracy.items():
-        rows.append((f"{question}: accuracy", f"{value:.3f}"))
+        rows.append((f"{question}: accuracy{_level(evaluation)}", _with_interval(value, evaluation, question)))
         if question in before:
             rows.append((f"{question}: ECE before -> temperature / isotonic (held-out half)",
                          f"{before[question]:.3f} -> {_number(after_t.get(question))} / "
                          f"{_number(after_i.get(question))}"))
+    paired = evaluation.get("text_model_vs_decisions")
+    if paired:
+        rows.append((f"text model vs decisions, team accuracy on {paired['rows']} rows", _paired(paired)))
     tokens_in = sum(int(r.get("input_tokens", 0)) for r in results.values())
     tokens_out = sum(int(r.get("output_tokens", 0)) for r in results.values())
     rows.append(("tokens", f"{tokens_in} in, {tokens_out} out"))
     if elapsed is not None:
         rows.append(("elapsed", f"{elapsed:.1f} s"))
     return rows
+
+
+def _level(evaluation: Mapping[str, Any]) -> str:
+    level = evaluation.get("interval_level")
+    return f" [{level:.0%} interval]" if isinstance(level, int | float) and evaluation.get("accuracy_interval") else ""
+
+
+def _with_interval(value: float, evaluation: Mapping[str, Any], question: str) -> str:
+    """`0.728 [0.676, 0.775]`, or the value alone when the notebook gave no interval."""
+    interval = evaluation.get("accuracy_interval", {}).get(question)
+    return f"{value:.3f}" if not interval else f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def _paired(paired: Mapping[str, Any]) -> str:
+    """The paired comparison in one line: both accuracies, the difference with its interval, the test."""
+    low, high = paired["diff_interval"]
+    return (f"{paired['text_model']:.3f} vs {paired['decisions']:.3f}, difference {paired['diff']:+.3f} "
+            f"[{low:+.3f}, {high:+.3f}], McNemar p {paired['p_value']:.3g}")
 
 
 def _number(value: Any) -> str:
@@ -196,17 +219,21 @@ def summary(results: Mapping[str, dict[str, Any]], elapsed: float) -> str:
     after_t = evaluation.get("ece_after_temperature", {})
     after_i = evaluation.get("ece_after_isotonic", {})
     if accuracy:
-        lines.append(f"  {'question':10} {'accuracy':>8}   ECE before -> temperature / isotonic (held-out half)")
+        lines.append(f"  {'question':10} {'accuracy' + _level(evaluation):>30}   "
+                     "ECE before -> temperature / isotonic (held-out half)")
         for question, value in accuracy.items():
-            lines.append(f"  {question:10} {value:8.3f}   {before.get(question, float('nan')):.3f} -> "
+            lines.append(f"  {question:10} {_with_interval(value, evaluation, question):>30}   "
+                         f"{before.get(question, float('nan')):.3f} -> "
                          f"{after_t.get(question, float('nan')):.3f} / {after_i.get(question, float('nan')):.3f}")
     for key, rule in (("urgent_threshold_cost_4to1", "cost 4:1"), ("urgent_threshold_best_f1", "best F1")):
         threshold = evaluation.get(key)
         if threshold:
             lines.append(f"  urgent at P >= {threshold['threshold']:.2f} ({rule}): recall {threshold['recall']:.2f}, "
                          f"precision {threshold['precision']:.2f}, escalating {threshold['escalated']:.0%}")
-    if "chat_agreement_kappa" in evaluation:
-        lines.append(f"  text model vs decisions on 20 rows: kappa {evaluation['chat_agreement_kappa']:.3f}")
+    paired = evaluation.get("text_model_vs_decisions")
+    if paired:  # a paired comparison (gwlab.compare) on the same rows, A = text model, B = decisions
+        lines.append(f"  text model (A) vs decisions (B), team on {paired['rows']} rows: {_paired(paired)}")
+        lines.append(f"    verdict: {paired['verdict']}")
     if scale:
         lines.append(f"  02: {scale.get('requests')} decision requests, {scale.get('input_tokens')} input tokens; "
                      f"the re-run cost {scale.get('tokens_on_rerun')} tokens (checkpoint)")

@@ -27,6 +27,12 @@ RESULTS: dict[str, dict[str, Any]] = {
                                       "ece_before": {"urgent": 0.239, "team": 0.323},
                                       "ece_after_temperature": {"urgent": 0.234, "team": 0.068},
                                       "ece_after_isotonic": {"urgent": 0.031, "team": 0.058},
+                                      "accuracy_interval": {"urgent": [0.676, 0.775], "team": [0.696, 0.793]},
+                                      "interval_level": 0.95,
+                                      "text_model_vs_decisions": {
+                                          "rows": 20, "text_model": 0.2, "decisions": 0.75, "diff": 0.55,
+                                          "diff_interval": [0.3, 0.8], "p_value": 0.00195,
+                                          "verdict": "team: B is more accurate (...)"},
                                       "input_tokens": 2000, "output_tokens": 150},
 }
 
@@ -55,7 +61,8 @@ def test_the_headless_kernel_logs_no_transport_or_orphan_warning(tmp_path: Path)
 
 def test_the_headline_rows_hold_rows_accuracy_ece_before_and_after_tokens_and_elapsed() -> None:
     rows = dict(demo.headline_rows(RESULTS, 12.5))
-    assert rows["rows (support messages)"] == "312" and rows["urgent: accuracy"] == "0.728"
+    assert rows["rows (support messages)"] == "312"
+    assert rows["urgent: accuracy [95% interval]"] == "0.728 [0.676, 0.775]"
     assert rows["urgent: ECE before -> temperature / isotonic (held-out half)"] == "0.239 -> 0.234 / 0.031"
     assert rows["tokens"] == "3000 in, 150 out" and rows["elapsed"] == "12.5 s"
     assert demo.summary(RESULTS, 12.5).splitlines()[-1] == "tokens: 3000 in, 150 out; elapsed 12.5 s"
@@ -80,3 +87,14 @@ def test_the_readme_names_two_commands_and_what_report_html_holds() -> None:
     assert [line.split("#")[0].strip() for line in block.strip().splitlines()] == ["make demo", "make test"]
     assert "under a minute" not in section
     assert "`report.html` (both notebooks on one titled page that opens with the headline" in readme.replace("\n", " ")
+
+
+def test_the_headline_shows_the_text_model_against_decisions_as_a_paired_comparison_not_a_kappa() -> None:
+    row = dict(demo.headline_rows(RESULTS))["text model vs decisions, team accuracy on 20 rows"]
+    assert row == "0.200 vs 0.750, difference +0.550 [+0.300, +0.800], McNemar p 0.00195"
+    text = demo.summary(RESULTS, 12.5)
+    assert "kappa" not in text
+    assert any(line.split()[:2] == ["urgent", "0.728"] and line.endswith("[0.676, 0.775]   0.239 -> 0.234 / 0.031")
+               for line in text.splitlines())
+    assert "text model (A) vs decisions (B), team on 20 rows: 0.200 vs 0.750" in text
+    assert "verdict: team: B is more accurate" in text

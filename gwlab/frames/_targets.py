@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames.labels import LabelMatch, class_name, match_labels, natural
+from gwlab.frames.labels import LabelMatch, class_name, distinct, match_labels, natural
 
 ProbSpec = str | Sequence[str] | Mapping[str, str]
 
@@ -150,7 +150,7 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
     if pred is not None:
         keep = keep & _column(frame, pred, "pred").notna().to_numpy()
     n_missing = int((~keep).sum())
-    match = match_labels(question, list(labels[keep]), kind, classes,
+    match = match_labels(question, labels[keep].to_numpy(), kind, classes,
                          _levels(spec) if kind == "score" else None,
                          open_classes=proba_frame is None and spec is None and kind != "noul",
                          levels_from=levels_from.get(question) if isinstance(levels_from, Mapping) else levels_from)
@@ -167,8 +167,8 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
         proba = np.divide(proba, sums, out=np.full_like(proba, 1.0 / proba.shape[1]), where=sums > 0)
     if pred is not None:
         position = {c: i for i, c in enumerate(classes)}
-        predicted = [position.get(class_name(v, kind), -1) for v in frame[pred][keep]]
-        pred_index = np.array(predicted, dtype=np.int64)
+        values, codes = distinct(frame[pred][keep].to_numpy())
+        pred_index = np.array([position.get(class_name(v, kind), -1) for v in values], dtype=np.int64)[codes]
     else:
         assert proba is not None
         pred_index = proba.argmax(axis=1) if len(proba) else np.zeros(0, dtype=np.int64)
@@ -182,7 +182,7 @@ def _predicted_classes(predictions: pd.Series, kind: str, options: list[str] | N
         return ["false", "true"]
     if options is not None:
         return options
-    return sorted({class_name(v, kind) for v in predictions.dropna()}, key=natural)
+    return sorted({class_name(v, kind) for v in distinct(predictions.dropna().to_numpy())[0]}, key=natural)
 
 
 def _options(spec: Any, kind: str) -> list[str] | None:

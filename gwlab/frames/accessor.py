@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
 
+import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, operators, recipes, records
+from gwlab.frames import _client, operators, recipes, records, repeats
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.checkpoint import AnswerStore, open_for_run
 from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
@@ -117,7 +118,10 @@ _RUN_OPTIONS_DOC = """
         Send every row again (and overwrite the checkpoint).
     repeats : int, default 1
         Ask each request `repeats` times; numeric answers are averaged and their spread reported
-        in ``{column}__std`` columns, with ``__repeats`` counting the asks that succeeded.
+        in ``{column}__std`` columns, with ``__repeats`` counting the asks that succeeded, and
+        ``{q}__agreement`` (``text__agreement`` for text) the share of a row's repeats that gave its
+        most common answer. Every repeat's own answer: ``result.repeats_frame()``, one row per (row,
+        repeat); ``gwlab.stability(result)`` per question (see gwlab/frames/repeats.py).
     blank : {"fail", "send"}, default "fail"
         A row whose template reads an empty or whitespace-only value fails, as one reading NaN does
         (a model asked about nothing invents an answer); "send" sends such rows. A text that is
@@ -781,7 +785,8 @@ class GatewayAccessor:
         answers = result.frame(self._frame.index)
         if convert is not None:
             answers = convert(answers)
-        return BatchFrame.wrap(self._wrap(answers, config), result.summary)
+        long = self._wrap_repeats(result.repeats_frame(self._frame.index), config) if config.repeats > 1 else None
+        return BatchFrame.wrap(self._wrap(answers, config), result.summary, long)
 
     def _labels(self, positions: Any) -> list[Any]:
         """Index labels of row positions, as JSON-safe values (they go into `.attrs`)."""
@@ -796,10 +801,21 @@ class GatewayAccessor:
         names = [*family.columns, *META_COLUMNS]
         if config.repeats > 1:
             names += [f"{c}__std" for c in family.spread] + ["__repeats"]
+            names += [f"{repeats.stem(c)}__agreement" for c in family.decided]
         clash = [f"{prefix}{c}" for c in names if f"{prefix}{c}" in self._frame.columns]
         if clash:
             raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' "
                                            "or join=False")
+
+    def _wrap_repeats(self, long: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
+        """The long repeats frame, named and joined as the run's result is."""
+        if config.prefix:
+            long.columns = [f"{config.prefix}{c}" for c in long.columns]
+        if not config.join:
+            return long
+        inputs = self._frame.iloc[np.repeat(np.arange(len(self._frame)), config.repeats)]
+        inputs.index = long.index
+        return pd.concat([inputs, long], axis=1)
 
     def _wrap(self, answers: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
         if config.prefix:

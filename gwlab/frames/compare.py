@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import evidence, intervals
+from gwlab.frames import evidence, intervals, repeats
 from gwlab.frames._targets import Target, resolve
 from gwlab.frames.labels import EvaluationWarning
 from gwlab.frames.records import run_answers
@@ -52,7 +52,7 @@ class Comparison:
 
 def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any, *, level: float = 0.95,
             questions: Mapping[str, Any] | None = None, bins: int = 10, resamples: int = intervals.RESAMPLES,
-            seed: int = intervals.SEED) -> Comparison:
+            seed: int = intervals.SEED, reduce: str | None = None) -> Comparison:
     """Compare two sets of answers to the same rows (two models, prompts, gateways, a run and its baseline).
 
     Parameters
@@ -74,6 +74,10 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
         The questions as given to ``decide``, so labels are read as `gwlab.evaluate` reads them.
     bins, resamples, seed : int
         ECE bins; bootstrap resamples (1,000) and their seed (0).
+    reduce : {None, "majority", "mean"}
+        For two repeats frames (``result.repeats_frame()``): None pairs them by (row, repeat) and
+        resamples rows with all their repeats (a paired cluster bootstrap, also for accuracy's p-value);
+        "majority" or "mean" reduces each side to one answer per row first, as in `gwlab.evaluate`.
 
     Returns
     -------
@@ -86,7 +90,11 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
     >>> gwlab.compare(run_a, run_b, truth=labels["urgent"]).verdict          # doctest: +SKIP
     """
     level = intervals.check_level(level)
-    a_frame, b_frame = _frame(_answers_of(a), "a"), _frame(_answers_of(b), "b")
+    (a_frame, pooled_a), (b_frame, pooled_b) = (repeats.prepare(_frame(_answers_of(side), name), reduce)
+                                                for side, name in ((a, "a"), (b, "b")))
+    if (pooled_a is None) != (pooled_b is None):
+        raise InvalidRequest("reduce", "one side is a repeats frame and the other is not: pass reduce= "
+                                       "('majority' or 'mean') to compare one answer per row")
     labels = _labels(truth, a_frame, b_frame)
     common = a_frame.index[a_frame.index.isin(b_frame.index)]
     only_a, only_b = a_frame.index.difference(b_frame.index), b_frame.index.difference(a_frame.index)
@@ -96,7 +104,9 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
     pairs = [_paired(*(_target(side.loc[common], label, q, questions, name)
                        for side, name in ((a_frame, "a"), (b_frame, "b"))))
              for q, label in labels.items()]
-    table = pd.DataFrame(_rows(pairs, len(common), level, bins, resamples, seed)).set_index(["question", "metric"])
+    clusters = None if pooled_a is None else pd.factorize(common.droplevel(repeats.REPEAT))[0].astype(np.intp)
+    table = pd.DataFrame(_rows(pairs, len(common), level, bins, resamples, seed, clusters)
+                         ).set_index(["question", "metric"])
     table["p_adjusted"] = table.groupby(level="metric", sort=False)["p_value"].transform(
         lambda p: pd.Series(intervals.holm(p.to_numpy()), index=p.index))
     table = table[["n", "a", "b", "diff", "diff_low", "diff_high", "p_value", "p_adjusted", "method"]]
@@ -159,7 +169,10 @@ def _labels(truth: Any, a: pd.DataFrame, b: pd.DataFrame) -> dict[str, pd.Series
 
 def _target(side: pd.DataFrame, label: pd.Series, q: str, questions: Any, name: str) -> Target:
     """One side's question, read as `gwlab.evaluate` reads it (probabilities when it has them)."""
-    frame = side.assign(**{_TRUTH: label.reindex(side.index)})
+    rows = side.index  # a repeats frame's rows take the label of their row id
+    if repeats.REPEAT in (rows.names or []) and repeats.REPEAT not in (label.index.names or []):
+        rows = rows.droplevel(repeats.REPEAT)
+    frame = side.assign(**{_TRUTH: label.reindex(rows).to_numpy()})
     has_prob = f"{q}__noul" in side.columns or any(str(c).startswith(f"{q}__p__") for c in side.columns)
     pred = next((f"{q}__{kind}" for kind in ("choice", "score") if f"{q}__{kind}" in side.columns), None)
     if not has_prob and pred is None:
@@ -187,42 +200,57 @@ def _keep(t: Target, positions: np.ndarray) -> Target:
 
 
 def _rows(pairs: list[tuple[Target, Target]], n_rows: int, level: float, bins: int, resamples: int,
-          seed: int) -> list[dict[str, Any]]:
-    """Every question's rows of the table; one set of row resamples shared by all questions and both sides."""
+          seed: int, clusters: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """Every question's rows of the table; one set of row resamples shared by all questions and both sides.
+
+    With `clusters` (repeats pooled: each (row, repeat) a row, clustered by row) the resamples draw
+    rows with all their repeats, and the confusion counts are one-hot columns summed with those weights.
+    """
     sums = [(evidence.target_sums(ta, bins), evidence.target_sums(tb, bins)) for ta, tb in pairs]
-    widths = np.cumsum([0, *(s.columns.shape[1] for pair in sums for s in pair)])
+    blocks = [s.columns if clusters is None else np.hstack([s.columns, np.eye(s.n_cells)[s.cells]])
+              for pair in sums for s in pair]
+    widths = np.cumsum([0, *(b.shape[1] for b in blocks)])
     columns = np.zeros((n_rows, widths[-1]))
-    for i, ((ta, _), pair) in enumerate(zip(pairs, sums, strict=True)):
-        for j, s in enumerate(pair):
-            columns[ta.positions, widths[2 * i + j]:widths[2 * i + j + 1]] = s.columns
-    resampled = intervals.bootstrap_sums(columns, resamples, seed)
+    for i, (ta, _) in enumerate(pairs):
+        for j in range(2):
+            columns[ta.positions, widths[2 * i + j]:widths[2 * i + j + 1]] = blocks[2 * i + j]
+    resampled = intervals.bootstrap_sums(columns, resamples, seed, clusters)
     rows = []
     for i, ((ta, tb), (sa, sb)) in enumerate(zip(pairs, sums, strict=True)):
-        parts = (resampled[:, widths[2 * i]:widths[2 * i + 1]], resampled[:, widths[2 * i + 1]:widths[2 * i + 2]])
-        rows += _question_rows(ta, tb, sa, sb, parts, level, resamples, seed)
+        parts = [resampled[:, widths[2 * i + j]:widths[2 * i + j + 1]] for j in range(2)]
+        if clusters is None:
+            counts = intervals.bootstrap_counts([sa, sb], resamples, seed)
+        else:
+            width = (sa.columns.shape[1], sb.columns.shape[1])
+            counts = [part[:, w:] for part, w in zip(parts, width, strict=True)]
+            parts = [part[:, :w] for part, w in zip(parts, width, strict=True)]
+        rows += _question_rows(ta, tb, (sa, sb), (parts[0], parts[1]), (counts[0], counts[1]), level,
+                               clustered=clusters is not None)
     return rows
 
 
-def _question_rows(ta: Target, tb: Target, sa: intervals.RowSums, sb: intervals.RowSums,
-                   resampled: tuple[np.ndarray, np.ndarray], level: float, resamples: int,
-                   seed: int) -> list[dict[str, Any]]:
+def _question_rows(ta: Target, tb: Target, sums: tuple[intervals.RowSums, intervals.RowSums],
+                   resampled: tuple[np.ndarray, np.ndarray], counts: tuple[np.ndarray, np.ndarray], level: float,
+                   clustered: bool = False) -> list[dict[str, Any]]:
     """One row per metric both sides have: values, paired bootstrap interval of B - A, p-value."""
+    sa, sb = sums
     point_a, point_b = sa.point(), sb.point()
-    counts_a, counts_b = intervals.bootstrap_counts([sa, sb], resamples, seed)
-    boot_a, boot_b = sa.metrics(counts_a, resampled[0]), sb.metrics(counts_b, resampled[1])
+    boot_a, boot_b = sa.metrics(counts[0], resampled[0]), sb.metrics(counts[1], resampled[1])
     right_a, right_b = ta.y == ta.pred, tb.y == tb.pred
     rows = []
     for m in evidence.METRICS:
         if m not in point_a or m not in point_b:
             continue
         diff = float(point_b[m] - point_a[m])
-        resampled = boot_b[m] - boot_a[m]
-        low, high = intervals.percentile(resampled, level)
-        if m == "accuracy":
+        resampled_diff = boot_b[m] - boot_a[m]
+        low, high = intervals.percentile(resampled_diff, level)
+        if clustered:  # McNemar counts each repeat as an independent pair; the rows are the units
+            p, method = _bootstrap_p(resampled_diff, diff), "paired cluster bootstrap (repeats pooled)"
+        elif m == "accuracy":
             p = intervals.mcnemar_exact(int(np.sum(right_a & ~right_b)), int(np.sum(~right_a & right_b)))
             method = "McNemar exact; paired bootstrap interval"
         else:
-            p = _bootstrap_p(resampled, diff)
+            p = _bootstrap_p(resampled_diff, diff)
             method = "paired bootstrap"
         rows.append({"question": ta.question, "metric": m, "n": len(ta.y), "a": point_a[m],
                      "b": point_b[m], "diff": diff, "diff_low": low, "diff_high": high, "p_value": p,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import evidence, intervals, metrics
+from gwlab.frames import evidence, intervals, metrics, repeats
 from gwlab.frames._targets import Target, resolve
 from gwlab.frames.calibration import Recalibration, recalibrate
 from gwlab.frames.labels import EvaluationWarning, LabelMatch
@@ -118,7 +118,7 @@ _SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": 
 
 def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
              questions: Mapping[str, Any] | None = None, levels_from: int | Mapping[str, int] | None = None,
-             by: str | Sequence[str] | None = None, level: float = 0.95,
+             by: str | Sequence[str] | None = None, level: float = 0.95, reduce: str | None = None,
              **settings: Unpack[EvaluationSettings]) -> Evaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
 
@@ -153,6 +153,11 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     level : float
         Confidence level of every metric's interval (``{metric}_low``, ``{metric}_high``): Wilson for
         accuracy, a percentile bootstrap over rows for the others (``methods`` names them).
+    reduce : {None, "majority", "mean"}
+        For a repeats frame (``result.repeats_frame()``, index level ``repeat``): None pools the repeats,
+        every (row, repeat) a row and every interval a cluster bootstrap over rows (a row's repeats drawn
+        together); "majority" scores each row's most common answer (its vote shares as probabilities),
+        "mean" its mean probabilities. See docs/evaluation.md, "Repeats".
     resamples, seed : int
         Bootstrap resamples and their seed (defaults 1,000 and 0: the same call gives the same interval).
 
@@ -187,6 +192,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
     bins, steps, resamples, seed = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
+    frame, clusters = repeats.prepare(frame, reduce)
     targets = resolve(frame, truth, prob, pred, questions, levels_from)
     rows, confusion, reliability, thresholds, coverage = [], {}, {}, {}, {}
     for t in targets:
@@ -221,7 +227,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     # intervals (frames/evidence.py): added columns, the point estimates above unchanged
     level = intervals.check_level(level)
     table = table.join(evidence.interval_columns(targets, len(frame), level=level, bins=bins,
-                                                 resamples=resamples, seed=seed))
+                                                 resamples=resamples, seed=seed, clusters=clusters))
     reliability = {q: evidence.reliability_intervals(r, level) for q, r in reliability.items()}
     whole = table
     if by is not None:
@@ -241,7 +247,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     return Evaluation(table, _grouped(whole, "type"), _grouped(whole, "options"), confusion, reliability,
                       thresholds, coverage, bins, {t.question: t for t in targets},
                       {t.question: t.match for t in targets if t.match is not None}, source, level,
-                      evidence.methods(resamples, seed))
+                      evidence.methods(resamples, seed, clustered=clusters is not None))
 
 
 def _sliced(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any, pred: Any,

@@ -19,8 +19,11 @@ from gwlab.frames.labels import EvaluationWarning
 METRICS = ("accuracy", "macro_f1", "kappa", "brier", "log_loss", "ece", "mae")
 
 
-def methods(resamples: int, seed: int) -> dict[str, str]:
+def methods(resamples: int, seed: int, clustered: bool = False) -> dict[str, str]:
     """How each metric's interval is computed, as the evaluation states it."""
+    if clustered:  # repeats pooled: Wilson would count each repeat as a new row
+        return dict.fromkeys(METRICS, f"cluster bootstrap over rows, their repeats drawn together ({resamples} "
+                                      f"resamples, seed {seed})")
     boot = f"percentile bootstrap over rows ({resamples} resamples, seed {seed})"
     return {m: "Wilson score" if m == "accuracy" else boot for m in METRICS}
 
@@ -36,24 +39,38 @@ def target_sums(t: Target, bins: int) -> intervals.RowSums:
 
 
 def interval_columns(targets: Sequence[Target], n_rows: int, *, level: float, bins: int, resamples: int,
-                     seed: int) -> pd.DataFrame:
-    """Per question: `{m}_low`/`{m}_high` for every metric and `small`; one shared set of resamples."""
+                     seed: int, clusters: np.ndarray | None = None) -> pd.DataFrame:
+    """Per question: `{m}_low`/`{m}_high` for every metric and `small`; one shared set of resamples.
+
+    With `clusters` (each frame row's cluster: the repeats of one row) every interval is a cluster
+    bootstrap, the confusion counts included (as one-hot columns summed with the cluster weights).
+    """
     sums = [target_sums(t, bins) for t in targets]
-    widths = np.cumsum([0, *(s.columns.shape[1] for s in sums)])
+    cells = [s.n_cells if clusters is not None else 0 for s in sums]
+    widths = np.cumsum([0, *(s.columns.shape[1] + c for s, c in zip(sums, cells, strict=True))])
     columns = np.zeros((n_rows, widths[-1]))
-    for t, s, start in zip(targets, sums, widths, strict=False):
-        columns[t.positions, start:start + s.columns.shape[1]] = s.columns
-    resampled = intervals.bootstrap_sums(columns, resamples, seed)
+    for t, s, start, c in zip(targets, sums, widths, cells, strict=False):
+        stop = start + s.columns.shape[1]
+        columns[t.positions, start:stop] = s.columns
+        if c:
+            columns[t.positions, stop + s.cells] = 1.0
+    resampled = intervals.bootstrap_sums(columns, resamples, seed, clusters)
     rows = []
-    for t, s, start, stop in zip(targets, sums, widths[:-1], widths[1:], strict=True):
-        (counts,) = intervals.bootstrap_counts([s], resamples, seed)
+    for t, s, start, c in zip(targets, sums, widths[:-1], cells, strict=True):
+        stop = start + s.columns.shape[1]
+        if c:
+            counts = resampled[:, stop:stop + c]
+        else:
+            (counts,) = intervals.bootstrap_counts([s], resamples, seed)
         values = s.metrics(counts, resampled[:, start:stop])
-        row: dict[str, object] = {"question": t.question, "small": len(t.y) < intervals.MIN_ROWS}
+        drawn = len(t.y) if clusters is None else len(np.unique(clusters[t.positions]))  # what is resampled
+        row: dict[str, object] = {"question": t.question, "small": drawn < intervals.MIN_ROWS}
         for name in METRICS:
             low, high = intervals.percentile(values[name], level) if name in values else (np.nan, np.nan)
             row |= {f"{name}_low": low, f"{name}_high": high}
-        low, high = intervals.wilson(int(np.sum(t.y == t.pred)), len(t.y), level)
-        row |= {"accuracy_low": float(low), "accuracy_high": float(high)}
+        if clusters is None:
+            low, high = intervals.wilson(int(np.sum(t.y == t.pred)), len(t.y), level)
+            row |= {"accuracy_low": float(low), "accuracy_high": float(high)}
         rows.append(row)
     return pd.DataFrame(rows).set_index("question")
 

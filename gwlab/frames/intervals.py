@@ -225,15 +225,22 @@ def resample_counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> Ite
         done += c
 
 
-def bootstrap_sums(columns: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+def bootstrap_sums(columns: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED,
+                   clusters: np.ndarray | None = None) -> np.ndarray:
     """Weighted column sums (resamples x width) of `columns` (rows x width) over bootstrap resamples.
 
     In float32 (counts are exact in it; a sum's rounding, ~1e-6 of it, is far below the resampling
     noise an interval carries), 100 resamples by at most 32 columns per product: BLAS's fast shapes.
+    `clusters` (each row's cluster, 0..c-1) makes it a cluster bootstrap: the c clusters are drawn and
+    every row weighs what its cluster drew, so rows that are not independent (the repeats of one
+    question) move together and the interval is not narrowed by counting them as new evidence.
     """
     _check_resamples(resamples)
     blocks = [np.ascontiguousarray(columns[:, i:i + 32], dtype=np.float32) for i in range(0, columns.shape[1], 32)]
-    sums = [np.hstack([w @ block for block in blocks]) for w in resample_counts(len(columns), resamples, seed)]
+    n = len(columns) if clusters is None else int(clusters.max(initial=-1)) + 1
+    draws = resample_counts(n, resamples, seed)
+    weights = draws if clusters is None else (w[:, clusters] for w in draws)
+    sums = [np.hstack([w @ block for block in blocks]) for w in weights]
     return np.vstack(sums).astype(float)
 
 

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from gwlab.errors import InvalidRequest
 
-__all__ = ["EvaluationWarning", "LabelMatch", "match_labels"]
+__all__ = ["EvaluationWarning", "LabelMatch", "distinct", "match_labels"]
 
 _TRUE = frozenset({"true", "yes", "y", "1", "t"})
 _FALSE = frozenset({"false", "no", "n", "0", "f"})
@@ -66,32 +67,35 @@ def match_labels(question: str, labels: Sequence[Any], kind: str, classes: list[
     question's options), so a label outside them is a class never predicted, not an unmatched label.
     `levels_from`: the number a score's numeric labels start at (0 or 1); None reads it from the labels.
     """
-    exact = [class_name(v, kind) for v in labels]
+    values, codes = distinct(labels)  # each distinct label read once, not once per row
+    exact = [class_name(v, kind) for v in values]
     if open_classes:
         folded = _folded(classes, None)
         extra = {name for name in exact if name not in classes and _fold(name) not in folded}
         classes = sorted({*classes, *extra}, key=natural)
     position = {c: i for i, c in enumerate(classes)}
-    shift = _scale_shift(question, labels, kind, classes, levels_from) if kind == "score" else 0
+    shift = _scale_shift(question, exact, classes, levels_from) if kind == "score" else 0
     if shift:
         exact = [_shifted(name, shift) for name in exact]
     levels = levels if kind == "score" else None
     folded = _folded(classes, levels)
-    y = np.full(len(exact), -1, dtype=np.int64)
+    counts = np.bincount(codes, minlength=len(values))
+    found = np.full(len(values), -1, dtype=np.int64)
     mapped: dict[str, str] = {}
     missing: Counter[str] = Counter()
-    for row, (value, name) in enumerate(zip(labels, exact, strict=True)):
+    for i, (value, name) in enumerate(zip(values, exact, strict=True)):
         if name in position:
-            y[row] = position[name]
+            found[i] = position[name]
             continue
         key = _fold(str(value))
         if folded.get(key) == -1:
             raise _ambiguous(question, str(value), key, classes, levels)
         if key in folded:
-            y[row] = folded[key]
+            found[i] = folded[key]
             mapped[str(value)] = classes[folded[key]]
         else:
-            missing[str(value)] += 1
+            missing[str(value)] += int(counts[i])
+    y = found[codes]
     match = LabelMatch(classes, y, mapped, shift, dict(missing.most_common()))
     _report(question, match, len(labels), stated=levels_from is not None)
     return match
@@ -111,6 +115,31 @@ def class_name(value: Any, kind: str) -> str:
         if number is not None and float(number).is_integer():
             return str(int(number))
     return str(value)
+
+
+def distinct(labels: Sequence[Any] | np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """The distinct labels in order of first appearance, and each row's position among them.
+
+    Labels equal across types stay apart (True == 1 == 1.0 in Python, but a score reads True as the
+    text "True" and 1 as level 1), so an object column is split by type before it is factorized.
+    """
+    array = labels if isinstance(labels, np.ndarray) else np.array(list(labels), dtype=object)
+    if array.dtype != object:
+        codes, uniques = pd.factorize(array, use_na_sentinel=False)
+        return list(uniques), codes.astype(np.int64)
+    kinds, types = pd.factorize(np.fromiter(map(type, array), dtype=object, count=len(array)))
+    codes = np.empty(len(array), dtype=np.int64)
+    values: list[Any] = []
+    for t in range(len(types)):
+        rows = np.flatnonzero(kinds == t)
+        group, uniques = pd.factorize(array[rows], use_na_sentinel=False)
+        codes[rows] = group + len(values)
+        values.extend(uniques)
+    _, first = np.unique(codes, return_index=True)  # renumber in order of first appearance
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return [values[i] for i in order], rank[codes]
 
 
 def natural(name: str) -> tuple[int, Any]:
@@ -133,15 +162,15 @@ def _shifted(name: str, shift: int) -> str:
     return str(int(name) + shift) if name.lstrip("-").isdigit() else name
 
 
-def _scale_shift(question: str, labels: Sequence[Any], kind: str, classes: list[str],
-                 levels_from: int | None) -> int:
-    """-1 to read numeric labels as 1..K against levels 0..K-1: as stated, else when provable."""
+def _scale_shift(question: str, names: Sequence[str], classes: list[str], levels_from: int | None) -> int:
+    """-1 to read numeric labels (`names`: the labels' class names) as 1..K against levels 0..K-1: as
+    stated, else when provable."""
     if levels_from is not None:
         if levels_from not in (0, 1) or isinstance(levels_from, bool):
             raise InvalidRequest("levels_from", f"question {question!r}: 0 (labels 0..K-1) or 1 (labels 1..K); "
                                                 f"got {levels_from!r}")
         return -levels_from
-    numbers = {class_name(v, kind) for v in labels}
+    numbers = set(names)
     levels = [int(c) for c in classes if c.lstrip("-").isdigit()]
     values = [int(n) for n in numbers if n.lstrip("-").isdigit()]
     if not values or len(levels) != len(classes):

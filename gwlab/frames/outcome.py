@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from gwlab.frames import repeats
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.status import LABELS, RowStatus
 
@@ -213,6 +214,25 @@ class RunResult:
         columns["__status"] = _series(text, "str", index)
         return pd.DataFrame(columns, index=index, copy=False)  # no copy into one consolidated block
 
+    def repeats_frame(self, index: pd.Index) -> pd.DataFrame:
+        """One row per (input row, repeat), on `index` plus a `repeat` level: each ask's own answer
+        columns, its `__status` and `__request_id` (rows never sent: missing answers, status error)."""
+        row_job, k = self.batch.row_job, self.repeats
+        ok = np.repeat(row_job >= 0, k)
+        jobs = np.repeat(np.where(row_job >= 0, row_job, 0), k)
+        asks = np.tile(np.arange(k), len(row_job))
+        long_index = _with_repeats(index, k)
+        columns: dict[str, pd.Series] = {}
+        for name, values in self.answers.items():
+            column = values[asks, jobs] if values.shape[1] else np.full(len(asks), np.nan, dtype=values.dtype)
+            column = np.where(ok, column, None if column.dtype == object else np.nan)
+            columns[name] = _series(column, self.recipe.columns.get(name, "float64"), long_index)
+        status = np.where(ok, self.status[asks, jobs] if self.status.shape[1] else ERROR, ERROR)
+        columns["__request_id"] = _series(np.where(ok, self.request_id[asks, jobs] if self.request_id.shape[1]
+                                                   else None, None), "str", long_index)
+        columns["__status"] = _series(LABELS[status], "str", long_index)
+        return pd.DataFrame(columns, index=long_index)
+
     def _combine(self, done: np.ndarray) -> dict[str, np.ndarray]:
         """Per job: answers of repeat 0 (or the mean over repeats), then spreads and meta."""
         out: dict[str, np.ndarray] = {}
@@ -228,6 +248,8 @@ class RunResult:
                     out[name] = _argmax_choice(name, out, self.recipe.columns, out[name])
             for name in self.recipe.spread:
                 out[f"{name}__std"] = np.nanstd(self.answers[name], axis=0, ddof=1)
+            for name in self.recipe.decided:
+                out[f"{repeats.stem(name)}__agreement"] = repeats.agreement(name, self.answers[name], done)
             out["__repeats"] = done.sum(axis=0).astype(float)
         any_done = done.any(axis=0)
         tokens_in = np.where(done, np.nan_to_num(self.input_tokens), 0).sum(axis=0)
@@ -254,6 +276,14 @@ class RunResult:
         status[any_done] = CACHED
         status[(self.status == SENT).any(axis=0)] = SENT
         return status
+
+
+def _with_repeats(index: pd.Index, k: int) -> pd.MultiIndex:
+    """`index` with each label k times, and a `repeat` level numbering them 0..k-1."""
+    rows = index.repeat(k)
+    levels = [rows.get_level_values(i) for i in range(rows.nlevels)]
+    names = [*rows.names] if rows.nlevels > 1 else [rows.name]
+    return pd.MultiIndex.from_arrays([*levels, np.tile(np.arange(k), len(index))], names=[*names, repeats.REPEAT])
 
 
 def _first_done(values: np.ndarray, done: np.ndarray) -> np.ndarray:

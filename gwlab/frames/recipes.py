@@ -46,6 +46,7 @@ class RowRecipe:
     # the factory's arguments besides the model (questions, max_tokens, params): what a run record keeps
     # as the request parameters, and what `rebuild` makes the same recipe from
     spec: Mapping[str, Any] | None = None
+    decided: tuple[str, ...] = ()  # answer columns whose agreement across repeats `repeats=k` reports
 
     @property
     def name(self) -> str:
@@ -91,8 +92,9 @@ def decisions_recipe(questions: Mapping[str, Any], model: str, **extra: Any) -> 
     def record(data: Any) -> dict[str, Any]:
         return decisions.parse_response(data).to_record()
 
+    decided = tuple(c for c in columns if c.endswith(("__noul", "__choice", "__level")))
     return RowRecipe(FAMILIES["decisions"], model, columns, body, record, usage_of, spread=tuple(spread),
-                     spec={"questions": wire_questions, **extra})
+                     spec={"questions": wire_questions, **extra}, decided=decided)
 
 
 # `finish` is the protocol's own reason; `ending` gwlab's word for it, the same in every family and in the
@@ -158,7 +160,7 @@ def chat_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> 
 
     body("check")  # validates the parameters once, before any row
     return RowRecipe(FAMILIES["chat"], model, dict(_PROMPT_COLUMNS), body, record, usage_of,
-                     reserved_output=max_tokens or 0, spec={"max_tokens": max_tokens, **params})
+                     reserved_output=max_tokens or 0, spec={"max_tokens": max_tokens, **params}, decided=("text",))
 
 
 def responses_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> RowRecipe:
@@ -177,7 +179,7 @@ def responses_recipe(model: str, *, max_tokens: int | None = None, **params: Any
     body("check")
     columns = {"text": "str", "status": "str", "ending": "str", "tool_calls": "object"}
     return RowRecipe(FAMILIES["responses"], model, columns, body, record, usage_of,
-                     reserved_output=max_tokens or 0, spec={"max_tokens": max_tokens, **params})
+                     reserved_output=max_tokens or 0, spec={"max_tokens": max_tokens, **params}, decided=("text",))
 
 
 def messages_recipe(model: str, *, max_tokens: int | None = None, **params: Any) -> RowRecipe:
@@ -196,7 +198,7 @@ def messages_recipe(model: str, *, max_tokens: int | None = None, **params: Any)
 
     body("check")
     return RowRecipe(FAMILIES["messages"], model, dict(_PROMPT_COLUMNS), body, record, usage_of,
-                     reserved_output=max_tokens, spec={"max_tokens": max_tokens, **params})
+                     reserved_output=max_tokens, spec={"max_tokens": max_tokens, **params}, decided=("text",))
 
 
 # the text families' recipes, by family name (gwlab.wire.families.TEXT)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from gwlab.errors import InvalidRequest
 from gwlab.frames.outcome import RunSummary
 
 __all__ = ["BatchFrame"]
@@ -21,19 +22,31 @@ __all__ = ["BatchFrame"]
 class BatchFrame(pd.DataFrame):
     """A DataFrame with the `run` summary (rows, errors, cache hits, tokens, estimated cost, elapsed)."""
 
-    _metadata: ClassVar[list[str]] = ["run"]
+    _metadata: ClassVar[list[str]] = ["run", "_repeats"]
     run: RunSummary
+    _repeats: pd.DataFrame | None = None
 
     @property
     def _constructor(self) -> type[pd.DataFrame]:
         return pd.DataFrame  # derived frames are plain: the summary describes this result only
 
     @classmethod
-    def wrap(cls, frame: pd.DataFrame, summary: RunSummary) -> BatchFrame:
+    def wrap(cls, frame: pd.DataFrame, summary: RunSummary, repeats: pd.DataFrame | None = None) -> BatchFrame:
         out = cls(frame)
         out.run = summary
+        out._repeats = repeats
         out.attrs["gwlab_run"] = dataclasses.asdict(summary)
         return out
+
+    def repeats_frame(self) -> pd.DataFrame:
+        """Every repeat's answer of a `repeats=k` run: one row per (row, repeat), the row's index plus a
+        `repeat` level (0..k-1), the input columns (with `join=True`), that repeat's answer columns,
+        `__request_id` and `__status`. Pass it to `gwlab.evaluate`/`gwlab.compare` to score the
+        repeats pooled or reduced (``reduce=``)."""
+        if self._repeats is None:
+            raise InvalidRequest("repeats", "this result was not run with repeats > 1; ask again with "
+                                            "repeats=k (answers already checkpointed are not sent again)")
+        return self._repeats.copy()
 
     def __repr__(self) -> str:
         summary = getattr(self, "run", None)

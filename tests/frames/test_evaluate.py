@@ -364,3 +364,19 @@ def test_slices_read_score_labels_on_the_scale_the_whole_frame_was_read_on() -> 
         metrics = ev.evaluate(frame, truth="stars", prob="mood", by="part").metrics
     assert list(metrics["label_shift"]) == [-1, -1]
     assert list(metrics["accuracy"]) == [1.0, 1.0]
+
+
+def test_mixed_bool_and_int_labels_are_read_each_by_its_own_type() -> None:
+    """True == 1 in Python, yet a score reads True as the text "True" (no level) and 1 as level 1: the
+    labels are read once per distinct value, and that must not merge values of different types."""
+    from gwlab.frames.labels import distinct, match_labels
+    labels = np.array([1, True, 1.0, 2, True, "1", 1], dtype=object)
+    values, codes = distinct(labels)
+    assert [type(v) for v in values] == [int, bool, float, int, str]
+    assert [values[c] for c in codes] == list(labels) and all(
+        type(values[c]) is type(v) for c, v in zip(codes, labels, strict=True))
+    with pytest.warns(ev.EvaluationWarning, match=r"2 of 7 labels.*'True' \(2\)"):
+        match = match_labels("mood", labels, "score", ["0", "1", "2"], levels_from=0)
+    assert match.y.tolist() == [1, -1, 1, 2, -1, 1, 1]
+    noul = match_labels("urgent", labels, "noul", ["false", "true"])
+    assert noul.y.tolist() == [1] * 7

@@ -210,3 +210,22 @@ def test_a_slice_where_a_question_has_no_labelled_row_has_n_zero_and_is_flagged(
     assert table.loc[("refund", "fax"), "n"] == 0 and table.loc[("refund", "fax"), "small"]
     assert np.isnan(table.loc[("refund", "fax"), "accuracy_low"])
     assert table.loc[("urgent", "fax"), "n"] == 6
+
+
+def test_cluster_bootstrap_sums_are_the_sums_of_the_drawn_clusters_rows() -> None:
+    """Hand-rolled: each resample draws clusters (`resample_counts` over the clusters) and sums the rows
+    of every drawn cluster as often as it was drawn."""
+    rng = np.random.default_rng(3)
+    clusters = np.array([0, 0, 1, 2, 2, 2, 3])
+    columns = rng.normal(size=(len(clusters), 2))
+    got = intervals.bootstrap_sums(columns, resamples=50, seed=5, clusters=clusters)
+    (drawn,) = list(intervals.resample_counts(4, resamples=50, seed=5))
+    want = np.array([[sum(drawn[r, clusters[i]] * columns[i] for i in range(len(clusters)))[j] for j in range(2)]
+                     for r in range(50)])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_cluster_per_row_is_the_plain_row_bootstrap() -> None:
+    columns = np.random.default_rng(4).normal(size=(30, 3))
+    plain = intervals.bootstrap_sums(columns, resamples=200, seed=2)
+    np.testing.assert_array_equal(intervals.bootstrap_sums(columns, 200, 2, clusters=np.arange(30)), plain)
