@@ -55,6 +55,9 @@ class RunSummary:
     # with pilot= or budget=: rows whose input looks over the model's max_input_tokens, found before sending:
     # {"model", "limit", "count", "rows" (first 20 labels), "estimated_tokens"}
     over_limit: dict[str, Any] | None = None
+    # with cascade=: who answered how many rows, the oracle calls, the threshold and the quality bound
+    # (keys in gwlab/frames/cascade_run.py `_summary`)
+    cascade: dict[str, Any] | None = None
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
@@ -95,6 +98,8 @@ class RunSummary:
             when = c["first_answered"] if c["first_answered"] == c["last_answered"] else \
                 f"between {c['first_answered']} and {c['last_answered']}"
             line += f"\ncached: {c['answers']} answers given by {c['gateway'] or 'this gateway'} {when}"
+        if self.cascade:
+            line += "\n" + _cascade_text(self.cascade)
         if self.pilot:
             p = self.pilot
             rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"
@@ -102,6 +107,17 @@ class RunSummary:
                      f"about {p['input_tokens']:.0f} in / {p['output_tokens']:.0f} out tokens, "
                      f"est. {rest_cost}")
         return line
+
+
+def _cascade_text(c: dict[str, Any]) -> str:
+    calls = c["oracle_calls"]
+    low, high = c["interval"]
+    interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
+    return (f"cascade ({c['metric']} >= {c['target']} with prob. >= {1 - c['delta']:.3g}): proxy answered "
+            f"{c['proxy_rows']} rows, oracle ({c['oracle']}) {c['oracle_rows']}; oracle calls {calls['total']} "
+            f"({calls['sampled']} sampled + {calls['routed']} routed) vs {c['all_oracle_calls']} all-oracle "
+            f"({c['saving']:.1f}x fewer); threshold {c['threshold']:.3f}; sample estimate {c['estimate']:.3f}"
+            f"{interval}, bound {c['bound']:.3f}")
 
 
 class RunInterrupted(KeyboardInterrupt):
