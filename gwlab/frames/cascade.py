@@ -92,6 +92,8 @@ def sample_rows(scores: np.ndarray, cascade: Cascade) -> np.ndarray:
     """Positions to ask the oracle first (seeded): uniform without replacement (accuracy, precision), or
     with replacement with probability ~ sqrt(score) (recall, SUPG); repeats kept for the weights."""
     n = len(scores)
+    if n == 0:
+        return np.empty(0, dtype=int)
     rng = np.random.default_rng(cascade.seed)
     if cascade.metric != "recall":
         return np.sort(rng.choice(n, size=min(cascade.sample, n), replace=False))

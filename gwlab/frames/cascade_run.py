@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames.budget import Budget
 from gwlab.frames.cascade import Cascade, Threshold, choose_threshold, proxy_answers, sample_rows
 from gwlab.frames.intervals import clopper_pearson
 from gwlab.frames.result import BatchFrame
@@ -45,7 +46,7 @@ class _Question:
         column = {"noul": "__noul", "choice": "__choice"}.get(self.kind, "__level")
         values = frame[f"{self.name}{column}"]
         if self.kind == "noul":
-            return np.where(values.isna(), None, values >= 0.5).astype(object)
+            return np.array([None if _missing(v) else bool(v >= 0.5) for v in values], dtype=object)
         return self.normalise(values, "model")
 
     def score(self, frame: pd.DataFrame, metric: str) -> np.ndarray:
@@ -91,6 +92,7 @@ class _Oracle:
         self.frame, self.state, self.question, self.cascade = frame, state, question, cascade
         self.asked = {question.name: questions[question.name]}
         self.options = {**options, "join": False, "prefix": ""}
+        self.budget = Budget.of(options.get("budget"), options.get("prices"))
         self.sent, self.cached, self.cost = 0, 0, 0.0
         self.labels = self._labels() if isinstance(cascade.oracle, pd.Series) else None
 
@@ -111,10 +113,20 @@ class _Oracle:
                                                f"oracle, e.g. {missing[:5]!r}")
             return values
         out = await self.frame.iloc[positions].gw.adecide(self.state, self.asked, model=self.cascade.oracle,
-                                                          **self.options)
-        self.sent, self.cached = self.sent + out.run.sent, self.cached + out.run.cached
-        self.cost += out.run.cost
+                                                          **{**self.options, "budget": self.budget})
+        self.spent(out.run)
         return self.question.answers(out)
+
+    def spent(self, run: Any, counted: bool = True) -> None:
+        """Count an oracle run's requests (`counted`), and take what a run billed off the budget the next
+        oracle run gets (its runner checks each request's estimate against it before sending)."""
+        if counted:
+            self.sent, self.cached, self.cost = self.sent + run.sent, self.cached + run.cached, self.cost + run.cost
+        if self.budget is not None:
+            tokens = None if self.budget.tokens is None else max(0, self.budget.tokens - run.input_tokens
+                                                                  - run.output_tokens)
+            cost = None if self.budget.cost is None else max(0.0, self.budget.cost - run.cost)
+            self.budget = Budget(tokens=tokens, cost=cost, prices=self.budget.prices)
 
 
 async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, Any], model: str | None,
@@ -127,22 +139,24 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     question = _Question.of(questions, cascade)
     oracle = _Oracle(frame, state, questions, question, cascade, options)
     proxy = await frame.gw.adecide(state, questions, model=model, **options)
+    oracle.spent(proxy.run, counted=False)
     columns = proxy.iloc[:, len(frame.columns):] if options.get("join", True) else proxy
     score, mine = question.score(columns, cascade.metric), question.answers(columns)
     valid = np.flatnonzero(~np.isnan(score))  # a row the proxy failed on goes to the oracle
     sampled = valid[sample_rows(score[valid], cascade)]
-    said = await oracle.answer(np.unique(sampled))
-    said_by_row = dict(zip(np.unique(sampled).tolist(), said, strict=True))
+    asked = np.unique(sampled)
+    said_by_row = dict(zip(asked.tolist(), await oracle.answer(asked), strict=True))
+    sampled = sampled[[said_by_row[p] is not None for p in sampled]]  # an unanswered one says nothing
     hits = np.array([_hit(mine[p], said_by_row[p], cascade.metric) for p in sampled], dtype=bool)
     threshold = choose_threshold(score[valid], np.searchsorted(valid, sampled), hits, cascade)
     answered = np.zeros(len(frame), dtype=bool)
     answered[valid] = proxy_answers(score[valid], threshold, cascade.metric)
-    answered[np.unique(sampled)] = False
-    routed = np.flatnonzero(~answered & ~np.isin(np.arange(len(frame)), sampled))
+    answered[asked] = False
+    routed = np.flatnonzero(~answered & ~np.isin(np.arange(len(frame)), asked))
     said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
     final = _final(mine, answered, said_by_row, cascade.metric)
     out = _with_columns(proxy, question, options.get("prefix", ""), final, answered, score)
-    proxy.run.cascade = _summary(cascade, threshold, answered, len(np.unique(sampled)), len(routed), oracle,
+    proxy.run.cascade = _summary(cascade, threshold, answered, len(asked), len(routed), oracle,
                                  hits, score[sampled] >= threshold.value)
     return BatchFrame.wrap(out, proxy.run)
 

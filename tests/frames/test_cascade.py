@@ -106,3 +106,19 @@ def test_label_oracle_missing_a_needed_label_is_refused_naming_the_oracle(messag
 
 def test_cascade_repr_never_prints_the_labels(messages: pd.DataFrame) -> None:
     assert repr(gwlab.Cascade(oracle=messages["refund"])).startswith("Cascade(oracle=<labels: 60 rows>")
+
+
+def test_cascade_budget_covers_the_oracle_too_and_leaves_unpaid_rows_unanswered(
+        messages: pd.DataFrame, gw: Gateway, gateway) -> None:
+    both = {"refund": QUESTIONS["refund"], "urgent": QUESTIONS["urgent"]}
+    budget = int(messages.gw.decide("{text}", both, gateway=gw, progress=False, checkpoint=None).run.input_tokens)
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    cascade = gwlab.Cascade(oracle=DECIDE_MODEL, question="refund", sample=20)
+    out = cascade_run(messages, gw, both, cascade, budget=budget)  # the proxy alone would fill it
+    billed = log.settled(mark, "/v1/decisions")
+    assert sum(r["input_tokens"] for r in billed) <= budget
+    assert len(billed) == out.run.sent + out.run.cascade["oracle_sent"] < 2 * len(messages)
+    unpaid = out["refund__source"].eq("oracle") & out["refund__answer"].isna()
+    assert unpaid.sum() > 0  # the rows beyond the budget are left missing, never guessed
+
