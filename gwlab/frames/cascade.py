@@ -4,11 +4,14 @@ The statistical core works on arrays (a proxy score per row and, for sampled row
 so its guarantee can be simulated without a gateway; `run_cascade` in `frames/cascade_run.py` wires it
 to `df.gw.decide`. Methods (see docs/guide/cascades.md for the exact guarantees):
 
-- accuracy: a uniform sample, an exact one-sided Clopper-Pearson lower bound on the proxy's accuracy
-  above each candidate threshold, a union (Bonferroni) bound over the candidates, as in BARGAIN
-  (Zeighami et al., 2025);
-- precision: the same union-bound scheme on the rows the proxy would call true (SUPG's uniform
-  precision target, Kang et al., VLDB 2020, with exact binomial bounds instead of normal ones);
+- accuracy (the share of rows on which the cascade's answer agrees with the oracle's, as in BARGAIN):
+  a uniform sample, an exact one-sided Clopper-Pearson lower bound on that share at each candidate,
+  the candidates tested in a fixed order from the most confident down
+  and stopped at the first failure (fixed-sequence testing, as in Learn-then-Test, Angelopoulos et al.
+  2021, and BARGAIN, Zeighami et al. 2025), so no union bound over the candidates is paid;
+- precision: the same scheme on the rows the proxy would call true (SUPG's uniform precision target,
+  Kang et al., VLDB 2020, with exact binomial bounds and fixed-sequence testing instead of normal
+  bounds and a union bound);
 - recall: SUPG's importance-sampling recall target (IS-RT): rows sampled with probability proportional
   to sqrt(score), a normal-approximation correction of the target, and the largest threshold that meets
   it; rows at or above it go to the oracle.
@@ -39,7 +42,7 @@ class Cascade:
     oracle: a decision model id, or a pandas Series of labels on the frame's index (people's answers:
     "automate the confident rows, send the rest to a person"). metric/target/delta: the guarantee (the
     metric is at least `target` with probability at least 1 - delta). sample: rows the oracle answers
-    first, to set the threshold (seeded by `seed`); candidates: thresholds tried (the union bound's size);
+    first, to set the threshold (seeded by `seed`); candidates: thresholds tried (quantiles of the scores);
     question: which question of the run (default: the only one).
     """
 
@@ -83,9 +86,11 @@ class Threshold:
     """
 
     value: float
-    estimate: float  # the metric on the sampled rows the threshold keeps (NaN when none)
-    bound: float  # its one-sided bound at the union-bound level (lower; recall: the corrected target)
+    estimate: float  # the metric's estimate from the sample (NaN when no threshold is kept)
+    bound: float  # its one-sided lower bound at level 1 - delta (recall: the corrected target)
     sampled: int  # rows the oracle answered for the sample
+    successes: int  # the counts behind `estimate` (accuracy, precision; 0 and 0 for recall)
+    trials: int
 
 
 def sample_rows(scores: np.ndarray, cascade: Cascade) -> np.ndarray:
@@ -115,22 +120,42 @@ def choose_threshold(scores: np.ndarray, sampled: np.ndarray, hits: np.ndarray, 
     scores, hits = np.asarray(scores, dtype=float), np.asarray(hits, dtype=bool)
     if cascade.metric == "recall":
         return _recall(scores, sampled, hits, cascade)
-    return _union_bound(scores[sampled], hits, cascade)
+    return _fixed_sequence(scores, sampled, hits, cascade)
 
 
-def _union_bound(sample_scores: np.ndarray, hits: np.ndarray, cascade: Cascade) -> Threshold:
-    """The lowest candidate whose exact lower bound at level 1 - delta/candidates reaches the target."""
-    m = cascade.candidates
-    grid = np.unique(np.quantile(sample_scores, np.linspace(0, 1, m, endpoint=False))) if len(sample_scores) else []
-    one_sided = 1 - 2 * cascade.delta / m  # a two-sided level whose lower tail is delta/m
-    best = Threshold(float("inf"), float("nan"), float("nan"), len(sample_scores))
-    for t in sorted(grid, reverse=True):
-        kept = sample_scores >= t
-        k, n = int(hits[kept].sum()), int(kept.sum())
-        low = clopper_pearson(k, n, one_sided)[0]
-        if low >= cascade.target:
-            best = Threshold(float(t), k / n, float(low), len(sample_scores))
+def _fixed_sequence(scores: np.ndarray, sampled: np.ndarray, hits: np.ndarray, cascade: Cascade) -> Threshold:
+    """Fixed-sequence testing: candidates (quantiles of every row's proxy score, known before any oracle
+    answer) from the highest down, each tested at level delta with an exact one-sided Clopper-Pearson
+    lower bound; stop at the first that fails. Candidates with too few sampled rows to pass even with
+    every answer right are skipped first (a choice made on the sample's scores, not its answers). The
+    family-wise error is at most delta, so every accepted
+    threshold, and the lowest one returned, meets the target with probability >= 1 - delta."""
+    grid = np.unique(np.quantile(scores, np.linspace(0, 1, cascade.candidates, endpoint=False)))
+    sample_scores = scores[sampled]
+    best = Threshold(float("inf"), float("nan"), float("nan"), len(sampled), 0, 0)
+    for t in grid[::-1]:
+        k, n = _successes(sample_scores >= t, hits, cascade.metric)
+        if not _bound(n, n, cascade) >= cascade.target:
+            continue  # untestable: it would fail even with every answer right (depends on n, not on answers)
+        low = _bound(k, n, cascade)
+        if not low >= cascade.target:
+            break
+        best = Threshold(float(t), k / n, float(low), len(sampled), k, n)
     return best
+
+
+def _bound(k: int, n: int, cascade: Cascade) -> float:
+    """The exact one-sided lower bound at level 1 - delta on a proportion of k in n (0 when n is 0)."""
+    return clopper_pearson(k, n, 1 - 2 * cascade.delta)[0] if n else 0.0
+
+
+def _successes(kept: np.ndarray, hits: np.ndarray, metric: str) -> tuple[int, int]:
+    """Accuracy: sampled rows on which the cascade's answer agrees with the oracle's (a row below the
+    threshold is the oracle's own answer), over all sampled rows. Precision: sampled rows above the
+    threshold the oracle calls true, over the sampled rows above it."""
+    if metric == "accuracy":
+        return int(len(hits) - (kept & ~hits).sum()), len(hits)
+    return int(hits[kept].sum()), int(kept.sum())
 
 
 def _recall(scores: np.ndarray, sampled: np.ndarray, positive: np.ndarray, cascade: Cascade) -> Threshold:
@@ -139,7 +164,7 @@ def _recall(scores: np.ndarray, sampled: np.ndarray, positive: np.ndarray, casca
     mass = 1.0 / (n * _recall_weights(scores)[sampled]) * positive  # m_i * O(x_i)
     a = scores[sampled]
     if mass.sum() == 0:  # no positive sampled: nothing to bound, every row goes to the oracle
-        return Threshold(0.0, float("nan"), float("nan"), len(np.unique(sampled)))
+        return Threshold(0.0, float("nan"), float("nan"), len(np.unique(sampled)), 0, 0)
     tau = _largest_meeting(a, mass, cascade.target)
     z = normal_quantile(1 - cascade.delta / 2)
     above, below = mass * (a >= tau), mass * (a < tau)
@@ -147,7 +172,8 @@ def _recall(scores: np.ndarray, sampled: np.ndarray, positive: np.ndarray, casca
     lower = max(below.mean() - z * below.std(ddof=1) / np.sqrt(s), 0.0)
     corrected = min(1.0, upper / (upper + lower))
     tau = _largest_meeting(a, mass, corrected)
-    return Threshold(float(tau), float(mass[a >= tau].sum() / mass.sum()), float(corrected), len(np.unique(sampled)))
+    estimate = float(mass[a >= tau].sum() / mass.sum())
+    return Threshold(float(tau), estimate, float(corrected), len(np.unique(sampled)), 0, 0)
 
 
 def _largest_meeting(a: np.ndarray, mass: np.ndarray, target: float) -> float:

@@ -156,8 +156,7 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
     final = _final(mine, answered, said_by_row, cascade.metric)
     out = _with_columns(proxy, question, options.get("prefix", ""), final, answered, score)
-    proxy.run.cascade = _summary(cascade, threshold, answered, len(asked), len(routed), oracle,
-                                 hits, score[sampled] >= threshold.value)
+    proxy.run.cascade = _summary(cascade, threshold, answered, len(asked), len(routed), oracle)
     return BatchFrame.wrap(out, proxy.run)
 
 
@@ -188,10 +187,9 @@ def _with_columns(proxy: pd.DataFrame, question: _Question, prefix: str, final: 
 
 
 def _summary(cascade: Cascade, threshold: Threshold, answered: np.ndarray, sampled: int, routed: int,
-             oracle: _Oracle, hits: np.ndarray, kept: np.ndarray) -> dict[str, Any]:
-    calls = sampled + routed
-    k, n = int(hits[kept].sum()), int(kept.sum())
-    interval = clopper_pearson(k, n, 1 - cascade.delta) if cascade.metric != "recall" and n else (math.nan,) * 2
+             oracle: _Oracle) -> dict[str, Any]:
+    calls, n = sampled + routed, threshold.trials
+    interval = clopper_pearson(threshold.successes, n, 1 - cascade.delta) if n else (math.nan,) * 2
     return {"metric": cascade.metric, "target": cascade.target, "delta": cascade.delta,
             "oracle": "labels" if oracle.labels is not None else cascade.oracle,
             "threshold": threshold.value, "proxy_rows": int(answered.sum()), "oracle_rows": len(answered) - int(

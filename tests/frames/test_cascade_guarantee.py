@@ -16,7 +16,8 @@ TOLERANCE = 3 * np.sqrt(DELTA * (1 - DELTA) / RUNS)  # 0.052: the failure rate's
 
 
 def synthetic(seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Truth (30 % positive) and a proxy P(true) that separates the classes imperfectly."""
+    """Truth (30 % positive) and a proxy P(true) that separates the classes imperfectly (about 95 % of
+    its answers right: below the accuracy target, so the oracle is needed)."""
     rng = np.random.default_rng(10_000 + seed)
     truth = rng.random(ROWS) < 0.3
     logit = np.where(truth, 2.5, -2.5) + rng.normal(0, 1.5, ROWS)
@@ -44,7 +45,7 @@ def achieved(metric: str, truth: np.ndarray, p: np.ndarray, seed: int, target: f
     return quality, int((~proxy).sum())
 
 
-@pytest.mark.parametrize(("metric", "target"), [("accuracy", 0.9), ("precision", 0.9), ("recall", 0.9)])
+@pytest.mark.parametrize(("metric", "target"), [("accuracy", 0.98), ("precision", 0.9), ("recall", 0.9)])
 def test_cascade_meets_its_target_in_at_least_one_minus_delta_of_runs(metric: str, target: float) -> None:
     runs = [achieved(metric, *synthetic(seed), seed, target) for seed in range(RUNS)]
     missed = np.mean([quality < target for quality, _ in runs])
