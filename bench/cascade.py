@@ -48,19 +48,19 @@ def main() -> None:
             cheap = messages.gw.decide("{text}", asked, **options)
             print(f"{len(messages)} messages, question {args.question!r}, delta {args.delta}, sample "
                   f"{args.sample}, candidates {args.candidates}, seed {args.seed}\n")
-            print("| run | oracle calls | fewer than oracle-only | proxy input tokens | accuracy [95 % Wilson] "
-                  "| target met |")
-            print("|---|---:|---:|---:|---|---|")
-            print(line("cheap model alone", 0, cheap.run.input_tokens, answers(cheap, args.question) == labels))
+            print("| run | threshold | oracle calls | fewer than oracle-only | proxy input tokens "
+                  "| accuracy [95 % Wilson] | target met |")
+            print("|---|---:|---:|---:|---:|---|---|")
+            print(line("cheap model alone | 0", 0, cheap.run.input_tokens, answers(cheap, args.question) == labels))
             for target in args.targets:
                 cascade = gwlab.Cascade(oracle=labels, target=target, delta=args.delta, sample=args.sample,
                                         candidates=args.candidates, seed=args.seed)
                 out = messages.gw.decide("{text}", asked, cascade=cascade, **options)
                 hits = out[f"{args.question}__answer"] == labels
                 c = out.run.cascade
-                print(line(f"cascade, accuracy >= {target}", c["oracle_calls"]["total"], cheap.run.input_tokens,
-                           hits, target) + f" <!-- threshold {c['threshold']:.3f} -->")
-            print(line("oracle alone", len(messages), 0, pd.Series(True, index=labels.index)))
+                name = f"cascade, accuracy >= {target} | {c['threshold']:.3f}"
+                print(line(name, c["oracle_calls"]["total"], cheap.run.input_tokens, hits, target))
+            print(line("oracle alone | inf", len(messages), 0, pd.Series(True, index=labels.index)))
     finally:
         server.stop()
 
