@@ -137,10 +137,12 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     if options.get("pilot") is not None:
         raise InvalidRequest("pilot", "a cascade cannot run as a pilot yet: run the proxy alone with pilot=")
     question = _Question.of(questions, cascade)
+    _check_names(frame, question, options)
     oracle = _Oracle(frame, state, questions, question, cascade, options)
     proxy = await frame.gw.adecide(state, questions, model=model, **options)
     oracle.spent(proxy.run, counted=False)
     columns = proxy.iloc[:, len(frame.columns):] if options.get("join", True) else proxy
+    columns = columns.rename(columns=lambda c: c.removeprefix(options.get("prefix", "")))
     score, mine = question.score(columns, cascade.metric), question.answers(columns)
     valid = np.flatnonzero(~np.isnan(score))  # a row the proxy failed on goes to the oracle
     sampled = valid[sample_rows(score[valid], cascade)]
@@ -158,6 +160,17 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     out = _with_columns(proxy, question, options.get("prefix", ""), final, answered, score)
     proxy.run.cascade = _summary(cascade, threshold, answered, len(asked), len(routed), oracle)
     return BatchFrame.wrap(out, proxy.run)
+
+
+CASCADE_COLUMNS = ("__answer", "__source", "__proxy_score")
+
+
+def _check_names(frame: pd.DataFrame, question: _Question, options: Mapping[str, Any]) -> None:
+    """Refuse a clash with the frame's columns before anything is sent (as the accessor does for its own)."""
+    names = [f"{options.get('prefix', '')}{question.name}{suffix}" for suffix in CASCADE_COLUMNS]
+    clash = [name for name in names if options.get("join", True) and name in frame.columns]
+    if clash:
+        raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or join=False")
 
 
 def _hit(mine: Any, said: Any, metric: str) -> bool:
@@ -179,10 +192,10 @@ def _final(mine: np.ndarray, answered: np.ndarray, said: Mapping[int, Any], metr
 def _with_columns(proxy: pd.DataFrame, question: _Question, prefix: str, final: np.ndarray, answered: np.ndarray,
                   score: np.ndarray) -> pd.DataFrame:
     out = pd.DataFrame(proxy)
-    name = f"{prefix}{question.name}"
-    out[f"{name}__answer"] = pd.array(final, dtype="boolean") if question.kind == "noul" else final
-    out[f"{name}__source"] = np.where(answered, "proxy", "oracle")
-    out[f"{name}__proxy_score"] = score
+    answer, source, proxy_score = (f"{prefix}{question.name}{suffix}" for suffix in CASCADE_COLUMNS)
+    out[answer] = pd.array(final, dtype="boolean") if question.kind == "noul" else final
+    out[source] = np.where(answered, "proxy", "oracle")
+    out[proxy_score] = score
     return out
 
 

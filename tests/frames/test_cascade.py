@@ -122,3 +122,18 @@ def test_cascade_budget_covers_the_oracle_too_and_leaves_unpaid_rows_unanswered(
     unpaid = out["refund__source"].eq("oracle") & out["refund__answer"].isna()
     assert unpaid.sum() > 0  # the rows beyond the budget are left missing, never guessed
 
+
+
+def test_cascade_reads_and_names_its_columns_under_a_prefix(messages: pd.DataFrame, gw: Gateway) -> None:
+    cascade = gwlab.Cascade(oracle=messages["refund"], metric="recall", target=0.8, delta=0.2, sample=30)
+    out = cascade_run(messages, gw, REFUND, cascade, prefix="cheap_", join=False)
+    assert list(out.columns[-3:]) == ["cheap_refund__answer", "cheap_refund__source", "cheap_refund__proxy_score"]
+    assert out["cheap_refund__source"].eq("proxy").sum() == out.run.cascade["proxy_rows"] > 0
+
+
+def test_cascade_refuses_a_column_clash_before_sending(messages: pd.DataFrame, gw: Gateway, gateway) -> None:
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    with pytest.raises(InvalidRequest) as caught:
+        cascade_run(messages.assign(refund__source="x"), gw, REFUND, gwlab.Cascade(oracle=messages["refund"]))
+    assert caught.value.field == "prefix" and log.rows(mark) == []
