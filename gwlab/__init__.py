@@ -42,6 +42,7 @@ from gwlab.errors import (
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
 from gwlab.frames.budget import Budget
+from gwlab.frames.cascade import Cascade
 from gwlab.frames.compare import compare
 from gwlab.frames.evaluate import evaluate
 from gwlab.frames.records import run_answers, runs
@@ -60,6 +61,7 @@ __all__ = [
     "AuthenticationFailed",
     "BadRequest",
     "Budget",
+    "Cascade",
     "ChatCompletion",
     "ClientConfig",
     "ConnectionFailed",

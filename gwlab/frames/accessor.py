@@ -18,6 +18,8 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, operators, recipes, records, repeats
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
+from gwlab.frames.cascade import Cascade
+from gwlab.frames.cascade_run import run_cascade
 from gwlab.frames.checkpoint import AnswerStore, open_for_run
 from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
 from gwlab.frames.limiter import Limiter
@@ -170,7 +172,7 @@ class GatewayAccessor:
 
     @_documented
     def decide(self, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
-               **options: Unpack[RunOptions]) -> BatchFrame:
+               cascade: Cascade | None = None, **options: Unpack[RunOptions]) -> BatchFrame:
         """One decision request per row, every question packed in; answers as new columns.
 
         Parameters
@@ -185,6 +187,11 @@ class GatewayAccessor:
             validated once before any row is sent.
         model : str, optional
             Decision model ID (default ``local/decide-e5-small``).
+        cascade : gwlab.Cascade, optional
+            This model answers the rows it is confident of and an oracle (a decision model or a Series
+            of labels) the rest, at a stated accuracy, precision or recall with probability >= 1 - delta
+            (docs/guide/cascades.md). Adds ``{q}__answer``, ``{q}__source`` (proxy or oracle) and
+            ``{q}__proxy_score``; ``.run.cascade`` counts the oracle calls and gives the threshold and bound.
         {run_options}
         Columns: ``{q}__noul``; ``{q}__choice``, or ``{q}__score`` (expected level) and ``{q}__level``
         (most likely level, what accuracy scores); ``{q}__p__{option}`` per option or level,
@@ -196,12 +203,14 @@ class GatewayAccessor:
         >>> out = tickets.gw.decide("{text}", urgent)  # doctest: +SKIP
         >>> out[["urgent__noul", "__status"]]          # doctest: +SKIP
         """
-        coroutine = self.adecide(state, questions, model=model, **options)
+        coroutine = self.adecide(state, questions, model=model, cascade=cascade, **options)
         return _client.run_sync(coroutine, options.get("gateway"))
 
     async def adecide(self, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
-                      **options: Unpack[RunOptions]) -> BatchFrame:
+                      cascade: Cascade | None = None, **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
+        if cascade is not None:
+            return await run_cascade(self._frame, state, questions, model, cascade, options)
         family = recipes.decisions_recipe_for(questions, model)
         rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame, **_blank_rule(options))
         return await self._run(family, rows, options, {"state": state})

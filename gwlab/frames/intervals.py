@@ -31,7 +31,7 @@ MIN_ROWS = 10  # below this many rows an interval is shown, flagged `small` and 
 _CELLS_PER_CHUNK = 10_000_000  # resamples x rows per chunk (100 x 100,000: 40 MB of float32 counts)
 
 __all__ = ["MIN_ROWS", "RESAMPLES", "SEED", "RowSums", "binom_cdf", "bootstrap_counts", "bootstrap_sums", "check_level",
-           "clopper_pearson", "holm", "mcnemar_exact", "percentile", "row_sums", "wilson"]
+           "clopper_pearson", "holm", "mcnemar_exact", "normal_quantile", "percentile", "row_sums", "wilson"]
 
 
 def check_level(level: float) -> float:
@@ -59,6 +59,11 @@ def _normal_quantile(p: float) -> float:
     r = q * q
     return float((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
                  (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1))
+
+
+def normal_quantile(p: float) -> float:
+    """The standard normal quantile at `p` (for one-sided normal bounds, e.g. a cascade's recall target)."""
+    return _normal_quantile(p)
 
 
 def wilson(k: np.ndarray | float, n: np.ndarray | float, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -60,6 +60,9 @@ class RunSummary:
     structured: str | None = None  # extract: how structured output was asked when not natively (frames/extract.py)
     run_id: str | None = None  # the run's record (`gwlab.runs()`, `gwlab.run_answers(run_id)`)
     recorded: str | None = None  # where the record is kept: the checkpoint, or this process only
+    # with cascade=: who answered how many rows, the oracle calls, the threshold and the quality bound
+    # (keys in gwlab/frames/cascade_run.py `_summary`)
+    cascade: dict[str, Any] | None = None
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
@@ -106,6 +109,8 @@ class RunSummary:
             line += f"\ncached: {c['answers']} answers given by {c['gateway'] or 'this gateway'} {when}"
         if self.run_id:
             line += f"\nrun {self.run_id}, recorded {recorded_where(self.recorded)}"
+        if self.cascade:
+            line += "\n" + _cascade_text(self.cascade)
         if self.pilot:
             p = self.pilot
             rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"
@@ -118,6 +123,17 @@ class RunSummary:
 def recorded_where(recorded: str | None) -> str:
     """Where a run's record is, as the summary line says it (`gwlab.runs()` reads it)."""
     return recorded if (recorded or "").startswith("process only") else f"in {recorded}"
+
+
+def _cascade_text(c: dict[str, Any]) -> str:
+    calls = c["oracle_calls"]
+    low, high = c["interval"]
+    interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
+    return (f"cascade ({c['metric']} >= {c['target']} with prob. >= {1 - c['delta']:.3g}): proxy answered "
+            f"{c['proxy_rows']} rows, oracle ({c['oracle']}) {c['oracle_rows']}; oracle calls {calls['total']} "
+            f"({calls['sampled']} sampled + {calls['routed']} routed) vs {c['all_oracle_calls']} all-oracle "
+            f"({c['saving']:.1f}x fewer); threshold {c['threshold']:.3f}; sample estimate {c['estimate']:.3f}"
+            f"{interval}, bound {c['bound']:.3f}")
 
 
 class RunInterrupted(KeyboardInterrupt):

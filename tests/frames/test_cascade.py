@@ -1,0 +1,139 @@
+"""df.gw.decide(..., cascade=gwlab.Cascade(...)) on the real embedded gateway, and its refusals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import gwlab
+from gwlab.client.gateway import Gateway
+from gwlab.errors import InvalidRequest
+from tests.support.gateways import RequestLog
+from tests.support.models import DECIDE_MODEL
+
+DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data"
+QUESTIONS = json.loads((DATA / "questions.json").read_text())
+REFUND = {"refund": QUESTIONS["refund"]}
+
+
+@pytest.fixture(scope="module")
+def gw(gateway) -> Iterator[Gateway]:
+    client = Gateway(gateway.base_url, gateway.api_key)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def messages() -> pd.DataFrame:
+    return pd.read_csv(DATA / "support_messages.csv", index_col="id").head(60)
+
+
+def cascade_run(frame: pd.DataFrame, gw: Gateway, questions: dict, cascade: gwlab.Cascade, **options):
+    options.setdefault("checkpoint", None)
+    return frame.gw.decide("{text}", questions, gateway=gw, progress=False, cascade=cascade, **options)
+
+
+def test_label_oracle_answers_fewer_rows_than_the_frame_has(messages: pd.DataFrame, gw: Gateway,
+                                                             gateway) -> None:
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    cascade = gwlab.Cascade(oracle=messages["refund"], metric="recall", target=0.8, delta=0.2, sample=30)
+    out = cascade_run(messages, gw, REFUND, cascade)
+    calls = out.run.cascade["oracle_calls"]
+    assert calls["total"] < len(messages) and out.run.cascade["proxy_rows"] > 0
+    oracle_rows = out["refund__source"] == "oracle"
+    assert oracle_rows.sum() == calls["total"] == out.run.cascade["oracle_rows"]
+    assert (out.loc[oracle_rows, "refund__answer"] == messages.loc[oracle_rows, "refund"]).all()
+    assert not out.loc[~oracle_rows, "refund__answer"].any()  # recall: the proxy answers "no" only
+    assert (out.loc[~oracle_rows, "refund__proxy_score"] < out.run.cascade["threshold"]).all()
+    assert len(log.settled(mark, "/v1/decisions")) == len(messages)  # the labels cost no request
+    assert "oracle calls" in out.run.text()
+
+
+def test_resumed_cascade_with_a_model_oracle_sends_nothing_twice(messages: pd.DataFrame, gw: Gateway, gateway,
+                                                                 tmp_path: Path) -> None:
+    log = RequestLog(gateway.db)
+    both = {"refund": QUESTIONS["refund"], "urgent": QUESTIONS["urgent"]}  # the oracle asks refund alone
+    cascade = gwlab.Cascade(oracle=DECIDE_MODEL, question="refund", target=0.6, delta=0.2, sample=20)
+    mark = log.mark()
+    first = cascade_run(messages, gw, both, cascade, checkpoint=tmp_path / "c.sqlite")
+    sent = log.settled(mark, "/v1/decisions")
+    assert first.run.cascade["oracle_sent"] == first.run.cascade["oracle_calls"]["total"] > 0
+    assert len(sent) == len(messages) + first.run.cascade["oracle_sent"]
+    mark = log.mark()
+    again = cascade_run(messages, gw, both, cascade, checkpoint=tmp_path / "c.sqlite")
+    assert log.settled(mark, "/v1/decisions") == []
+    assert again.run.cascade["oracle_cached"] == first.run.cascade["oracle_sent"] and again.run.sent == 0
+    pd.testing.assert_series_equal(again["refund__answer"], first["refund__answer"])
+
+
+@pytest.mark.parametrize(("arguments", "field"), [
+    ({"oracle": 3}, "oracle"), ({"oracle": "  "}, "oracle"),
+    ({"oracle": "m", "metric": "f1"}, "metric"), ({"oracle": "m", "target": 1.0}, "target"),
+    ({"oracle": "m", "delta": 0}, "delta"), ({"oracle": "m", "sample": 0}, "sample"),
+    ({"oracle": "m", "candidates": 2.5}, "candidates"), ({"oracle": "m", "seed": "x"}, "seed")])
+def test_cascade_refuses_a_bad_argument_naming_it(arguments: dict, field: str) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        gwlab.Cascade(**arguments)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(("questions", "cascade", "field"), [
+    (QUESTIONS, gwlab.Cascade(oracle="m"), "question"),
+    (REFUND, gwlab.Cascade(oracle="m", question="team"), "question"),
+    ({"team": QUESTIONS["team"]}, gwlab.Cascade(oracle="m", metric="recall"), "metric"),
+    (REFUND, gwlab.Cascade(oracle="m"), "pilot")])
+def test_decide_refuses_a_cascade_that_does_not_fit_the_run_before_sending(
+        messages: pd.DataFrame, questions: dict, cascade: gwlab.Cascade, field: str, gateway, gw: Gateway) -> None:
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    with pytest.raises(InvalidRequest) as caught:
+        cascade_run(messages, gw, questions, cascade, pilot=5 if field == "pilot" else None)
+    assert caught.value.field == field and log.rows(mark) == []
+
+
+def test_label_oracle_missing_a_needed_label_is_refused_naming_the_oracle(messages: pd.DataFrame,
+                                                                         gw: Gateway) -> None:
+    labels = messages["refund"].astype(object).where(messages.index > 10)  # the first ten rows unlabelled
+    with pytest.raises(InvalidRequest, match="no label") as caught:
+        cascade_run(messages, gw, REFUND, gwlab.Cascade(oracle=labels, sample=60))
+    assert caught.value.field == "oracle"
+
+
+def test_cascade_repr_never_prints_the_labels(messages: pd.DataFrame) -> None:
+    assert repr(gwlab.Cascade(oracle=messages["refund"])).startswith("Cascade(oracle=<labels: 60 rows>")
+
+
+def test_cascade_budget_covers_the_oracle_too_and_leaves_unpaid_rows_unanswered(
+        messages: pd.DataFrame, gw: Gateway, gateway) -> None:
+    both = {"refund": QUESTIONS["refund"], "urgent": QUESTIONS["urgent"]}
+    budget = int(messages.gw.decide("{text}", both, gateway=gw, progress=False, checkpoint=None).run.input_tokens)
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    cascade = gwlab.Cascade(oracle=DECIDE_MODEL, question="refund", sample=20)
+    out = cascade_run(messages, gw, both, cascade, budget=budget)  # the proxy alone would fill it
+    billed = log.settled(mark, "/v1/decisions")
+    assert sum(r["input_tokens"] for r in billed) <= budget
+    assert len(billed) == out.run.sent + out.run.cascade["oracle_sent"] < 2 * len(messages)
+    unpaid = out["refund__source"].eq("oracle") & out["refund__answer"].isna()
+    assert unpaid.sum() > 0  # the rows beyond the budget are left missing, never guessed
+
+
+
+def test_cascade_reads_and_names_its_columns_under_a_prefix(messages: pd.DataFrame, gw: Gateway) -> None:
+    cascade = gwlab.Cascade(oracle=messages["refund"], metric="recall", target=0.8, delta=0.2, sample=30)
+    out = cascade_run(messages, gw, REFUND, cascade, prefix="cheap_", join=False)
+    assert list(out.columns[-3:]) == ["cheap_refund__answer", "cheap_refund__source", "cheap_refund__proxy_score"]
+    assert out["cheap_refund__source"].eq("proxy").sum() == out.run.cascade["proxy_rows"] > 0
+
+
+def test_cascade_refuses_a_column_clash_before_sending(messages: pd.DataFrame, gw: Gateway, gateway) -> None:
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    with pytest.raises(InvalidRequest) as caught:
+        cascade_run(messages.assign(refund__source="x"), gw, REFUND, gwlab.Cascade(oracle=messages["refund"]))
+    assert caught.value.field == "prefix" and log.rows(mark) == []
