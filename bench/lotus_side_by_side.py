@@ -5,7 +5,8 @@
 Sets up LOTUS in its own venv (`.venv-lotus`: lotus-ai with the CPU torch wheel, never a CUDA build;
 not part of `make test`), starts the embedded gateway, and runs on the same rows: LOTUS' `sem_filter`
 (one chat request per row, its answer parsed for "True") and its filter cascade, then gwlab's
-`df.gw.filter` (one decision per row) and `df.gw.decide` with a cascade whose oracle is the label column.
+`df.gw.filter` (one decision per row) and `df.gw.decide` with a cascade whose oracle is the label column
+(LOTUS' cascade here uses the same local chat model as helper and oracle: the embedded gateway has one).
 Requests and tokens are the gateway's own request log, so both sides are counted the same way.
 """
 
@@ -97,6 +98,18 @@ def main() -> None:
         pred = rows.index.isin(kept.index)
         results.append({"side": "gwlab", "operator": "df.gw.filter", "wall_s": time.perf_counter() - started,
                         **logged(server.db_path, mark), "accuracy": float((pred == truth.to_numpy()).mean())})
+
+        # the cascade: the labels as the oracle (keyless), the decision model as the cheap proxy
+        asked = {"refund": json.loads((DATA.parent / "questions.json").read_text())["refund"]}
+        mark, started = mark_of(server.db_path), time.perf_counter()
+        cascade = gwlab.Cascade(oracle=truth, target=0.8, delta=0.1, sample=20, seed=0)
+        out = rows.gw.decide("{text}", asked, cascade=cascade, gateway=gw, checkpoint=None, progress=False,
+                             concurrency=args.concurrency)
+        c = out.run.cascade
+        results.append({"side": "gwlab", "operator": "decide, cascade (accuracy >= 0.8, delta 0.1)",
+                        "wall_s": time.perf_counter() - started, **logged(server.db_path, mark),
+                        "oracle_calls": c["oracle_calls"]["total"],
+                        "accuracy": float((out["refund__answer"] == truth).mean())})
     finally:
         gw.close()
         server.stop()
