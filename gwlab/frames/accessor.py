@@ -590,7 +590,8 @@ class GatewayAccessor:
 
     @_documented
     def filter(self, condition: str, *, state: TemplateSpec | None = None, threshold: float = 0.5,
-               name: str = "condition", model: str | None = None, **options: Unpack[RunOptions]) -> OperatorFrame:
+               name: str = "condition", model: str | None = None, cascade: Cascade | None = None,
+               **options: Unpack[RunOptions]) -> OperatorFrame:
         """The rows for which `condition` holds: one decision (a noul question) per distinct row.
 
         Parameters
@@ -605,18 +606,22 @@ class GatewayAccessor:
             The question id: the probability column is ``{name}__noul``.
         model : str, optional
             Decision model ID (default ``local/decide-e5-small``).
+        cascade : gwlab.Cascade, optional
+            Answer the rows the decision model is sure of and send the rest to the cascade's oracle (as
+            for ``decide``); a row is then kept by its answer (``{name}__answer``, with ``{name}__source``).
         {run_options}
         The kept rows (input columns unless ``join=False``, then ``{name}__noul``); ``.answers`` holds
         every row's answer and ``.run`` the operator's summary.
         """
         return _client.run_sync(self.afilter(condition, state=state, threshold=threshold, name=name, model=model,
-                                             **options), options.get("gateway"))
+                                             cascade=cascade, **options), options.get("gateway"))
 
     async def afilter(self, condition: str, *, state: TemplateSpec | None = None, threshold: float = 0.5,
-                      name: str = "condition", model: str | None = None,
+                      name: str = "condition", model: str | None = None, cascade: Cascade | None = None,
                       **options: Unpack[RunOptions]) -> OperatorFrame:
         """The async twin of `filter`."""
-        return await operators.filter_rows(self._frame, condition, state, threshold, name, model, dict(options))
+        return await operators.filter_rows(self._frame, condition, state, threshold, name, model, dict(options),
+                                           cascade)
 
     @_documented
     def merge(self, right: pd.DataFrame, condition: str, *, left_on: TemplateSpec | None = None,

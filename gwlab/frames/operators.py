@@ -188,20 +188,25 @@ def finish(frame: pd.DataFrame, added: pd.DataFrame, config: RunConfig) -> pd.Da
 # --- filter ------------------------------------------------------------------------------------------
 
 async def filter_rows(frame: pd.DataFrame, condition: str, state: Any, threshold: float, name: str,
-                      model: str | None, options: dict[str, Any]) -> OperatorFrame:
-    """The rows whose condition's probability reaches `threshold`; `.answers` holds every row's. (A
-    cascade, once `decide` takes `cascade=`, is passed on to that one decide run here.)"""
+                      model: str | None, options: dict[str, Any], cascade: Any = None) -> OperatorFrame:
+    """The rows whose condition's probability reaches `threshold`; `.answers` holds every row's. With a
+    cascade (`gwlab.Cascade`), that one decide run is a cascade and a row is kept by its answer, the
+    cheap model's where it was sure and the oracle's elsewhere."""
     _check_text(condition, "condition")
     _check_threshold(threshold, "threshold")
     own, config = _own_options(options)
     question = {name: {"type": "noul", "instructions": condition}}
     spec = list(frame.columns) if state is None else state
-    answers = await frame.gw.adecide(spec, question, model=model, **own, join=False)
+    answers = await frame.gw.adecide(spec, question, model=model, cascade=cascade, **own, join=False)
     probability = answers[f"{name}__noul"]
     keep = (probability >= threshold).to_numpy()  # NaN (an error row) is never kept
+    shown = [f"{name}__noul"]
+    if cascade is not None:  # the cascade's answer decides: a missing one (unpaid, failed) is never kept
+        keep = answers[f"{name}__answer"].map(lambda v: v is True or v == True).to_numpy(dtype=bool)  # noqa: E712
+        shown += [f"{name}__answer", f"{name}__source"]
     summary = OperatorSummary("filter", rows=len(frame))
     summary.add(answers.run)
-    out = finish(frame, answers[[f"{name}__noul"]], config)
+    out = finish(frame, answers[shown], config)
     return OperatorFrame.of(out[keep], summary, pd.DataFrame(answers))
 
 

@@ -137,3 +137,15 @@ def test_cascade_refuses_a_column_clash_before_sending(messages: pd.DataFrame, g
     with pytest.raises(InvalidRequest) as caught:
         cascade_run(messages.assign(refund__source="x"), gw, REFUND, gwlab.Cascade(oracle=messages["refund"]))
     assert caught.value.field == "prefix" and log.rows(mark) == []
+
+
+def test_filter_with_a_cascade_keeps_the_rows_its_answer_keeps_and_the_oracle_decides_the_rest(
+        messages: pd.DataFrame, gw: Gateway) -> None:
+    cascade = gwlab.Cascade(oracle=messages["refund"], metric="recall", target=0.8, delta=0.2, sample=30)
+    kept = messages.gw.filter("The customer asks for money back", state="{text}", name="refund", cascade=cascade,
+                              gateway=gw, checkpoint=None, progress=False)
+    answers = kept.answers
+    assert list(kept.index) == list(answers.index[answers["refund__answer"] == True])  # noqa: E712
+    by_oracle = answers["refund__source"] == "oracle"
+    assert by_oracle.any() and (answers.loc[by_oracle, "refund__answer"] == messages.loc[by_oracle, "refund"]).all()
+    assert {"refund__answer", "refund__source"} <= set(kept.columns)
