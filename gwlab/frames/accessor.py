@@ -739,7 +739,8 @@ class GatewayAccessor:
         One row per group: ``answer``, ``rows``, ``requests`` and ``__error``; ``.run.levels``.
         ``join`` does not apply (the rows are groups).
         """
-        spec = operators.AggregateSpec(instruction, by, text, protocol, model, max_tokens, max_input_tokens)
+        spec = operators.AggregateSpec(instruction, by=by, text=text, protocol=protocol, model=model,
+                                       max_tokens=max_tokens, max_input_tokens=max_input_tokens)
         return _client.run_sync(operators.aggregate(self._frame, spec, dict(options)), options.get("gateway"))
 
     async def aaggregate(self, instruction: str, by: str | list[str] | None = None, *,
@@ -747,7 +748,8 @@ class GatewayAccessor:
                          model: str | None = None, max_tokens: int = 256, max_input_tokens: int | None = None,
                          **options: Unpack[RunOptions]) -> OperatorFrame:
         """The async twin of `aggregate`."""
-        spec = operators.AggregateSpec(instruction, by, text, protocol, model, max_tokens, max_input_tokens)
+        spec = operators.AggregateSpec(instruction, by=by, text=text, protocol=protocol, model=model,
+                                       max_tokens=max_tokens, max_input_tokens=max_input_tokens)
         return await operators.aggregate(self._frame, spec, dict(options))
 
     # --- the shared steps -----------------------------------------------------------------------

@@ -423,12 +423,12 @@ class AggregateSpec:
     """An aggregate's settings beyond the run options, checked once."""
 
     instruction: str
+    max_tokens: int = 256
+    max_input_tokens: int | None = None  # None: the model's max_input_tokens in GET /models
     by: Any = None
     text: Any = None
     protocol: str = "chat"
     model: str | None = None
-    max_tokens: int = 256
-    max_input_tokens: int | None = None  # None: the model's max_input_tokens in GET /models
 
     def __post_init__(self) -> None:
         _check_text(self.instruction, "instruction")
