@@ -118,8 +118,8 @@ def _workload(gw: Gateway, proxy_gw: Gateway, tmp: Path, scan: Scan) -> None:
     gw.videos.list()
     expect(errors.InvalidRequest, lambda: gw.decide("x", {"q": {"type": "maybe"}}, model=DECIDE))
     expect(errors.NotFound, lambda: gw.decide("x", QUESTIONS, model="local/no-such-model"))
-    # a 400 from the gateway: logprobs is valid chat, so the client sends it; the local model refuses it
-    expect(errors.BadRequest, lambda: gw.chat("hi", model=TEXT, max_tokens=2, logprobs=True))
+    # a 400 from the gateway: n=9 is valid chat, so the client sends it; the local models refuse n > 8
+    expect(errors.BadRequest, lambda: gw.chat("hi", model=TEXT, max_tokens=2, n=9))
     expect(errors.NotFound, lambda: gw.videos.get("video_missing"))
     expect(errors.StreamInterrupted,
            lambda: proxy_gw.chat.stream("Q: Count to ten.\nA:", model=TEXT, max_tokens=16).collect())
