@@ -332,7 +332,8 @@ class GatewayAccessor:
         schema : Pydantic model, JSON Schema or dict
             The fields: a Pydantic model class, an object's JSON Schema, or ``{column: type}`` with
             ``str``, ``int``, ``float``, ``bool``, a list of allowed values, ``datetime.date``,
-            ``datetime.datetime``, ``T | None`` (optional: the model may answer null) and ``list[T]``.
+            ``datetime.datetime``, ``T | None`` (optional: the model may answer null, and the prompt
+            tells it to when the text does not state the field) and ``list[T]``.
             Normalised to one strict schema (every field required, optional ones nullable).
         protocol : {"chat", "responses", "messages"}, default "chat"
             The family: chat sends ``response_format`` (json_schema, strict), responses ``text.format``,

@@ -25,9 +25,10 @@ from gwlab.errors import InvalidRequest
 from gwlab.frames import evidence, intervals, metrics, repeats
 from gwlab.frames._targets import Target, resolve
 from gwlab.frames.calibration import Recalibration, recalibrate
+from gwlab.frames.fields import FieldEvaluation, evaluate_fields
 from gwlab.frames.labels import EvaluationWarning, LabelMatch
 
-__all__ = ["Agreement", "Evaluation", "EvaluationWarning", "agreement", "evaluate", "recalibrate"]
+__all__ = ["Agreement", "Evaluation", "EvaluationWarning", "FieldEvaluation", "agreement", "evaluate", "recalibrate"]
 
 _SUMMED = ("accuracy", "macro_f1", "kappa", "brier", "log_loss", "ece")
 
@@ -111,16 +112,20 @@ class EvaluationSettings(TypedDict, total=False):
     steps: int
     resamples: int
     seed: int
+    reduce: str | None  # repeats: None pools them, "majority" or "mean" makes one answer per row
 
 
-_SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": intervals.SEED}
+_SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": intervals.SEED, "reduce": None}
 
 
 def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
              questions: Mapping[str, Any] | None = None, levels_from: int | Mapping[str, int] | None = None,
-             by: str | Sequence[str] | None = None, level: float = 0.95, reduce: str | None = None,
-             **settings: Unpack[EvaluationSettings]) -> Evaluation:
+             by: str | Sequence[str] | None = None, level: float = 0.95, kind: str = "decisions",
+             **settings: Unpack[EvaluationSettings]) -> Evaluation | FieldEvaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
+
+    With ``kind="fields"``, score extracted fields instead (`df.gw.extract`; frames/fields.py): per
+    field, exact-match accuracy with its Wilson interval, values invented and missed, MAE for numbers.
 
     Parameters
     ----------
@@ -147,6 +152,13 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         level = label - 1); a dict gives it per question id. Not given: read from the labels, with a
         warning when they fit both (e.g. a slice whose labels are 2..4 of a 1..5 rubric), so state it
         to read a frame and any slice of it the same way.
+    kind : {"decisions", "fields"}, default "decisions"
+        "fields": `truth` is ``{field: label column}`` and `pred` ``{field: extracted column}`` (default:
+        the field's own name); a null label means "not in the text" and is scored like a value. Returns a
+        ``FieldEvaluation`` whose ``metrics`` has per field ``n``, ``n_missing`` (rows whose extraction
+        failed, left out), ``truth_null``, ``right``, ``accuracy`` (``_low``/``_high``), ``invented`` (a
+        value where the label is null), ``missed`` (null where it has one), ``wrong``, ``mae`` and
+        ``small``. `prob`, `questions`, `levels_from`, `by` and the settings do not apply.
     by : str or list of str, optional
         Column(s) of `frame` to slice by: ``metrics`` then has one row per question and slice value,
         with the slice values after the question in its index.
@@ -188,10 +200,15 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     >>> ev.metrics[["accuracy", "ece"]]                                   # doctest: +SKIP
     >>> cal = ev.recalibrate("temperature")["urgent"]                     # doctest: +SKIP
     """
+    if kind == "fields":
+        return _fields(frame, truth, pred, level, prob=prob, questions=questions, levels_from=levels_from,
+                       by=by, **settings)
+    if kind != "decisions":
+        raise InvalidRequest("kind", f"'decisions' or 'fields'; got {kind!r}")
     unknown = sorted(set(settings) - set(_SETTINGS))
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
-    bins, steps, resamples, seed = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
+    bins, steps, resamples, seed, reduce = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
     frame, clusters = repeats.prepare(frame, reduce)
     targets = resolve(frame, truth, prob, pred, questions, levels_from)
     rows, confusion, reliability, thresholds, coverage = [], {}, {}, {}, {}
@@ -248,6 +265,14 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
                       thresholds, coverage, bins, {t.question: t for t in targets},
                       {t.question: t.match for t in targets if t.match is not None}, source, level,
                       evidence.methods(resamples, seed, clustered=clusters is not None))
+
+
+def _fields(frame: pd.DataFrame, truth: Any, pred: Any, level: float, **unused: Any) -> FieldEvaluation:
+    """The kind="fields" evaluation; an option of the decisions path given to it is an error naming it."""
+    given = next((name for name, value in unused.items() if value is not None), None)
+    if given is not None:
+        raise InvalidRequest(given, "does not apply with kind='fields'")
+    return evaluate_fields(frame, truth, pred, level)
 
 
 def _sliced(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any, pred: Any,

@@ -63,7 +63,8 @@ def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens:
 
     def turns(value: Any) -> tuple[list[dict[str, Any]], str | None]:
         prompt, system = value if isinstance(value, tuple) else (value, None)
-        text = f"{prompt}\n\n{schema.instructions()}" if mode.in_prompt else prompt
+        ask = schema.instructions() if mode.in_prompt else schema.absent_rule()
+        text = f"{prompt}\n\n{ask}" if ask else prompt
         return [{"role": "user", "content": text}], system
 
     def body(value: Any) -> dict[str, Any]:

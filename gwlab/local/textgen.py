@@ -236,6 +236,7 @@ def generation_schema(schema: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(schema)
 
     def tighten(s: dict[str, Any]) -> None:
+        _split_types(s)
         if s.get("type") == "string" and not {"maxLength", "pattern", "enum", "const", "format"} & s.keys():
             s["maxLength"] = max(int(s.get("minLength", 0)), 0) + STRING_CAP
         if s.get("type") == "array" and isinstance(s.get("items"), dict) and "maxItems" not in s:
@@ -253,6 +254,33 @@ def generation_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     tighten(out)
     return out
+
+
+_OF_TYPE = {"null": lambda v: v is None, "boolean": lambda v: isinstance(v, bool),
+            "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+            "string": lambda v: isinstance(v, str), "array": lambda v: isinstance(v, list),
+            "object": lambda v: isinstance(v, dict)}
+
+
+def _split_types(s: dict[str, Any]) -> None:
+    """A type list (a nullable field: `{"type": ["string", "null"], "enum": [...]}`), in place, as anyOf
+    one schema per type: the converter drops a type list's other keywords, so its enum went unforced (the
+    check then failed every attempt), and a string branch gets its cap here only once it stands alone."""
+    kinds = s.get("type")
+    if not isinstance(kinds, list) or len(kinds) < 2 or not set(kinds) <= _OF_TYPE.keys() or "anyOf" in s:
+        return
+    rest = {k: v for k, v in s.items() if k != "type"}
+    branches = []
+    for kind in kinds:
+        branch = {"type": "null"} if kind == "null" else {**rest, "type": kind}
+        if "enum" in rest:
+            branch = {**branch, "enum": [v for v in rest["enum"] if _OF_TYPE[kind](v)]}
+            if not branch["enum"]:
+                continue
+        branches.append(branch)
+    s.clear()
+    s["anyOf"] = branches
 
 
 def enforced(schema: dict[str, Any]) -> bool:

@@ -4,7 +4,8 @@ Pure (no I/O). `Schema.of` normalises every form to one strict-compatible schema
 false`, every property required, an optional field nullable so the model can answer null for "not in
 the text"); `Schema.check` validates an answer and names each bad field; `Schema.request_fields` is the
 request a family's row asks for it with (its `structured_output` form, gwlab/wire/families.py), and
-`Schema.answer_text` where that form puts the answer. Pydantic is imported only when a model is given.
+`Schema.answer_text` where that form puts the answer. The wording sent to the model (the schema in the
+prompt, the absent rule, the re-ask) is here too. Pydantic is imported only when a model is given.
 """
 
 from __future__ import annotations
@@ -131,9 +132,20 @@ class Schema:
         raise InvalidRequest("protocol", f"this family has no structured-output form ({form!r})")
 
     def instructions(self) -> str:
-        """The prompt text asking for JSON when the gateway has no structured output."""
-        return ("Answer with only a JSON object, no other text, matching this JSON Schema: "
-                f"{json.dumps(self.json, separators=(',', ':'))}. Use null for a field the text does not give.")
+        """The prompt text asking for JSON when the gateway has no structured output (with `absent_rule`)."""
+        ask = ("Answer with only a JSON object, no other text, matching this JSON Schema: "
+               f"{json.dumps(self.json, separators=(',', ':'))}.")
+        rule = self.absent_rule()
+        return f"{ask} {rule}" if rule else ask
+
+    def absent_rule(self) -> str | None:
+        """The prompt text, sent natively too, that makes null the answer for an optional field the text does
+        not state: a grammar alone lets a small model fill it with a guess. None when no field is optional."""
+        optional = [f for f, prop in self.json["properties"].items() if "null" in _types_of(prop)]
+        if not optional:
+            return None
+        return (f"If the text does not state {_listed(optional)}, answer null for it: never guess, infer or "
+                "invent a value that is not written in the text.")
 
     @staticmethod
     def reask_turns(error: AnswerInvalid) -> list[dict[str, Any]]:
@@ -277,6 +289,11 @@ def _bad_date(field: str, prop: Mapping[str, Any], value: Any) -> str | None:
     except ValueError:
         return f"{field}: {value!r} is not an ISO {fmt}"
     return None
+
+
+def _listed(fields: Sequence[str]) -> str:
+    """`a`, `a or b`, `a, b or c`: the optional fields as the absent rule names them."""
+    return fields[0] if len(fields) == 1 else f"{', '.join(fields[:-1])} or {fields[-1]}"
 
 
 def _path(parts: Any) -> str:

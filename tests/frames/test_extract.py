@@ -134,6 +134,26 @@ def test_prompt_mode_puts_the_schema_in_the_prompt_and_sends_no_structured_field
     assert out.loc[10, "product"] == "kettle"
 
 
+@pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
+def test_a_native_extract_tells_the_model_an_unstated_optional_field_is_null_never_a_guess(stub, protocol):
+    _run(stub, ["good"], protocol=protocol)
+    body = REQUESTS[0]["body"]
+    [first] = [t for t in body.get("messages") or body["input"] if t["role"] == "user"]
+    assert first["content"].startswith("good\n\n")
+    assert "does not state order, answer null" in first["content"] and "never guess" in first["content"]
+
+
+def test_a_schema_with_no_optional_field_asks_for_no_null(stub):
+    _run(stub, ["good"], schema={"product": str, "order": int, "sentiment": ["positive", "neutral", "negative"]})
+    assert REQUESTS[0]["body"]["messages"][0]["content"] == "good"
+
+
+def test_the_prompt_form_carries_the_same_absent_rule(stub):
+    _run(stub, ["good"], structured="prompt")
+    content = REQUESTS[0]["body"]["messages"][0]["content"]
+    assert "JSON Schema" in content and content.count("does not state order, answer null") == 1
+
+
 def test_every_mapping_type_reaches_its_nullable_dtype(stub):
     schema = {"product": str, "order": int, "price": float | None, "refund": bool | None, "when": dt.date | None,
               "tags": list[str] | None, "sentiment": ["positive", "neutral", "negative"]}

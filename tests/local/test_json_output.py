@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from gwlab.local.engines.llama import json_grammar
-from gwlab.local.textgen import generation_schema
+from gwlab.local.textgen import STRING_CAP, enforced, generation_schema
 
 pytest.importorskip("llama_cpp")
 
@@ -143,3 +143,18 @@ def test_a_pattern_that_asks_for_a_line_break_gets_it_escaped_and_the_answer_val
     value = json.loads(text)
     jsonschema.validate(value, LINES)
     assert value["code"] in ("a\nb\tc", "a\nb c")
+
+
+def test_a_nullable_enum_and_string_are_forced_and_capped_by_the_grammar() -> None:
+    """`T | None` as strict mode writes it (a type list) kept its enum out of the grammar: the model wrote
+    other values and the local gateway answered 500 after its attempts."""
+    nullable = {"type": "object", "additionalProperties": False, "required": ["product", "note"], "properties": {
+        "product": {"type": ["string", "null"], "enum": ["kettle", "laptop", None]},
+        "note": {"type": ["string", "null"]}}}
+    tightened = generation_schema(nullable)
+    assert enforced(tightened)
+    product = tightened["properties"]["product"]["anyOf"]
+    assert {"type": "string", "enum": ["kettle", "laptop"]} in product and {"type": "null", "enum": [None]} in product
+    assert {"type": "string", "maxLength": STRING_CAP} in tightened["properties"]["note"]["anyOf"]
+    grammar = json_grammar(tightened)
+    assert '"\\"kettle\\"" | "\\"laptop\\""' in grammar
