@@ -76,9 +76,9 @@ def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = No
 
 def _reliability_of(evaluation: Evaluation, question: str, rows: Any) -> pd.DataFrame:
     """The question's reliability bins over the selected rows of the evaluated frame only."""
-    if evaluation._source is None:
+    frame = evaluation.frame
+    if frame is None:
         raise InvalidRequest("rows", "this evaluation kept no reference to its frame, so rows cannot be chosen")
-    frame = evaluation._source[0]
     target = evaluation.targets[question]
     if target.proba is None:
         raise InvalidRequest("question", f"{question!r} has no probabilities to plot")

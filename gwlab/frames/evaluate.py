@@ -55,6 +55,11 @@ class Evaluation:
     def __getitem__(self, question: str) -> pd.Series:
         return self.metrics.loc[question]
 
+    @property
+    def frame(self) -> pd.DataFrame | None:
+        """The frame this evaluation scored (None when it kept no reference to it), as `targets` index it."""
+        return self._source[0] if self._source is not None else None
+
     def recalibrate(self, method: str = "temperature", *, fit: float | Any = 0.5,
                     seed: int = 0) -> dict[str, Recalibration]:
         """Fit a calibration map per question with probabilities (see `recalibrate`)."""

@@ -160,12 +160,13 @@ class LlamaGenerator:
             steps = _StepLogprobs(llm, request.top_logprobs) if request.top_logprobs is not None else None
             rules = [r for r in (steps, self._first_token_rule(tokens) if request.require_text else None) if r]
             pending: list[TokenLogprob] = []
+            vocab = llama_cpp.llama_model_get_vocab(llm.model)  # the public C API, not the wrapper's private _model
             for token in llm.generate(
                 prompt, temp=max(request.temperature, 0.0), repeat_penalty=self.repeat_penalty, grammar=grammar,
                 logits_processor=llama_cpp.LogitsProcessorList(rules) if rules else None,
             ):
                 # llama.cpp's own completion loop asks the vocab the same way
-                if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
+                if llama_cpp.llama_vocab_is_eog(vocab, token):
                     finish = "stop"
                     break
                 tokens.append(token)
