@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +22,6 @@ ANSWER_COLUMNS = [
     "severity__confidence",
 ]
 META = ["__input_tokens", "__output_tokens", "__request_id", "__error", "__status"]
-
-
-@pytest.fixture(scope="module")
-def gw(gateway) -> Iterator[Gateway]:
-    client = Gateway(gateway.base_url, gateway.api_key)
-    yield client
-    client.close()
 
 
 @pytest.fixture

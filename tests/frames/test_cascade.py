@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -18,13 +17,6 @@ from tests.support.models import DECIDE_MODEL
 DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data"
 QUESTIONS = json.loads((DATA / "questions.json").read_text())
 REFUND = {"refund": QUESTIONS["refund"]}
-
-
-@pytest.fixture(scope="module")
-def gw(gateway) -> Iterator[Gateway]:
-    client = Gateway(gateway.base_url, gateway.api_key)
-    yield client
-    client.close()
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -128,13 +127,6 @@ def test_bad_sides_and_ambiguous_truth_fail_naming_the_field() -> None:
     with pytest.raises(InvalidRequest, match="2 questions") as raised:
         gwlab.compare(two, two, truth=truth)
     assert raised.value.field == "truth"
-
-
-@pytest.fixture(scope="module")
-def gw(gateway) -> Iterator[Gateway]:
-    client = Gateway(gateway.base_url, gateway.api_key)
-    yield client
-    client.close()
 
 
 @pytest.mark.timeout(600)

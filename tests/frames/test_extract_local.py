@@ -4,22 +4,12 @@ grammar, so its answer validates. One short row per family: grammar decoding is 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pandas as pd
 import pytest
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
-from gwlab.client.gateway import Gateway
 
 SCHEMA = {"sentiment": ["positive", "negative"], "refund": bool}
-
-
-@pytest.fixture(scope="module")
-def gw(gateway) -> Iterator[Gateway]:
-    client = Gateway(gateway.base_url, gateway.api_key)
-    yield client
-    client.close()
 
 
 @pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])

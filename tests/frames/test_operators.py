@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,6 @@ TEAMS = pd.DataFrame({"team": ["billing", "engineering", "design"],
                       "handles": ["payments, invoices, charges and refunds", "crashes, bugs and outages",
                                   "typos and layout of the web pages"]}, index=["t1", "t2", "t3"])
 CONDITION = "The ticket is for this team"
-
-
-@pytest.fixture(scope="module")
-def gw(gateway) -> Iterator[Gateway]:
-    client = Gateway(gateway.base_url, gateway.api_key)
-    yield client
-    client.close()
 
 
 @pytest.fixture

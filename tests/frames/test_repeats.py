@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,14 +18,6 @@ from gwlab.frames.repeats import stability
 from tests.support.gateways import RequestLog
 from tests.support.models import TEXT_MODEL
 from tests.support.tickets import DECISIONS, QUESTIONS, tickets_frame
-
-
-@pytest.fixture(scope="module")
-def gw(gateway) -> Iterator[Gateway]:
-    client = Gateway(gateway.base_url, gateway.api_key)
-    yield client
-    client.close()
-
 
 YES_NO = {"type": "json_schema", "json_schema": {"name": "yes_no", "strict": True, "schema": {
     "type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
