@@ -96,7 +96,7 @@ class Oracle:
                  cascade: Cascade, options: Mapping[str, Any]) -> None:
         self.frame, self.state, self.question, self.cascade = frame, state, question, cascade
         self.asked = {question.name: questions[question.name]}
-        self.options = {**options, "join": False, "prefix": ""}
+        self.options = {**options, "join": False, "prefix": "", "pilot": None}  # a pilot limits the proxy only
         self.budget = Budget.of(options.get("budget"), options.get("prices"))
         self.sent, self.cached, self.cost = 0, 0, 0.0
         self.labels = self._labels() if isinstance(cascade.oracle, pd.Series) else None

@@ -19,6 +19,7 @@ from gwlab.frames.cascade import Cascade, Threshold, choose_threshold, proxy_ans
 from gwlab.frames.cascade_oracle import CascadeQuestion, Oracle
 from gwlab.frames.intervals import clopper_pearson
 from gwlab.frames.result import BatchFrame
+from gwlab.frames.status import RowStatus
 
 __all__ = ["run_cascade"]
 
@@ -28,8 +29,6 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     """The cascade of `df.gw.adecide(..., cascade=cascade)`: see docs/guide/cascades.md."""
     if not isinstance(cascade, Cascade):
         raise InvalidRequest("cascade", f"a gwlab.Cascade; got {type(cascade).__name__}")
-    if options.get("pilot") is not None:
-        raise InvalidRequest("pilot", "a cascade cannot run as a pilot yet: run the proxy alone with pilot=")
     question = CascadeQuestion.of(questions, cascade)
     _check_names(frame, question, options)
     oracle = Oracle(frame, state, questions, question, cascade, options)
@@ -38,7 +37,8 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     columns = proxy.iloc[:, len(frame.columns):] if options.get("join", True) else proxy
     columns = columns.rename(columns=lambda c: c.removeprefix(options.get("prefix", "")))
     score, mine = question.score(columns, cascade.metric), question.answers(columns)
-    valid = np.flatnonzero(~np.isnan(score))  # a row the proxy failed on goes to the oracle
+    reached = columns["__status"].to_numpy() != RowStatus.NOT_RUN.label  # a pilot or a budget stops short
+    valid = np.flatnonzero(reached & ~np.isnan(score))  # a row the proxy failed on goes to the oracle
     sampled = valid[sample_rows(score[valid], cascade)]
     asked = np.unique(sampled)
     said_by_row = dict(zip(asked.tolist(), await oracle.answer(asked), strict=True))
@@ -48,11 +48,13 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     answered = np.zeros(len(frame), dtype=bool)
     answered[valid] = proxy_answers(score[valid], threshold, cascade.metric)
     answered[asked] = False
-    routed = np.flatnonzero(~answered & ~np.isin(np.arange(len(frame)), asked))
+    routed = np.flatnonzero(reached & ~answered & ~np.isin(np.arange(len(frame)), asked))
     said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
     final = _final(mine, answered, said_by_row, cascade.metric)
-    out = _with_columns(proxy, question, options.get("prefix", ""), final, answered, score)
-    proxy.run.cascade = _summary(cascade, threshold, answered, len(asked), len(routed), oracle)
+    out = _with_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached)
+    proxy.run.cascade = _summary(cascade, threshold, int(reached.sum()), answered, (len(asked), len(routed)), oracle)
+    if proxy.run.pilot is not None:
+        proxy.run.cascade["pilot"] = _pilot_estimate(cascade, reached, len(asked), len(routed), oracle)
     return BatchFrame.wrap(out, proxy.run)
 
 
@@ -84,24 +86,40 @@ def _final(mine: np.ndarray, answered: np.ndarray, said: Mapping[int, Any], metr
 
 
 def _with_columns(proxy: pd.DataFrame, question: CascadeQuestion, prefix: str, final: np.ndarray, answered: np.ndarray,
-                  score: np.ndarray) -> pd.DataFrame:
+                  score: np.ndarray, reached: np.ndarray) -> pd.DataFrame:
+    """The cascade's columns; a row the proxy never reached (a pilot's, a budget's) has no source."""
     out = pd.DataFrame(proxy)
     answer, source, proxy_score = (f"{prefix}{question.name}{suffix}" for suffix in CASCADE_COLUMNS)
     out[answer] = pd.array(final, dtype="boolean") if question.kind == "noul" else final
-    out[source] = np.where(answered, "proxy", "oracle")
+    out[source] = np.where(answered, "proxy", np.where(reached, "oracle", None))
     out[proxy_score] = score
     return out
 
 
-def _summary(cascade: Cascade, threshold: Threshold, answered: np.ndarray, sampled: int, routed: int,
+def _summary(cascade: Cascade, threshold: Threshold, reached: int, answered: np.ndarray, calls: tuple[int, int],
              oracle: Oracle) -> dict[str, Any]:
-    calls, n = sampled + routed, threshold.trials
+    """`.run.cascade`: counts over the rows the proxy reached (all of them, unless a pilot or a budget
+    stopped it), the oracle's spend, and the sample's estimate with its bound and interval."""
+    (sampled, routed), n = calls, threshold.trials
+    total = sampled + routed
     interval = clopper_pearson(threshold.successes, n, 1 - cascade.delta) if n else (math.nan,) * 2
-    return {"metric": cascade.metric, "target": cascade.target, "delta": cascade.delta,
-            "oracle": oracle.name,
-            "threshold": threshold.value, "proxy_rows": int(answered.sum()), "oracle_rows": len(answered) - int(
-                answered.sum()), "oracle_calls": {"sampled": sampled, "routed": routed, "total": calls},
+    return {"metric": cascade.metric, "target": cascade.target, "delta": cascade.delta, "oracle": oracle.name,
+            "threshold": threshold.value, "proxy_rows": int(answered.sum()), "oracle_rows": total,
+            "oracle_calls": {"sampled": sampled, "routed": routed, "total": total},
             "oracle_sent": oracle.sent, "oracle_cached": oracle.cached,
-            "all_oracle_calls": len(answered), "saving": len(answered) / calls if calls else math.inf,
-            "oracle_cost": oracle.cost, "all_oracle_cost": oracle.cost / calls * len(answered) if calls else 0.0,
+            "all_oracle_calls": reached, "saving": reached / total if total else math.inf,
+            "oracle_cost": oracle.cost, "all_oracle_cost": oracle.cost / total * reached if total else 0.0,
             "estimate": threshold.estimate, "bound": threshold.bound, "interval": list(interval)}
+
+
+def _pilot_estimate(cascade: Cascade, reached: np.ndarray, sampled: int, routed: int, oracle: Oracle
+                    ) -> dict[str, Any]:
+    """What the whole frame's cascade would ask of the oracle, from a pilot over its first rows: the
+    sample (`cascade.sample` rows at most) plus the share of the pilot's other rows it routed; priced at
+    the pilot's oracle cost per call (0 for labels). The proxy's own estimate is `run.pilot`."""
+    n, ran = len(reached), int(reached.sum())
+    share = routed / (ran - sampled) if ran > sampled else 1.0
+    calls = min(cascade.sample, n) + share * max(0, n - min(cascade.sample, n))
+    per_call = oracle.cost / oracle.sent if oracle.sent else 0.0
+    return {"rows": n - ran, "oracle_calls": calls, "routed_share": share, "oracle_cost": calls * per_call,
+            "all_oracle_calls": n}

@@ -133,7 +133,14 @@ def _cascade_text(c: dict[str, Any]) -> str:
             f"{c['proxy_rows']} rows, oracle ({c['oracle']}) {c['oracle_rows']}; oracle calls {calls['total']} "
             f"({calls['sampled']} sampled + {calls['routed']} routed) vs {c['all_oracle_calls']} all-oracle "
             f"({c['saving']:.1f}x fewer); threshold {c['threshold']:.3f}; sample estimate {c['estimate']:.3f}"
-            f"{interval}, bound {c['bound']:.3f}")
+            f"{interval}, bound {c['bound']:.3f}" + _cascade_pilot_text(c.get("pilot")))
+
+
+def _cascade_pilot_text(p: dict[str, Any] | None) -> str:
+    if not p:
+        return ""
+    return (f"\ncascade pilot: the whole frame would call the oracle about {p['oracle_calls']:.0f} times "
+            f"of {p['all_oracle_calls']} (routed share {p['routed_share']:.2f}), est. ${p['oracle_cost']:.4f}")
 
 
 class RunInterrupted(KeyboardInterrupt):

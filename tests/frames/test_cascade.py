@@ -77,15 +77,37 @@ def test_cascade_refuses_a_bad_argument_naming_it(arguments: dict, field: str) -
 @pytest.mark.parametrize(("questions", "cascade", "field"), [
     (QUESTIONS, gwlab.Cascade(oracle="m"), "question"),
     (REFUND, gwlab.Cascade(oracle="m", question="team"), "question"),
-    ({"team": QUESTIONS["team"]}, gwlab.Cascade(oracle="m", metric="recall"), "metric"),
-    (REFUND, gwlab.Cascade(oracle="m"), "pilot")])
+    ({"team": QUESTIONS["team"]}, gwlab.Cascade(oracle="m", metric="recall"), "metric")])
 def test_decide_refuses_a_cascade_that_does_not_fit_the_run_before_sending(
         messages: pd.DataFrame, questions: dict, cascade: gwlab.Cascade, field: str, gateway, gw: Gateway) -> None:
     log = RequestLog(gateway.db)
     mark = log.mark()
     with pytest.raises(InvalidRequest) as caught:
-        cascade_run(messages, gw, questions, cascade, pilot=5 if field == "pilot" else None)
+        cascade_run(messages, gw, questions, cascade)
     assert caught.value.field == field and log.rows(mark) == []
+
+
+def test_cascade_pilot_reaches_only_its_rows_and_estimates_the_oracle_calls_of_the_whole_frame(
+        messages: pd.DataFrame, gw: Gateway, gateway, tmp_path: Path) -> None:
+    log = RequestLog(gateway.db)
+    cascade = gwlab.Cascade(oracle=DECIDE_MODEL, question="refund", target=0.6, delta=0.2, sample=8)
+    both = {"refund": QUESTIONS["refund"], "urgent": QUESTIONS["urgent"]}
+    mark = log.mark()
+    pilot = cascade_run(messages, gw, both, cascade, pilot=20, checkpoint=tmp_path / "c.sqlite")
+    c, reached = pilot.run.cascade, pilot["__status"] != "not_run"
+    assert pilot.run.stopped == "pilot" and pilot.run.pilot["rows"] == (~reached).sum() > 0
+    assert len(log.settled(mark, "/v1/decisions")) == pilot.run.sent + c["oracle_sent"]
+    assert pilot.loc[~reached, "refund__answer"].isna().all() and pilot.loc[~reached, "refund__source"].isna().all()
+    assert (pilot.loc[reached, "refund__source"].isin(["proxy", "oracle"])).all()
+    assert c["all_oracle_calls"] == reached.sum() and c["oracle_rows"] == (pilot["refund__source"] == "oracle").sum()
+    estimate = c["pilot"]
+    assert estimate["rows"] == (~reached).sum() and estimate["all_oracle_calls"] == len(messages)
+    assert cascade.sample <= estimate["oracle_calls"] <= len(messages)
+    assert "cascade pilot: the whole frame would call the oracle about" in pilot.run.text()
+    mark = log.mark()
+    whole = cascade_run(messages, gw, both, cascade, checkpoint=tmp_path / "c.sqlite")
+    assert whole.run.cached == pilot.run.sent and whole.run.sent == len(messages) - reached.sum()  # none twice
+    assert whole["refund__source"].notna().all()
 
 
 def test_label_oracle_missing_a_needed_label_is_refused_naming_the_oracle(messages: pd.DataFrame,
