@@ -30,7 +30,7 @@ async def ask(create: Callable[..., Awaitable[Any]], family: ProtocolFamily, mes
     clash = next((key for key in asks if key in params), None)
     if clash is not None:
         raise InvalidRequest(clash, "set by schema=; pass one or the other")
-    turns = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+    turns = _with_rule(messages, shape.absent_rule())
     for asked in range(max_reasks + 1):
         reply = await create(turns, **params, **asks)
         calls = [{"name": c.name, "arguments": _arguments(c)} for c in reply.tool_calls]
@@ -43,6 +43,18 @@ async def ask(create: Callable[..., Awaitable[Any]], family: ProtocolFamily, mes
                 raise
             turns = [*turns, *Schema.reask_turns(exc)]
     raise AssertionError("unreachable")
+
+
+def _with_rule(messages: str | Sequence[Any], rule: str | None) -> list[Any]:
+    """The turns, with the schema's rule for optional fields (null when the text does not state one)
+    after the user's last text, as `df.gw.extract` sends it: a grammar alone lets a small model guess."""
+    turns = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+    if rule is None:
+        return turns
+    last = turns[-1] if turns else None
+    if isinstance(last, Mapping) and last.get("role") == "user" and isinstance(last.get("content"), str):
+        return [*turns[:-1], {**last, "content": f"{last['content']}\n\n{rule}"}]
+    return [*turns, {"role": "user", "content": rule}]
 
 
 def _arguments(call: Any) -> Any:

@@ -5,6 +5,7 @@ the loopback stub of tests/extractkit.py."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -46,6 +47,18 @@ def test_a_single_call_with_a_schema_carries_the_parsed_answer(url, protocol):
     assert as_dict.parsed == GOOD
     assert isinstance(as_model.parsed, Ticket) and as_model.parsed.order == 42
     assert len(REQUESTS) == 2
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
+def test_a_single_call_tells_the_model_to_answer_null_for_an_optional_field_the_text_omits(url, protocol):
+    REQUESTS.clear()
+    with gwlab.Gateway(url, KEY) as gw:
+        _call(gw, protocol, "good", schema=SCHEMA)
+        _call(gw, protocol, [{"role": "user", "content": [{"type": "text", "text": "good"}]}], schema=SCHEMA)
+        _call(gw, protocol, "good", schema={**SCHEMA, "order": int})  # no optional field: no rule
+    texts = [json.dumps(body) for body in REQUESTS]
+    assert all("answer null for it" in text and "order" in text for text in texts[:2])
+    assert "answer null" not in texts[2]
 
 
 @pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])

@@ -27,7 +27,8 @@ REQUESTS: list[dict[str, Any]] = []
 def _answer(body: dict[str, Any]) -> str:
     turns = body.get("messages") or body.get("input")
     first = next(t for t in turns if t["role"] == "user")["content"]
-    reasked = sum(t["role"] == "user" for t in turns) > 1
+    first = first if isinstance(first, str) else first[0]["text"]  # content parts: the first one's text
+    reasked = any(t["role"] == "assistant" for t in turns)  # a re-ask shows the model its answer
     case = first.split()[0]
     if case == "full":
         return json.dumps(FULL)
