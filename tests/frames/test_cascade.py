@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -12,16 +11,15 @@ import gwlab
 from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 from tests.support.gateways import RequestLog
+from tests.support.messages import QUESTIONS, support_messages
 from tests.support.models import DECIDE_MODEL
 
-DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data"
-QUESTIONS = json.loads((DATA / "questions.json").read_text())
 REFUND = {"refund": QUESTIONS["refund"]}
 
 
 @pytest.fixture(scope="module")
 def messages() -> pd.DataFrame:
-    return pd.read_csv(DATA / "support_messages.csv", index_col="id").head(60)
+    return support_messages(60)
 
 
 def cascade_run(frame: pd.DataFrame, gw: Gateway, questions: dict, cascade: gwlab.Cascade, **options):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -13,16 +12,15 @@ from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.wire.families import FAMILIES
 from tests.support.gateways import RequestLog
+from tests.support.messages import QUESTIONS, support_messages
 from tests.support.models import TEXT_MODEL
 
-DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data"
-QUESTIONS = json.loads((DATA / "questions.json").read_text())
 TEAM = {"team": QUESTIONS["team"]}
 
 
 @pytest.fixture(scope="module")
 def messages() -> pd.DataFrame:
-    return pd.read_csv(DATA / "support_messages.csv", index_col="id").head(12)
+    return support_messages(12)
 
 
 def text_cascade(protocol: str) -> gwlab.Cascade:

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.decisions_text import ANSWER_FIELD, answer_schema, question_prompt
 from gwlab.wire.schema import Schema
-
-QUESTIONS = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "data" / "questions.json").read_text())
+from tests.support.messages import QUESTIONS
 
 
 @pytest.mark.parametrize("qid", ["urgent", "team", "severity"])
