@@ -7,23 +7,11 @@ import math
 from typing import Any
 
 import httpx
-import openai
 import pytest
 
 from tests.support.models import TEXT_MODEL
 
-TEXT_MODELS = ("local/gemma-3-270m", "local/smollm2-135m-instruct")
 ASK = [{"role": "user", "content": "Name three colours."}]
-
-
-@pytest.fixture(scope="module", params=TEXT_MODELS)
-def model(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def client(gateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.api_key, max_retries=0)
 
 
 def _assert_scored(tokens: list[Any], top: int) -> None:

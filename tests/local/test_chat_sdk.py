@@ -13,8 +13,6 @@ import pytest
 from tests.support.models import TEXT_MODEL
 
 MODEL = TEXT_MODEL  # where the model is not the point (request checks)
-# the claims about answers hold for every local text model: Gemma 3 270M (base) and SmolLM2 (instruct)
-TEXT_MODELS = ("local/gemma-3-270m", "local/smollm2-135m-instruct")
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
            "additionalProperties": False}
 TIME = {"type": "object", "properties": {"timezone": {"type": "string", "enum": ["UTC", "CET", "PST"]}},
@@ -27,16 +25,6 @@ TOOLS = [
 ]
 SCHEMAS = {"get_weather": WEATHER, "get_time": TIME}
 ASK_WEATHER = [{"role": "user", "content": "What is the weather in Oslo right now?"}]
-
-
-@pytest.fixture(scope="module", params=TEXT_MODELS)
-def model(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def client(gateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.api_key, max_retries=0)
 
 
 def _assert_valid_call(call: Any) -> None:

@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import numpy as np
-import openai
 import pytest
 
 from gwlab import AsyncGateway, Gateway
@@ -19,11 +18,6 @@ from gwlab.wire.models import DEFAULT_MODELS
 MODEL = DEFAULT_MODELS["embeddings"]
 TEXTS = ["My refund has not arrived after two weeks.", "I am still waiting for the money back on my order.",
          "The new dark mode looks great on my phone."]
-
-
-@pytest.fixture(scope="module")
-def client(gateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.api_key, max_retries=0)
 
 
 def test_embeddings_are_unit_vectors_of_the_models_dimension_with_usage(client) -> None:

@@ -12,17 +12,10 @@ import pytest
 from tests.support.models import TEXT_MODEL
 
 MODEL = TEXT_MODEL  # where the model is not the point (request checks)
-# the claims about answers hold for every local text model: Gemma 3 270M (base) and SmolLM2 (instruct)
-TEXT_MODELS = ("local/gemma-3-270m", "local/smollm2-135m-instruct")
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOLS = [{"name": "get_weather", "description": "Get the current weather for a city",
           "input_schema": WEATHER}]
 ASK_WEATHER = [{"role": "user", "content": "What is the weather in Oslo right now?"}]
-
-
-@pytest.fixture(scope="module", params=TEXT_MODELS)
-def model(request: pytest.FixtureRequest) -> str:
-    return request.param
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,6 @@ import pytest
 from tests.support.models import TEXT_MODEL
 
 MODEL = TEXT_MODEL  # where the model is not the point (request checks)
-# the claims about answers hold for every local text model: Gemma 3 270M (base) and SmolLM2 (instruct)
-TEXT_MODELS = ("local/gemma-3-270m", "local/smollm2-135m-instruct")
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
            "additionalProperties": False}
 TOOLS = [{"type": "function", "name": "get_weather", "description": "Get the current weather for a city",
@@ -23,16 +21,6 @@ TOOLS = [{"type": "function", "name": "get_weather", "description": "Get the cur
 STRICT_FIELDS = ("id", "object", "created_at", "model", "output", "parallel_tool_calls", "tool_choice",
                  "tools", "error", "incomplete_details", "instructions", "metadata", "temperature", "top_p",
                  "status", "usage", "text", "store", "previous_response_id", "max_output_tokens")
-
-
-@pytest.fixture(scope="module", params=TEXT_MODELS)
-def model(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def client(gateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.api_key, max_retries=0)
 
 
 def _post(gateway, body: dict, key: str | None = None) -> httpx.Response:

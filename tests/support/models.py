@@ -14,5 +14,6 @@ DECIDE_MODEL: str = DEFAULT_MODELS["decisions"]
 VIDEO_MODEL: str = DEFAULT_MODELS["videos"]
 IMAGE_MODEL: str = DEFAULT_MODELS["images"]
 TEXT_MODEL: str = GEMMA
+TEXT_MODELS: tuple[str, ...] = (GEMMA, DEFAULT_MODELS["text"])  # every local text model: base, instruct
 REALTIME_MODEL: str = REALTIME_GEMMA
 PROMPT = "Q: What is the capital of France?\nA:"  # a base model completes it with a short answer
