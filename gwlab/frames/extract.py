@@ -9,8 +9,9 @@ the error in `__error`: no value is invented.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,7 +23,7 @@ from gwlab.wire.families import FAMILIES, TEXT
 from gwlab.wire.schema import DEFAULT_MAX_REASKS, AnswerInvalid, Schema, refuses_form
 
 __all__ = ["DEFAULT_MAX_REASKS", "PROMPT_ONLY", "STRUCTURED", "AskMode", "StructuredFallbackWarning",
-           "extract_recipe", "typed_columns"]
+           "extract_columns", "extract_recipe", "field_record", "reading_fields", "typed_columns"]
 
 STRUCTURED = ("auto", "native", "prompt")
 Structured = Literal["auto", "native", "prompt"]
@@ -59,7 +60,6 @@ def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens:
     plain = TEXT_RECIPES[protocol](chosen, max_tokens=max_tokens, **extra)
     mode = AskMode(structured == "prompt" or (structured == "auto" and gateway in PROMPT_ONLY))
     base = native  # the reader: a tool-form answer or text alike (answer_text falls back to the text)
-    read_form = form
 
     def turns(value: Any) -> tuple[list[dict[str, Any]], str | None]:
         prompt, system = value if isinstance(value, tuple) else (value, None)
@@ -83,17 +83,7 @@ def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens:
                               "force the native form)", StructuredFallbackWarning, stacklevel=2)
         return True
 
-    def record(data: Any) -> dict[str, Any]:
-        answer = base.record(data)
-        raw = schema.answer_text(read_form, answer.get("text"), answer.get("tool_calls") or [])
-        meta = {"__raw": raw, "__reasks": data.get("gwlab_reasks", 0) if isinstance(data, Mapping) else 0}
-        try:
-            value = schema.parse(raw)
-        except AnswerInvalid as exc:
-            exc.record = meta
-            raise
-        plain = value.model_dump(mode="json") if schema.model is not None else value
-        return {**{field: plain.get(field) for field in schema.fields}, **meta}
+    record = field_record(base, schema)
 
     def follow_up(value: Any, data: Any, asked: int) -> dict[str, Any] | None:
         if asked >= max_reasks:
@@ -106,10 +96,39 @@ def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens:
             messages += Schema.reask_turns(exc)
             return (plain if mode.in_prompt else native).body((messages, system) if system is not None else messages)
 
-    columns = {**dict.fromkeys(schema.fields, "object"), **EXTRACT_COLUMNS}
-    recipe = RowRecipe(base.family, base.model, columns, body, record, base.usage,
-                       reserved_output=base.reserved_output, follow_up=follow_up, fallback=fallback)
+    recipe = RowRecipe(base.family, base.model, extract_columns(schema), body, record, base.usage,
+                       reserved_output=base.reserved_output, follow_up=follow_up, fallback=fallback, spec=base.spec)
     return recipe, mode
+
+
+def extract_columns(schema: Schema) -> dict[str, str]:
+    """An extract run's answer columns: the schema's fields, then `__raw` and `__reasks`."""
+    return {**dict.fromkeys(schema.fields, "object"), **EXTRACT_COLUMNS}
+
+
+def field_record(base: RowRecipe, schema: Schema) -> Callable[[Any], dict[str, Any]]:
+    """A row's fields (and `__raw`, `__reasks`) from its answer JSON, read in the family's form; an invalid
+    answer raises AnswerInvalid whose `.record` keeps the raw text (paid for, so kept, but no value)."""
+    form = base.family.structured_output
+
+    def record(data: Any) -> dict[str, Any]:
+        answer = base.record(data)
+        raw = schema.answer_text(form, answer.get("text"), answer.get("tool_calls") or [])
+        meta = {"__raw": raw, "__reasks": data.get("gwlab_reasks", 0) if isinstance(data, Mapping) else 0}
+        try:
+            value = schema.parse(raw)
+        except AnswerInvalid as exc:
+            exc.record = meta
+            raise
+        plain = value.model_dump(mode="json") if schema.model is not None else value
+        return {**{field: plain.get(field) for field in schema.fields}, **meta}
+
+    return record
+
+
+def reading_fields(base: RowRecipe, schema: Schema) -> RowRecipe:
+    """`base` (a rebuilt text recipe) reading `schema`'s fields: how a recorded extract run is read back."""
+    return dataclasses.replace(base, columns=extract_columns(schema), record=field_record(base, schema))
 
 
 @dataclass

@@ -37,11 +37,13 @@ from gwlab.frames.checkpoint import (
     mask_url,
     open_for_run,
 )
+from gwlab.frames.extract import reading_fields, typed_columns
 from gwlab.frames.outcome import CACHED, ERROR, SENT, RunResult
-from gwlab.frames.recipes import rebuild
+from gwlab.frames.recipes import RowRecipe, rebuild
 from gwlab.frames.runner import Batch, Runner
 from gwlab.frames.task_batch import TaskRun, TaskSummary
 from gwlab.frames.templates import Rows, json_value
+from gwlab.wire.schema import AnswerInvalid, Schema
 
 __all__ = ["PROCESS_ONLY", "PROCESS_RUNS", "RUN_COLUMNS", "Described", "RunLog", "record_rows", "record_tasks",
            "run_answers", "runs"]
@@ -302,11 +304,14 @@ def _rebuild(record: Mapping[str, Any], detail: Mapping[str, Any], store: Any) -
     stored, index = detail["answers"], _index(detail["index"])
     if record.get("kind") == "tasks":
         return _task_frame(record, stored, index)
+    schema = _schema(record)
     recipe = rebuild(record["family"], record["model"], record["params"])
+    recipe = recipe if schema is None else reading_fields(recipe, schema)
     status = np.array(stored["status"], dtype=np.int8).reshape(record["repeats"], -1)
     keys = stored["keys"]
     done = [(r, j) for r, j in zip(*np.nonzero((status == SENT) | (status == CACHED)), strict=True)]
-    entries = store.get_many({keys[r][j] for r, j in done})
+    failed = [(r, j) for r, j, _, _ in stored["failures"] if keys[r][j] is not None]
+    entries = store.get_many({keys[r][j] for r, j in done + failed})  # a failed row's invalid answer too
     lost = sum(keys[r][j] not in entries for r, j in done)
     if lost:
         raise InvalidRequest("run_id", f"{lost} answers of run {record['run_id']} are no longer in the store")
@@ -315,16 +320,31 @@ def _rebuild(record: Mapping[str, Any], detail: Mapping[str, Any], store: Any) -
                 {int(p): m for p, m in stored["row_errors"].items()})
     result = RunResult.empty(Batch(rows), recipe, record["repeats"])
     result.status[:] = status
-    for r, j in done:
+    for r, j in done + [(r, j) for r, j in failed if keys[r][j] in entries]:
         entry = entries[keys[r][j]]
-        result.fill(int(r), int(j), recipe.record(entry.data()), (entry.input_tokens, entry.output_tokens),
+        result.fill(int(r), int(j), _read(recipe, entry.data()), (entry.input_tokens, entry.output_tokens),
                     entry.request_id)
     for r, j, error, request_id in stored["failures"]:
         result.error[r, j], result.request_id[r, j] = error, request_id
     frame = result.frame(index)
+    frame = frame if schema is None else typed_columns(frame, schema)
     if record["prefix"]:
         frame.columns = [f"{record['prefix']}{c}" for c in frame.columns]
     return frame
+
+
+def _schema(record: Mapping[str, Any]) -> Schema | None:
+    """The schema of a recorded `df.gw.extract` run (its template keeps it), else None."""
+    template = record.get("template") or {}
+    return Schema.of(template["schema"]) if isinstance(template, Mapping) and "schema" in template else None
+
+
+def _read(recipe: RowRecipe, data: Any) -> dict[str, Any]:
+    """A stored answer's columns; an answer the run found invalid keeps what it had (its raw text)."""
+    try:
+        return recipe.record(data)
+    except AnswerInvalid as exc:
+        return exc.record
 
 
 def _task_frame(record: Mapping[str, Any], stored: Mapping[str, Any], index: pd.Index) -> pd.DataFrame:

@@ -34,13 +34,6 @@ FAMILIES: dict[str, Callable[..., pd.DataFrame]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def gw(gateway: RunningGateway) -> Iterator[Gateway]:
-    client = Gateway(gateway.base_url, gateway.api_key)
-    yield client
-    client.close()
-
-
 def answers_of(result: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
     """The result's answer columns (those a run's answers hold), as a plain frame."""
     return pd.DataFrame(result)[list(like.columns)]
@@ -67,6 +60,20 @@ def test_each_row_family_records_its_run_and_reads_its_answers_back_without_a_re
     again = gwlab.run_answers(out.run.run_id, store)
     pd.testing.assert_frame_equal(again, answers_of(out, again))  # the stored values: exact
     assert "ticket" not in again.columns and log.settled(mark) == []
+
+
+def test_an_extract_run_reads_back_its_typed_fields_and_raw_answers_without_a_request(
+        gw: Gateway, gateway: RunningGateway, tmp_path: Path) -> None:
+    store = tmp_path / "answers.sqlite"
+    schema = {"product": str, "order": int | None, "team": ["billing", "tech"], "angry": bool}
+    out = tickets_frame().gw.extract("{ticket}", schema, model=TEXT_MODEL, max_tokens=48, gateway=gw,
+                                     checkpoint=store, progress=False)
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    again = gwlab.run_answers(out.run.run_id, store)
+    assert list(again.columns[:4]) == list(schema) and "__raw" in again.columns
+    pd.testing.assert_frame_equal(again, answers_of(out, again))  # typed as the run returned them
+    assert str(again["team"].dtype) == "category" and log.settled(mark) == []
 
 
 @pytest.mark.timeout(600)
