@@ -21,7 +21,17 @@ from gwlab.frames.intervals import clopper_pearson
 from gwlab.frames.result import BatchFrame
 from gwlab.frames.status import RowStatus
 
-__all__ = ["run_cascade"]
+__all__ = [
+    "CASCADE_COLUMNS",
+    "final_answers",
+    "pilot_estimate",
+    "proxy_columns",
+    "run_cascade",
+    "sample_positions",
+    "summary",
+    "threshold_for",
+    "with_cascade_columns",
+]
 
 
 async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, Any], model: str | None,
@@ -34,27 +44,20 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     oracle = Oracle(frame, state, questions, question, cascade, options)
     proxy = await frame.gw.adecide(state, questions, model=model, **options)
     oracle.spent(proxy.run, counted=False)
-    columns = proxy.iloc[:, len(frame.columns):] if options.get("join", True) else proxy
-    columns = columns.rename(columns=lambda c: c.removeprefix(options.get("prefix", "")))
+    columns = proxy_columns(proxy, frame, options)
     score, mine = question.score(columns, cascade.metric), question.answers(columns)
-    reached = columns["__status"].to_numpy() != RowStatus.NOT_RUN.label  # a pilot or a budget stops short
-    valid = np.flatnonzero(reached & ~np.isnan(score))  # a row the proxy failed on goes to the oracle
-    sampled = valid[sample_rows(score[valid], cascade)]
+    valid, sampled = sample_positions(score, cascade)
     asked = np.unique(sampled)
     said_by_row = dict(zip(asked.tolist(), await oracle.answer(asked), strict=True))
-    sampled = sampled[[said_by_row[p] is not None for p in sampled]]  # an unanswered one says nothing
-    hits = np.array([_hit(mine[p], said_by_row[p], cascade.metric) for p in sampled], dtype=bool)
-    threshold = choose_threshold(score[valid], np.searchsorted(valid, sampled), hits, cascade)
-    answered = np.zeros(len(frame), dtype=bool)
-    answered[valid] = proxy_answers(score[valid], threshold, cascade.metric)
-    answered[asked] = False
+    threshold, answered = threshold_for(score, mine, (valid, sampled), said_by_row, cascade)
+    reached = columns["__status"].to_numpy() != RowStatus.NOT_RUN.label  # a pilot or a budget stops short
     routed = np.flatnonzero(reached & ~answered & ~np.isin(np.arange(len(frame)), asked))
     said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
-    final = _final(mine, answered, said_by_row, cascade.metric)
-    out = _with_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached)
-    proxy.run.cascade = _summary(cascade, threshold, int(reached.sum()), answered, (len(asked), len(routed)), oracle)
+    final = final_answers(mine, answered, said_by_row, cascade.metric)
+    out = with_cascade_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached)
+    proxy.run.cascade = summary(cascade, threshold, int(reached.sum()), answered, (len(asked), len(routed)), oracle)
     if proxy.run.pilot is not None:
-        proxy.run.cascade["pilot"] = _pilot_estimate(cascade, reached, len(asked), len(routed), oracle)
+        proxy.run.cascade["pilot"] = pilot_estimate(cascade, reached, len(asked), len(routed), oracle)
     return BatchFrame.wrap(out, proxy.run)
 
 
@@ -69,12 +72,41 @@ def _check_names(frame: pd.DataFrame, question: CascadeQuestion, options: Mappin
         raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or join=False")
 
 
+def proxy_columns(proxy: pd.DataFrame, frame: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
+    """The proxy run's own columns (not the frame's), named without the run's prefix."""
+    columns = proxy.iloc[:, len(frame.columns):] if options.get("join", True) else proxy
+    return columns.rename(columns=lambda c: c.removeprefix(options.get("prefix", "")))
+
+
+def sample_positions(score: np.ndarray, cascade: Cascade) -> tuple[np.ndarray, np.ndarray]:
+    """The rows the proxy answered (`valid`; a row it failed on goes to the oracle, a row it never reached
+    has no score either) and, among them, the
+    seeded sample's positions for the oracle (recall's may repeat)."""
+    valid = np.flatnonzero(~np.isnan(score))
+    return valid, valid[sample_rows(score[valid], cascade)]
+
+
+def threshold_for(score: np.ndarray, mine: np.ndarray, drawn: tuple[np.ndarray, np.ndarray],
+                  said_by_row: Mapping[int, Any], cascade: Cascade) -> tuple[Threshold, np.ndarray]:
+    """From the oracle's answers on the sample (`drawn`: `sample_positions`' pair), the threshold and, per
+    row, whether the proxy answers it (never a sampled row: the oracle has answered those)."""
+    valid, sampled = drawn
+    kept = sampled[[said_by_row[p] is not None for p in sampled]]  # an unanswered one says nothing
+    hits = np.array([_hit(mine[p], said_by_row[p], cascade.metric) for p in kept], dtype=bool)
+    threshold = choose_threshold(score[valid], np.searchsorted(valid, kept), hits, cascade)
+    answered = np.zeros(len(score), dtype=bool)
+    answered[valid] = proxy_answers(score[valid], threshold, cascade.metric)
+    answered[sampled] = False
+    return threshold, answered
+
+
 def _hit(mine: Any, said: Any, metric: str) -> bool:
     """For a sampled row: was the proxy right (accuracy), or does the oracle say true (precision/recall)."""
     return bool(said is True) if metric != "accuracy" else (said is not None and mine == said)
 
 
-def _final(mine: np.ndarray, answered: np.ndarray, said: Mapping[int, Any], metric: str) -> np.ndarray:
+def final_answers(mine: np.ndarray, answered: np.ndarray, said: Mapping[int, Any], metric: str) -> np.ndarray:
+    """Per row, the cascade's answer: the proxy's (as the metric lets it answer) or the oracle's (`said`)."""
     out = np.empty(len(mine), dtype=object)
     proxy_says = {"accuracy": None, "precision": True, "recall": False}[metric]
     for position in range(len(mine)):
@@ -85,19 +117,21 @@ def _final(mine: np.ndarray, answered: np.ndarray, said: Mapping[int, Any], metr
     return out
 
 
-def _with_columns(proxy: pd.DataFrame, question: CascadeQuestion, prefix: str, final: np.ndarray, answered: np.ndarray,
-                  score: np.ndarray, reached: np.ndarray) -> pd.DataFrame:
-    """The cascade's columns; a row the proxy never reached (a pilot's, a budget's) has no source."""
+def with_cascade_columns(proxy: pd.DataFrame, question: CascadeQuestion, prefix: str, final: np.ndarray,
+                         answered: np.ndarray, score: np.ndarray, reached: np.ndarray | None = None) -> pd.DataFrame:
+    """The proxy's frame with the cascade's columns (`CASCADE_COLUMNS`) added; a row the proxy never
+    `reached` (a pilot's, a budget's: None means every row) has no source."""
     out = pd.DataFrame(proxy)
     answer, source, proxy_score = (f"{prefix}{question.name}{suffix}" for suffix in CASCADE_COLUMNS)
     out[answer] = pd.array(final, dtype="boolean") if question.kind == "noul" else final
+    reached = np.ones(len(answered), dtype=bool) if reached is None else reached
     out[source] = np.where(answered, "proxy", np.where(reached, "oracle", None))
     out[proxy_score] = score
     return out
 
 
-def _summary(cascade: Cascade, threshold: Threshold, reached: int, answered: np.ndarray, calls: tuple[int, int],
-             oracle: Oracle) -> dict[str, Any]:
+def summary(cascade: Cascade, threshold: Threshold, reached: int, answered: np.ndarray, calls: tuple[int, int],
+            oracle: Oracle) -> dict[str, Any]:
     """`.run.cascade`: counts over the rows the proxy reached (all of them, unless a pilot or a budget
     stopped it), the oracle's spend, and the sample's estimate with its bound and interval."""
     (sampled, routed), n = calls, threshold.trials
@@ -112,8 +146,8 @@ def _summary(cascade: Cascade, threshold: Threshold, reached: int, answered: np.
             "estimate": threshold.estimate, "bound": threshold.bound, "interval": list(interval)}
 
 
-def _pilot_estimate(cascade: Cascade, reached: np.ndarray, sampled: int, routed: int, oracle: Oracle
-                    ) -> dict[str, Any]:
+def pilot_estimate(cascade: Cascade, reached: np.ndarray, sampled: int, routed: int, oracle: Oracle
+                   ) -> dict[str, Any]:
     """What the whole frame's cascade would ask of the oracle, from a pilot over its first rows: the
     sample (`cascade.sample` rows at most) plus the share of the pilot's other rows it routed; priced at
     the pilot's oracle cost per call (0 for labels). The proxy's own estimate is `run.pilot`."""

@@ -25,7 +25,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Required, TypedDict, Unpack
@@ -34,6 +35,7 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, recipes
+from gwlab.frames.cascade import Cascade
 from gwlab.frames.checkpoint import Checkpoint, is_store_url, mask_url, open_checkpoint
 from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
 from gwlab.frames.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
@@ -42,8 +44,8 @@ from gwlab.frames.run_config import RunConfig
 from gwlab.wire.families import FAMILIES
 from gwlab.wire.schema import Schema
 
-__all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "chat", "decide", "decide_meta", "decide_partition",
-           "extract", "messages", "meta_of", "respond", "run_partition"]
+__all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "WorkerRun", "chat", "checked_run", "decide",
+           "decide_meta", "decide_partition", "extract", "messages", "meta_of", "respond", "run_partition"]
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,32 @@ def _worker_limiter(limits: Limits, store: StoreSpec) -> Limiter:
                                                         burst=limits.burst))
 
 
+@dataclass(frozen=True)
+class WorkerRun:
+    """What a worker needs to send: where, the shared checkpoint and limit, and the run's options."""
+
+    gateway: GatewaySpec
+    checkpoint: StoreSpec
+    limits: Limits
+    config: RunConfig
+
+    @contextmanager
+    def options(self) -> Iterator[dict[str, Any]]:
+        """The `df.gw` run options of this worker (join and prefix left to the caller), the store open."""
+        store = self.checkpoint.open()  # first: the SQLite limiter would create a missing file
+        try:
+            limiter = _worker_limiter(self.limits, self.checkpoint)
+            connection = _client.connection(_worker_gateway(self.gateway))
+            in_flight = getattr(limiter, "in_flight", None)
+            if in_flight is not None:
+                connection = dataclasses.replace(connection, send=in_flight(connection.send))
+            yield {"gateway": connection, "checkpoint": store, "limiter": limiter,
+                   "concurrency": self.config.concurrency, "errors": self.config.errors,
+                   "budget": self.config.budget, "blank": self.config.blank, "progress": False}
+        finally:
+            store.close()
+
+
 def meta_of(meta: pd.DataFrame, family: RowRecipe, *, join: bool = True, prefix: str = "",
             schema: Schema | None = None) -> pd.DataFrame:
     """The empty frame `run_partition` returns for a partition shaped like `meta`, for `family` (with
@@ -186,20 +214,10 @@ def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...]
 
     `config` holds the run options a partition applies (concurrency, errors, join, prefix, budget),
     checked once when the lazy frame was built; None: the Dask defaults."""
-    config = config or RunConfig(kind="dask")
-    store = checkpoint.open()  # first: the SQLite limiter would create a missing file
-    try:
-        limiter = _worker_limiter(limits, checkpoint)
-        connection = _client.connection(_worker_gateway(gateway))
-        in_flight = getattr(limiter, "in_flight", None)
-        if in_flight is not None:
-            connection = dataclasses.replace(connection, send=in_flight(connection.send))
-        out = getattr(partition.gw, method)(*args, **kwargs, gateway=connection, checkpoint=store,
-                                            limiter=limiter, concurrency=config.concurrency, errors=config.errors,
-                                            join=config.join, prefix=config.prefix, budget=config.budget,
-                                            blank=config.blank, progress=False)
-    finally:
-        store.close()
+    run = WorkerRun(gateway, checkpoint, limits, config or RunConfig(kind="dask"))
+    with run.options() as options:
+        out = getattr(partition.gw, method)(*args, **kwargs, **options, join=run.config.join,
+                                            prefix=run.config.prefix)
     return pd.DataFrame(out)
 
 
@@ -245,6 +263,14 @@ _PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix", "blank")
 def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
           options: DaskOptions, schema: Schema | None = None) -> Any:
     """The lazy frame: checked and described here, sent by the workers on `compute()`."""
+    run, meta = checked_run(ddf, family, options, schema)
+    return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs, gateway=run.gateway,
+                              checkpoint=run.checkpoint, limits=run.limits, config=run.config, meta=meta)
+
+
+def checked_run(ddf: Any, family: RowRecipe, options: DaskOptions, schema: Schema | None = None,
+              added: Sequence[str] = ()) -> tuple[WorkerRun, pd.DataFrame]:
+    """The options checked (a column clash too, `added` included) and the family's meta."""
     from dask.dataframe.utils import make_meta  # dask is needed only here and by the caller's frame
 
     unknown = set(options) - set(DaskOptions.__annotations__)
@@ -257,15 +283,14 @@ def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwarg
                     options.get("max_in_flight"), options.get("limiter_name", "default"),
                     options.get("burst", DEFAULT_BURST_SECONDS))
     if join:
-        clash = [f"{prefix}{c}" for c in [*family.columns, *META_COLUMNS] if f"{prefix}{c}" in ddf.columns]
+        names = [f"{prefix}{c}" for c in [*family.columns, *META_COLUMNS, *added]]
+        clash = [name for name in names if name in ddf.columns]
         if clash:
             raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or "
                                            "join=False")
     meta = meta_of(make_meta(ddf), family, join=join, prefix=prefix, schema=schema)  # dask's public empty frame
-    return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs,
-                              gateway=GatewaySpec.of(options["gateway"]),
-                              checkpoint=StoreSpec.of(options["checkpoint"]), limits=limits, config=config,
-                              meta=meta)
+    run = WorkerRun(GatewaySpec.of(options["gateway"]), StoreSpec.of(options["checkpoint"]), limits, config)
+    return run, meta
 
 
 _SHARED_DOC = """
@@ -310,7 +335,7 @@ TemplateSpec = str | Sequence[str] | Mapping[str, str]
 
 @_documented
 def decide(ddf: Any, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
-           **options: Unpack[DaskOptions]) -> Any:
+           cascade: Cascade | None = None, **options: Unpack[DaskOptions]) -> Any:
     """Decisions for every row of a dask DataFrame, lazily; ``df.gw.decide`` per partition.
 
     Parameters
@@ -319,8 +344,16 @@ def decide(ddf: Any, state: TemplateSpec, questions: Mapping[str, Any], *, model
         The rows.
     state, questions, model
         As in ``df.gw.decide``.
+    cascade : gwlab.Cascade, optional
+        As in ``df.gw.decide``: the same columns and threshold. The proxy's run and the oracle's sample
+        are computed now (to set the threshold); the rest stays lazy, and the frame's ``.cascade``
+        holds the summary known now (see ``gwlab.frames.dask_cascade`` and docs/guide/cascades.md).
     {shared}
     """
+    if cascade is not None:
+        from gwlab.frames.dask_cascade import cascade_decide  # it builds on this module
+
+        return cascade_decide(ddf, (state, questions, model), cascade, options)
     family = recipes.decisions_recipe_for(questions, model)
     return _lazy(ddf, "decide", family, (state, questions), {"model": model}, options)
 

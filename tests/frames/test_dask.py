@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+import gwlab
 from gwlab.client.gateway import Gateway
+from gwlab.errors import InvalidRequest
 from gwlab.frames import dask as gw_dask
 from tests.support.gateways import RequestLog
+from tests.support.models import DECIDE_MODEL
 from tests.support.tickets import DECISIONS, QUESTIONS
 
 dd = pytest.importorskip("dask.dataframe")
@@ -114,3 +119,67 @@ def test_a_blank_value_fails_its_row_on_the_workers_too_unless_blank_send(
     sent = gw_dask.decide(ddf, "{subject}: {body}", QUESTIONS, gateway=gw, checkpoint=tmp_path / "c.sqlite",
                           blank="send").compute()
     assert sent["__error"].isna().all() and sent["urgent__noul"].notna().all()
+
+
+# --- a cascade on Dask: the same answers as on pandas, a recompute pays nothing -------------------------
+
+SUPPORT = Path(__file__).resolve().parents[2] / "notebooks" / "data"
+ASKED = json.loads((SUPPORT / "questions.json").read_text())
+BOTH = {"refund": ASKED["refund"], "urgent": ASKED["urgent"]}  # the oracle asks refund alone
+
+
+@pytest.fixture(scope="module")
+def support() -> pd.DataFrame:
+    return pd.read_csv(SUPPORT / "support_messages.csv", index_col="id").head(60)
+
+
+def test_dask_cascade_with_labels_answers_as_the_pandas_cascade_on_the_same_frame_and_seed(
+        client: object, support: pd.DataFrame, gw: Gateway, tmp_path: Path) -> None:
+    cascade = gwlab.Cascade(oracle=support["refund"], question="refund", metric="recall", target=0.8, delta=0.2,
+                            sample=30)
+    ddf = dd.from_pandas(support, npartitions=3)
+    lazy = gw_dask.decide(ddf, "{text}", BOTH, cascade=cascade, gateway=gw, checkpoint=tmp_path / "c.sqlite")
+    pandas_run = support.gw.decide("{text}", BOTH, cascade=cascade, gateway=gw, checkpoint=None, progress=False)
+    out = lazy.compute()
+    for column in ("refund__answer", "refund__source"):
+        pd.testing.assert_series_equal(out[column], pandas_run[column], check_dtype=False)
+    np.testing.assert_allclose(out["refund__proxy_score"], pandas_run["refund__proxy_score"], rtol=1e-6)
+    known, expected = lazy.cascade, pandas_run.run.cascade
+    assert known["oracle_calls"] == expected["oracle_calls"] and known["proxy_rows"] == expected["proxy_rows"] > 0
+    assert known["threshold"] == pytest.approx(expected["threshold"], rel=1e-6)
+    assert known["oracle_sent"] is None and known["sample_oracle"]["sent"] == 0  # labels cost no request
+
+
+def test_dask_cascade_with_a_model_oracle_pays_nothing_twice_on_recompute_or_a_second_call(
+        client: object, support: pd.DataFrame, gw: Gateway, gateway, tmp_path: Path) -> None:
+    log = RequestLog(gateway.db)
+    cascade = gwlab.Cascade(oracle=DECIDE_MODEL, question="refund", target=0.6, delta=0.2, sample=20)
+    ddf = dd.from_pandas(support, npartitions=3)
+    options = {"gateway": gw, "checkpoint": tmp_path / "c.sqlite"}
+    mark = log.mark()
+    lazy = gw_dask.decide(ddf, "{text}", BOTH, cascade=cascade, **options)
+    eager = len(log.settled(mark, DECISIONS))
+    assert eager == len(support) + lazy.cascade["sample_oracle"]["sent"] > len(support)  # proxy and sample
+    out = lazy.compute()
+    calls = lazy.cascade["oracle_calls"]
+    assert len(log.settled(mark, DECISIONS)) == eager + calls["routed"]  # the proxy again: from the checkpoint
+    by_oracle = out["refund__source"] == "oracle"
+    assert by_oracle.sum() == calls["total"] and out.loc[by_oracle, "refund__answer"].notna().all()
+    mark = log.mark()
+    again = gw_dask.decide(ddf, "{text}", BOTH, cascade=cascade, **options)
+    assert again.cascade["sample_oracle"]["cached"] == calls["sampled"]
+    pd.testing.assert_frame_equal(again.compute().drop(columns=["__status", "__request_id"]),
+                                  out.drop(columns=["__status", "__request_id"]))
+    lazy.compute()
+    assert log.settled(mark, DECISIONS) == []
+
+
+def test_dask_cascade_refuses_checkpoint_none_naming_it_before_sending(
+        support: pd.DataFrame, gw: Gateway, gateway) -> None:
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    cascade = gwlab.Cascade(oracle=support["refund"], question="refund")
+    with pytest.raises(InvalidRequest) as caught:
+        gw_dask.decide(dd.from_pandas(support, npartitions=2), "{text}", BOTH, cascade=cascade, gateway=gw,
+                       checkpoint=None)
+    assert caught.value.field == "checkpoint" and log.rows(mark) == []
