@@ -17,6 +17,7 @@ from gwlab.client.transport import status_error
 from gwlab.errors import ConnectionFailed, RateLimited
 from gwlab.frames.limiter import TokenBucket
 from gwlab.wire import limits
+from tests.support.fakes import PauseSpy
 from tests.support.tickets import QUESTIONS, tickets_frame
 
 KEY = "sk-frames-client-test"
@@ -78,18 +79,6 @@ def test_a_run_sends_each_attempt_once_so_a_refused_connection_is_tried_max_retr
     with pytest.raises(ConnectionFailed):
         decide(gateway_for(refused))
     assert len(refused.requests) == 1 + limits.MAX_RETRIES_DEFAULT  # not the transport's 3 inside each of 3
-
-
-class PauseSpy(TokenBucket):
-    """A limiter that records each pause a run asks of it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.paused: list[float] = []
-
-    def pause(self, seconds: float) -> None:
-        self.paused.append(seconds)
-        super().pause(seconds)
 
 
 SLOW_DOWN = {"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limit_exceeded"}}

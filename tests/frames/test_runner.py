@@ -21,6 +21,7 @@ from gwlab.frames.recipes import decisions_recipe
 from gwlab.frames.runner import Answer, Budget
 from gwlab.wire import limits
 from gwlab.wire.families import ProtocolFamily
+from tests.support.fakes import PauseSpy
 
 QUESTIONS = {"urgent": {"type": "noul", "instructions": "Is this urgent?"},
              "team": {"type": "choice", "criteria": {"billing": "money matters", "tech": "bugs"}}}
@@ -254,18 +255,6 @@ def test_a_server_error_is_retried_for_that_row_only(tickets: pd.DataFrame, monk
     out = tickets.gw.decide("{text}", QUESTIONS, gateway=connection, checkpoint=None, progress=False,
                             concurrency=1)
     assert out["__error"].isna().all() and len(fake.bodies) == 3
-
-
-class PauseSpy(TokenBucket):
-    """A limiter that records each pause a run asks of it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.paused: list[float] = []
-
-    def pause(self, seconds: float) -> None:
-        self.paused.append(seconds)
-        super().pause(seconds)
 
 
 @pytest.mark.parametrize("retry_after", [0.02, None])

@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from gwlab.frames.limiter import TokenBucket
+
 CANARY_KEY = "gwk-canary-5f3e9d1c7b2a4e6f8091"
 BASE_URL = "http://gateway.test/v1"
 
@@ -60,3 +62,15 @@ class FakeLocal:
 
     def stop(self) -> None:
         self.stopped += 1
+
+
+class PauseSpy(TokenBucket):
+    """A limiter that records each pause a run asks of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused: list[float] = []
+
+    def pause(self, seconds: float) -> None:
+        self.paused.append(seconds)
+        super().pause(seconds)
