@@ -102,8 +102,9 @@ class Bench:
         lines = done.stdout.strip().splitlines()
         out = json.loads(lines[-1]) if done.returncode == 0 and lines else {
             "error": f"worker exited {done.returncode}: {done.stderr.strip()[-500:]}"}
+        error = out.get("error")  # a library's message may quote its settings: the key never reaches the table
         return out, {"side": "LOTUS", "operator": operator, **logged(self.server.db_path, mark),
-                     "wall_s": out.get("seconds"), "error": out.get("error")}
+                     "wall_s": out.get("seconds"), "error": error and error.replace(self.server.api_key, "[key]")}
 
     def gwlab(self, operator: str, call: Callable[[dict[str, Any]], Any]) -> tuple[Any, dict[str, Any]]:
         """Runs one gwlab call with the shared options: its result and the gateway log's counts for it."""
