@@ -1,13 +1,22 @@
 """gwlab's operators beside LOTUS' on the same rows of the 312 labelled support messages, keyless.
 
-    .venv/bin/python bench/lotus_side_by_side.py [--rows 60]
+    .venv/bin/python bench/lotus_side_by_side.py [--rows 60] [--join-rows 20] [--topk-rows 40] [--k 5]
 
 Sets up LOTUS in its own venv (`.venv-lotus`: lotus-ai with the CPU torch wheel, never a CUDA build;
-not part of `make test`), starts the embedded gateway, and runs on the same rows: LOTUS' `sem_filter`
-(one chat request per row, its answer parsed for "True") and its filter cascade, then gwlab's
-`df.gw.filter` (one decision per row) and `df.gw.decide` with a cascade whose oracle is the label column
-(LOTUS' cascade here uses the same local chat model as helper and oracle: the embedded gateway has one).
-Requests and tokens are the gateway's own request log, so both sides are counted the same way.
+not part of `make test`), starts the embedded gateway, and runs each pair of operators on the same rows:
+  - filter ("does the customer ask for a refund?", the first --rows messages): LOTUS' `sem_filter` (one chat
+    request per row) and its filter cascade, against gwlab's `df.gw.filter` (one decision per row) and
+    `df.gw.decide` with a cascade whose oracle is the label column (LOTUS' cascade here uses the same local
+    chat model as helper and oracle: the embedded gateway has one); accuracy against `refund`;
+  - join (the first --join-rows messages to the twelve queues of bench/harness/support_tasks.py, the same
+    condition): LOTUS' `sem_join` (one chat request per pair) against `df.gw.merge` (one choice question
+    per message); accuracy against `team` (a message is right when its matched queues are all, and only,
+    its team's; none for "other");
+  - top k (the --k most urgent of the first --topk-rows messages, the same criterion): LOTUS' `sem_topk`
+    (quickselect by pairwise chat comparisons, pivots seeded) against `df.gw.topk` (a score per row, pairwise
+    comparisons near the cut); the share of the k chosen labelled `urgent`, and the overlap of both sides.
+Requests and tokens are the gateway's own request log, so both sides are counted the same way. A LOTUS
+operator that fails is a row with its error.
 """
 
 from __future__ import annotations
@@ -19,17 +28,36 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+from harness.support_tasks import (  # bench/harness: this script's folder is on sys.path
+    MERGE_CONDITION,
+    QUEUES,
+    URGENCY,
+    URGENCY_LEVELS,
+    routing_accuracy,
+    share_positive,
+)
+
+import gwlab
+from gwlab import local
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".venv-lotus"
 LOTUS = ["torch==2.13.0", "lotus-ai==1.2.4"]  # the CPU wheel pinned first, so lotus-ai never pulls a CUDA one
 DATA = ROOT / "notebooks" / "data" / "support_messages.csv"
 CONDITION = "The customer asks for a refund"
+# LOTUS names the columns it reads inside its instruction; otherwise each side is given the same words
 INSTRUCTION = "Does the message {text} ask for a refund?"
+JOIN_INSTRUCTION = "The message {text} belongs in this queue: {description}"
+TOPK_INSTRUCTION = "How urgent the message {text} is"
 TEXT_MODEL = "local/smollm2-135m-instruct"
+MAX_TOKENS = 16
+SEED = 0
 
 
 def lotus_python() -> Path:
@@ -45,8 +73,7 @@ def logged(db: str, mark: int) -> dict[str, int]:
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT path, COALESCE(input_tokens, 0), COALESCE(output_tokens, 0) FROM request_log "
                             "WHERE id > ?", (mark,)).fetchall()
-    return {"requests": len(rows), "input_tokens": sum(r[1] for r in rows), "output_tokens": sum(r[2] for r in rows),
-            "chat_requests": sum(r[0].endswith("/chat/completions") for r in rows)}
+    return {"requests": len(rows), "input_tokens": sum(r[1] for r in rows), "output_tokens": sum(r[2] for r in rows)}
 
 
 def mark_of(db: str) -> int:
@@ -54,69 +81,131 @@ def mark_of(db: str) -> int:
         return conn.execute("SELECT COALESCE(MAX(id), 0) FROM request_log").fetchone()[0]
 
 
-def accuracy(pred: list[bool], truth: pd.Series) -> float:
-    return float((pd.Series(pred, index=truth.index) == truth).mean())
+@dataclass(frozen=True)
+class Bench:
+    """The gateway both sides reach, LOTUS' interpreter and the concurrency both are given."""
+
+    server: Any
+    gw: gwlab.Gateway
+    python: Path
+    concurrency: int
+
+    def lotus(self, operator: str, task: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Runs one LOTUS operator in its venv: its output (or error) and the gateway log's counts for it."""
+        task = {"operator": operator, "model": TEXT_MODEL, "max_tokens": MAX_TOKENS,
+                "concurrency": self.concurrency, **task}
+        env = {**os.environ, "GWLAB_BENCH_URL": self.server.base_url, "GWLAB_BENCH_KEY": self.server.api_key,
+               "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+        mark = mark_of(self.server.db_path)
+        done = subprocess.run([str(self.python), str(ROOT / "bench" / "lotus" / "worker.py"), json.dumps(task)],
+                              env=env, capture_output=True, text=True, check=False)
+        lines = done.stdout.strip().splitlines()
+        out = json.loads(lines[-1]) if done.returncode == 0 and lines else {
+            "error": f"worker exited {done.returncode}: {done.stderr.strip()[-500:]}"}
+        error = out.get("error")  # a library's message may quote its settings: the key never reaches the table
+        return out, {"side": "LOTUS", "operator": operator, **logged(self.server.db_path, mark),
+                     "wall_s": out.get("seconds"), "error": error and error.replace(self.server.api_key, "[key]")}
+
+    def gwlab(self, operator: str, call: Callable[[dict[str, Any]], Any]) -> tuple[Any, dict[str, Any]]:
+        """Runs one gwlab call with the shared options: its result and the gateway log's counts for it."""
+        options = {"gateway": self.gw, "checkpoint": None, "progress": False, "concurrency": self.concurrency}
+        mark, started = mark_of(self.server.db_path), time.perf_counter()
+        out = call(options)
+        return out, {"side": "gwlab", "operator": operator, "wall_s": time.perf_counter() - started,
+                     **logged(self.server.db_path, mark)}
+
+
+def filters(bench: Bench, rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """The refund condition on both sides, with and without a cascade; accuracy against `refund`."""
+    truth = rows["refund"].astype(bool)
+    scored = []
+    task = {"texts": rows["text"].tolist(), "instruction": INSTRUCTION, "target": 0.9}
+    for name in ("sem_filter", "sem_filter_cascade"):
+        out, row = bench.lotus(name, task)
+        scored.append(with_quality(row, "accuracy vs refund", lambda o=out: accuracy(o["pred"], truth), "pred" in out))
+
+    kept, row = bench.gwlab("df.gw.filter", lambda o: rows.gw.filter(CONDITION, state="{text}", **o))
+    scored.append(with_quality(row, "accuracy vs refund", lambda: accuracy(rows.index.isin(kept.index), truth)))
+
+    # the cascade: the labels as the oracle (keyless), the decision model as the cheap proxy
+    asked = {"refund": json.loads((DATA.parent / "questions.json").read_text())["refund"]}
+    cascade = gwlab.Cascade(oracle=truth, target=0.8, delta=0.1, sample=20, seed=SEED)
+    out, row = bench.gwlab("df.gw.decide, cascade (accuracy >= 0.8, delta 0.1)",
+                           lambda o: rows.gw.decide("{text}", asked, cascade=cascade, **o))
+    row["oracle_calls"] = out.run.cascade["oracle_calls"]["total"]
+    scored.append(with_quality(row, "accuracy vs refund", lambda: accuracy(out["refund__answer"], truth)))
+    return scored
+
+
+def joins(bench: Bench, rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """The messages joined to the queue table on both sides; accuracy against `team`."""
+    task = {"texts": rows["text"].tolist(), "left_ids": [int(i) for i in rows.index], "instruction": JOIN_INSTRUCTION,
+            "right_texts": QUEUES["description"].tolist(), "right_ids": QUEUES.index.tolist()}
+    out, row = bench.lotus("sem_join", task)
+    pairs = [tuple(p) for p in out.get("pairs", [])]
+    row["matches"] = len(pairs) if "pairs" in out else None
+    scored = [with_quality(row, "accuracy vs team", lambda: routing_accuracy(pairs, rows["team"]), "pairs" in out)]
+
+    merged, row = bench.gwlab("df.gw.merge", lambda o: rows.gw.merge(
+        QUEUES, MERGE_CONDITION, left_on="{text}", right_on="{description}", how="left", **o))
+    matched = merged["right_index"].dropna()
+    row["matches"] = len(matched)
+    scored.append(with_quality(row, "accuracy vs team",
+                               lambda: routing_accuracy(matched.items(), rows["team"])))
+    return scored
+
+
+def topks(bench: Bench, rows: pd.DataFrame, k: int) -> tuple[list[dict[str, Any]], str]:
+    """The k most urgent rows on both sides: the share labelled `urgent`, and how many both sides chose."""
+    task = {"texts": rows["text"].tolist(), "ids": [int(i) for i in rows.index], "instruction": TOPK_INSTRUCTION,
+            "k": k, "seed": SEED}
+    out, row = bench.lotus("sem_topk", task)
+    lotus_chosen = out.get("chosen", [])
+    measure = f"urgent share of top {k}"
+    scored = [with_quality(row, measure, lambda: share_positive(lotus_chosen, rows["urgent"]), "chosen" in out)]
+
+    top, row = bench.gwlab("df.gw.topk", lambda o: rows.gw.topk(URGENCY, k, state="{text}", levels=URGENCY_LEVELS,
+                                                               **o))
+    row["comparisons"] = top.run.comparisons
+    scored.append(with_quality(row, measure, lambda: share_positive(top.index, rows["urgent"])))
+    both = len(set(lotus_chosen) & set(top.index)) if "chosen" in out else None
+    return scored, f"top {k}: chosen by both sides {both} of {k}; urgent base rate {rows['urgent'].mean():.3f}"
+
+
+def with_quality(row: dict[str, Any], measure: str, score: Callable[[], float], ok: bool = True) -> dict[str, Any]:
+    """The row with its quality measure named, and its value only where the operator answered."""
+    return {**row, "measure": measure, "quality": score() if ok else None}
+
+
+def accuracy(pred: Any, truth: pd.Series) -> float:
+    return float((pd.Series(list(pred), index=truth.index) == truth).mean())
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=60)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=60, help="messages for the filters")
+    parser.add_argument("--join-rows", type=int, default=20, help="messages joined to the 12 queues")
+    parser.add_argument("--topk-rows", type=int, default=40, help="messages the top k is taken from")
+    parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
-    import gwlab
-    from gwlab import local
 
-    rows = pd.read_csv(DATA, index_col="id").head(args.rows)
-    truth = rows["refund"].astype(bool)
-    python = lotus_python()
+    messages = pd.read_csv(DATA, index_col="id")
     server = local.start()
-    gw = gwlab.Gateway(server.base_url, server.api_key)
-    results: list[dict[str, object]] = []
+    bench = Bench(server, gwlab.Gateway(server.base_url, server.api_key), lotus_python(), args.concurrency)
     try:
-        task = {"model": TEXT_MODEL, "texts": rows["text"].tolist(), "instruction": INSTRUCTION,
-                "max_tokens": 16, "concurrency": args.concurrency, "target": 0.9}
-        mark, started = mark_of(server.db_path), time.perf_counter()
-        env = {**os.environ, "GWLAB_BENCH_URL": server.base_url, "GWLAB_BENCH_KEY": server.api_key,
-               "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
-        done = subprocess.run([str(python), str(ROOT / "bench" / "lotus" / "worker.py"), json.dumps(task)], env=env,
-                              capture_output=True, text=True, check=False)
-        lotus_out = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
-        if done.returncode:
-            print(done.stderr[-2000:], file=sys.stderr)
-        lotus_log = logged(server.db_path, mark)
-        for name, out in lotus_out.items():
-            row = {"side": "LOTUS", "operator": name, "wall_s": out.get("seconds"), **out.get("usage", {})}
-            row["accuracy"] = accuracy(out["pred"], truth) if "pred" in out else None
-            row["error"] = out.get("error")
-            results.append(row)
-        results.append({"side": "LOTUS", "operator": "(gateway log, both runs)", **lotus_log,
-                        "wall_s": time.perf_counter() - started})
-
-        mark, started = mark_of(server.db_path), time.perf_counter()
-        kept = rows.gw.filter(CONDITION, state="{text}", gateway=gw, checkpoint=None, progress=False,
-                              concurrency=args.concurrency)
-        pred = rows.index.isin(kept.index)
-        results.append({"side": "gwlab", "operator": "df.gw.filter", "wall_s": time.perf_counter() - started,
-                        **logged(server.db_path, mark), "accuracy": float((pred == truth.to_numpy()).mean())})
-
-        # the cascade: the labels as the oracle (keyless), the decision model as the cheap proxy
-        asked = {"refund": json.loads((DATA.parent / "questions.json").read_text())["refund"]}
-        mark, started = mark_of(server.db_path), time.perf_counter()
-        cascade = gwlab.Cascade(oracle=truth, target=0.8, delta=0.1, sample=20, seed=0)
-        out = rows.gw.decide("{text}", asked, cascade=cascade, gateway=gw, checkpoint=None, progress=False,
-                             concurrency=args.concurrency)
-        c = out.run.cascade
-        results.append({"side": "gwlab", "operator": "decide, cascade (accuracy >= 0.8, delta 0.1)",
-                        "wall_s": time.perf_counter() - started, **logged(server.db_path, mark),
-                        "oracle_calls": c["oracle_calls"]["total"],
-                        "accuracy": float((out["refund__answer"] == truth).mean())})
+        results = filters(bench, messages.head(args.rows)) + joins(bench, messages.head(args.join_rows))
+        ranked, overlap = topks(bench, messages.head(args.topk_rows), args.k)
     finally:
-        gw.close()
+        bench.gw.close()
         server.stop()
-    table = pd.DataFrame(results)
-    print(f"{args.rows} messages; question: {CONDITION!r}; LOTUS chat model {TEXT_MODEL} (max_tokens 16), "
-          f"gwlab decision model local/decide-e5-small; concurrency {args.concurrency} on both sides")
-    print(table.to_string(index=False))
+    print(f"filter: {args.rows} messages, {CONDITION!r}; join: {args.join_rows} messages x {len(QUEUES)} queues, "
+          f"{MERGE_CONDITION!r}; top k: {args.k} of {args.topk_rows} messages, {URGENCY!r}")
+    print(f"LOTUS: chat model {TEXT_MODEL}, max_tokens {MAX_TOKENS}, concurrency {args.concurrency} "
+          f"(max_batch_size); gwlab: decision model local/decide-e5-small (no output tokens), "
+          f"concurrency {args.concurrency}; LOTUS wall_s excludes its import")
+    print(pd.DataFrame(results + ranked).to_string(index=False))
+    print(overlap)
 
 
 if __name__ == "__main__":

@@ -20,21 +20,18 @@ from pathlib import Path
 from typing import TypeVar
 
 import pandas as pd
+from harness.support_tasks import (  # bench/harness: this script's folder is on sys.path
+    MERGE_CONDITION,
+    QUEUES,
+    URGENCY,
+    URGENCY_LEVELS,
+)
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import Gateway
 
 T = TypeVar("T")
 DATA = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "support_messages.csv"
-# a routing table of queues, three per label of the `team` column but "other" (a message matching none of
-# them is "other"); a merge is right when its queue belongs to the message's team
-QUEUES = pd.DataFrame({"team": ["billing"] * 3 + ["technical"] * 3 + ["shipping"] * 3 + ["account"] * 3,
-                       "description": [
-    "double charges and payments taken twice", "refunds and money back", "invoices, receipts and VAT",
-    "the app crashes or closes", "error messages and bugs", "slow pages and outages",
-    "parcels not arrived and tracking", "damaged or wrong items delivered", "returns and delivery addresses",
-    "cannot log in, passwords and verification codes", "account settings, email and profile changes",
-    "closing or deleting an account"]}, index=pd.Index([f"q{i}" for i in range(12)], name="queue"))
 
 
 def main() -> None:
@@ -63,7 +60,7 @@ def timed(call: Callable[[], T]) -> tuple[T, float]:
 def run(messages: pd.DataFrame, gw: Gateway, aggregate_rows: int) -> None:
     options = {"gateway": gw, "checkpoint": None, "progress": False}
     print(f"{len(messages)} messages; queues table: {len(QUEUES)} rows")
-    condition = "The message belongs in this queue"
+    condition = MERGE_CONDITION
     plan = messages.gw.merge(QUEUES, condition, left_on="text", right_on="description", dry_run=True)
     merged, seconds = timed(lambda: messages.gw.merge(QUEUES, condition, left_on="text", right_on="description",
                                                       how="left", **options))
@@ -80,8 +77,7 @@ def run(messages: pd.DataFrame, gw: Gateway, aggregate_rows: int) -> None:
     print(f"filter (refund): {kept.run.sent} requests in {seconds:.1f} s; kept {len(kept)}; "
           f"accuracy vs refund label {accuracy:.3f}")
 
-    levels = ["a routine question", "needs an answer today", "an emergency: the customer is blocked right now"]
-    top, seconds = timed(lambda: messages.gw.topk("How urgent the message is", 10, state="text", levels=levels,
+    top, seconds = timed(lambda: messages.gw.topk(URGENCY, 10, state="text", levels=URGENCY_LEVELS,
                                                   **options))
     print(f"topk (10 most urgent): {top.run.sent} requests ({top.run.comparisons} comparisons) in {seconds:.1f} s; "
           f"urgent-labelled among them {int(messages.loc[top.index, 'urgent'].sum())}/10 "
