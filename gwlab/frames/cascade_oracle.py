@@ -98,7 +98,7 @@ class Oracle:
         self.asked = {question.name: questions[question.name]}
         self.options = {**options, "join": False, "prefix": "", "pilot": None}  # a pilot limits the proxy only
         self.budget = Budget.of(options.get("budget"), options.get("prices"))
-        self.sent, self.cached, self.cost = 0, 0, 0.0
+        self.sent, self.cached, self.cost, self.tokens = 0, 0, 0.0, 0
         self.labels = self._labels() if isinstance(cascade.oracle, pd.Series) else None
 
     @property
@@ -152,11 +152,27 @@ class Oracle:
                                        protocol=self.cascade.protocol, model=self.cascade.oracle,
                                        max_tokens=self.cascade.max_tokens, **options)
 
+    def estimate(self, calls: int) -> dict[str, Any]:
+        """What `calls` more oracle answers should cost, at the requests sent so far (the sample's): told
+        before the routed rows are sent, with whether the budget left covers it (None: no budget). Labels
+        cost nothing; a model whose sample came all from the checkpoint has no measured price (NaN)."""
+        if self.labels is not None:
+            tokens, cost = 0.0, 0.0
+        elif self.sent:
+            tokens, cost = calls * self.tokens / self.sent, calls * self.cost / self.sent
+        else:
+            tokens = cost = math.nan
+        left = self.budget
+        covered = None if left is None or math.isnan(tokens) else bool(
+            (left.tokens is None or tokens <= left.tokens) and (left.cost is None or cost <= left.cost))
+        return {"calls": calls, "tokens": tokens, "cost": cost, "within_budget": covered}
+
     def spent(self, run: Any, counted: bool = True) -> None:
         """Count an oracle run's requests (`counted`), and take what a run billed off the budget the next
         oracle run gets (its runner checks each request's estimate against it before sending)."""
         if counted:
             self.sent, self.cached, self.cost = self.sent + run.sent, self.cached + run.cached, self.cost + run.cost
+            self.tokens += run.input_tokens + run.output_tokens
         if self.budget is not None:
             tokens = None if self.budget.tokens is None else max(0, self.budget.tokens - run.input_tokens
                                                                   - run.output_tokens)

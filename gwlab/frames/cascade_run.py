@@ -52,10 +52,12 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     threshold, answered = threshold_for(score, mine, (valid, sampled), said_by_row, cascade)
     reached = columns["__status"].to_numpy() != RowStatus.NOT_RUN.label  # a pilot or a budget stops short
     routed = np.flatnonzero(reached & ~answered & ~np.isin(np.arange(len(frame)), asked))
+    before = oracle.estimate(len(routed))  # the runner then checks each request against the budget left
     said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
     final = final_answers(mine, answered, said_by_row, cascade.metric)
     out = with_cascade_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached)
     proxy.run.cascade = summary(cascade, threshold, int(reached.sum()), answered, (len(asked), len(routed)), oracle)
+    proxy.run.cascade["routed_estimate"] = before
     if proxy.run.pilot is not None:
         proxy.run.cascade["pilot"] = pilot_estimate(cascade, reached, len(asked), len(routed), oracle)
     return BatchFrame.wrap(out, proxy.run)

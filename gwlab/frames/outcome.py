@@ -133,7 +133,15 @@ def _cascade_text(c: dict[str, Any]) -> str:
             f"{c['proxy_rows']} rows, oracle ({c['oracle']}) {c['oracle_rows']}; oracle calls {calls['total']} "
             f"({calls['sampled']} sampled + {calls['routed']} routed) vs {c['all_oracle_calls']} all-oracle "
             f"({c['saving']:.1f}x fewer); threshold {c['threshold']:.3f}; sample estimate {c['estimate']:.3f}"
-            f"{interval}, bound {c['bound']:.3f}" + _cascade_pilot_text(c.get("pilot")))
+            f"{interval}, bound {c['bound']:.3f}" + _cascade_budget_text(c.get("routed_estimate"))
+            + _cascade_pilot_text(c.get("pilot")))
+
+
+def _cascade_budget_text(e: dict[str, Any] | None) -> str:
+    if not e or e["within_budget"] is not False:
+        return ""
+    return (f"\ncascade: the {e['calls']} routed rows were estimated at ~{e['tokens']:.0f} tokens, over the budget "
+            "left: the oracle answered those it could pay for, the rest are missing")
 
 
 def _cascade_pilot_text(p: dict[str, Any] | None) -> str:

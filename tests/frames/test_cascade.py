@@ -54,6 +54,10 @@ def test_resumed_cascade_with_a_model_oracle_sends_nothing_twice(messages: pd.Da
     sent = log.settled(mark, "/v1/decisions")
     assert first.run.cascade["oracle_sent"] == first.run.cascade["oracle_calls"]["total"] > 0
     assert len(sent) == len(messages) + first.run.cascade["oracle_sent"]
+    estimate, sampled = first.run.cascade["routed_estimate"], first.run.cascade["oracle_calls"]["sampled"]
+    per_request = sum(r["input_tokens"] for r in sent[-first.run.cascade["oracle_sent"]:][:sampled]) / sampled
+    assert estimate["calls"] == first.run.cascade["oracle_calls"]["routed"] and estimate["within_budget"] is None
+    assert estimate["tokens"] == pytest.approx(estimate["calls"] * per_request, rel=0.5)
     mark = log.mark()
     again = cascade_run(messages, gw, both, cascade, checkpoint=tmp_path / "c.sqlite")
     assert log.settled(mark, "/v1/decisions") == []
@@ -133,6 +137,9 @@ def test_cascade_budget_covers_the_oracle_too_and_leaves_unpaid_rows_unanswered(
     assert len(billed) == out.run.sent + out.run.cascade["oracle_sent"] < 2 * len(messages)
     unpaid = out["refund__source"].eq("oracle") & out["refund__answer"].isna()
     assert unpaid.sum() > 0  # the rows beyond the budget are left missing, never guessed
+    estimate = out.run.cascade["routed_estimate"]  # told before the routed rows were sent
+    assert estimate["calls"] == out.run.cascade["oracle_calls"]["routed"] and estimate["within_budget"] is False
+    assert "over the budget left" in out.run.text()
 
 
 
