@@ -61,11 +61,21 @@ db-deps:
 		{ [ "$$(id -u)" = 0 ] && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; } || \
 		echo "db-deps: no PostgreSQL (as root: apt-get install postgresql); the PostgreSQL tests skip"
 
+# The suite keeps about one of two cores busy (much of it waits on the gateway's models), so the notebooks
+# run beside it (-j2); each target's output is printed whole when it ends (--output-sync). The notebooks
+# get their own gateway database and checkpoint store, so the two never share a file.
 test: setup byo browser-deps db-deps
 	$(BIN)/ruff check gwlab tests bench
 	$(MAKE) --no-print-directory test-core
+	$(MAKE) --no-print-directory -j2 --output-sync=target suite notebooks-apart
+
+.PHONY: suite notebooks-apart
+suite: setup
 	$(BIN)/pytest -q -p no:cacheprovider
-	$(MAKE) --no-print-directory notebooks
+
+notebooks-apart: setup
+	apart=$$(mktemp -d) && GWLAB_DB=$$apart/gateway.sqlite GWLAB_CHECKPOINT=$$apart/frames.sqlite \
+		$(MAKE) --no-print-directory notebooks; status=$$?; rm -rf $$apart; exit $$status
 
 # the widget screenshots in docs/img, retaken in JupyterLab + chromium (plain test runs write them to a temp dir)
 screenshots: setup browser-deps
