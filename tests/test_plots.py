@@ -15,6 +15,8 @@ from matplotlib.image import AxesImage
 import gwlab.plots as plots
 from gwlab.errors import InvalidRequest
 from gwlab.frames.evaluate import evaluate
+from tests.support.ledgers import live_ledger
+from tests.support.models import DECIDE_MODEL, TEXT_MODEL
 
 
 @pytest.fixture(autouse=True)
@@ -202,17 +204,10 @@ def test_every_usage_plot_draws_a_ledger_holding_a_models_call(ledger_with_a_mod
 
 
 def test_every_usage_plot_draws_a_live_ledger_of_a_models_call_and_two_models(gateway) -> None:
-    from gwlab import Gateway
-
-    with Gateway(gateway.base_url, gateway.api_key) as gw:
-        gw.models()
-        gw.decide("The site is down", {"urgent": {"type": "noul", "instructions": "Is this urgent?"}},
-                  model="local/decide-e5-small")
-        gw.chat("Q: What is 2 + 2?\nA:", model="local/gemma-3-270m", max_completion_tokens=1, temperature=0)
-        ledger = gw.usage
+    ledger = live_ledger(gateway)
     ax = plots.usage_over_time(ledger)
     _drawn(ax)
-    assert sorted(line.get_label() for line in ax.lines) == ["local/decide-e5-small", "local/gemma-3-270m"]
+    assert sorted(line.get_label() for line in ax.lines) == sorted([DECIDE_MODEL, TEXT_MODEL])
     assert len(plots.cost_per_run(ledger).patches) >= 1
     assert len(plots.latency(ledger, bins=3).patches) == 3
 

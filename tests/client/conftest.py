@@ -1,4 +1,5 @@
-"""Client fixtures: gateways over `httpx.MockTransport`, used only to inject faults."""
+"""Client fixtures: gateways over `httpx.MockTransport`, used only to inject faults, and each face of the
+client on the session's real embedded gateway."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from gwlab import AsyncGateway, Gateway
 from gwlab.wire import limits
+from tests.support.faces import FACES, Face, open_face
 from tests.support.fakes import BASE_URL, CANARY_KEY, Handler, chat_body
 
 
@@ -58,3 +60,10 @@ def chat_ok() -> Callable[..., httpx.Response]:
         return httpx.Response(status, json=chat_body(text), headers={"x-request-id": "req_ok", **headers})
 
     return respond
+
+
+@pytest.fixture(params=FACES)
+def face(request: pytest.FixtureRequest, gateway: Any) -> Iterator[Face]:
+    """The session's embedded gateway through each face of the client (sync, async), opened and closed."""
+    with open_face(request.param, gateway.base_url, gateway.api_key) as opened:
+        yield opened

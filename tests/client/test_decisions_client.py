@@ -6,8 +6,6 @@ appears only to inject faults (a 503, a lost answer).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
@@ -26,12 +24,6 @@ QUESTIONS = {
                 "criteria": ["can wait", "this week", "today"]},
 }
 STATE = "I was charged twice for my subscription this month, please refund one payment."
-
-
-@pytest.fixture(params=FACES)
-def face(request: pytest.FixtureRequest, gateway) -> Iterator[Face]:
-    with open_face(request.param, gateway.base_url, gateway.api_key) as opened:
-        yield opened
 
 
 def test_decide_returns_typed_answers_for_every_question_type(face: Face):

@@ -7,23 +7,16 @@ refused naming the field: "not given" is None, never a guess from a bad value.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.models import DEFAULT_MODELS
-from tests.support.faces import FACES, Face, open_face
+from tests.support.faces import Face
 
 TEXT_DEFAULT = DEFAULT_MODELS["text"]
 PROMPT = "Say hello."
-
-
-@pytest.fixture(params=FACES)
-def face(request: pytest.FixtureRequest, gateway: Any) -> Iterator[Face]:
-    with open_face(request.param, gateway.base_url, gateway.api_key) as opened:
-        yield opened
 
 
 def _streamed(face: Face, opened: Any) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,12 +17,6 @@ def submissions(db) -> int:
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT COUNT(*) FROM request_log WHERE method = 'POST' AND path = ?",
                             ("/v1/images/tasks",)).fetchone()[0]
-
-
-@pytest.fixture(params=FACES)
-def face(request: pytest.FixtureRequest, gateway) -> Iterator[Face]:
-    with open_face(request.param, gateway.base_url, gateway.api_key) as opened:
-        yield opened
 
 
 def test_create_and_wait_then_download_a_png_and_its_thumbnail(face: Face):

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.responses import Response
-from tests.support.faces import FACES, Face, logged, open_face
+from tests.support.faces import Face, logged
 from tests.support.models import TEXT_MODEL
 
 TEXT = TEXT_MODEL
@@ -20,12 +18,6 @@ CHAT_REQUEST = {
     "max_completion_tokens": 6,
     "temperature": 0,
 }
-
-
-@pytest.fixture(params=FACES)
-def face(request: pytest.FixtureRequest, gateway) -> Iterator[Face]:
-    with open_face(request.param, gateway.base_url, gateway.api_key) as opened:
-        yield opened
 
 
 def test_chat_to_responses_follows_the_spec_table(face: Face):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from gwlab.client.tools import Call, ToolRun, tool_calls_of
 from gwlab.errors import InvalidRequest
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.responses import Response
-from tests.support.faces import FACES, Face, logged, open_face
+from tests.support.faces import Face, logged
 from tests.support.models import DECIDE_MODEL, TEXT_MODEL
 
 DECIDE = DECIDE_MODEL
@@ -36,12 +35,6 @@ REFUND = {"type": "function", "name": "refund_payment",
           "parameters": {"type": "object", "properties": {"amount": {"type": "number", "minimum": 0}},
                          "required": ["amount"]}}  # the flat responses shape: both shapes are read
 TOOLS = [WEATHER, EMAIL, REFUND]
-
-
-@pytest.fixture(params=FACES)
-def face(request: pytest.FixtureRequest, gateway) -> Iterator[Face]:
-    with open_face(request.param, gateway.base_url, gateway.api_key) as opened:
-        yield opened
 
 
 class Recorder:

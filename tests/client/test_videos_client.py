@@ -8,7 +8,7 @@ before it would create a second billable one (spec, Errors rule 2).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -20,12 +20,6 @@ from tests.support.fakes import BASE_URL, CANARY_KEY
 from tests.support.models import VIDEO_MODEL
 
 VIDEO = VIDEO_MODEL
-
-
-@pytest.fixture(params=FACES)
-def face(request: pytest.FixtureRequest, gateway) -> Iterator[Face]:
-    with open_face(request.param, gateway.base_url, gateway.api_key) as opened:
-        yield opened
 
 
 # --- the real gateway -------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ import pytest
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames.usage import DEFAULT_PRICES, NO_MODEL, Price, PriceTable, summarize
+from tests.support.ledgers import live_ledger
+from tests.support.models import DECIDE_MODEL, TEXT_MODEL
 
 
 def test_decisions_charge_input_tokens_only() -> None:
@@ -66,13 +68,6 @@ def test_rows_without_a_model_are_kept_and_shown_as_no_model() -> None:
 
 
 def test_summarize_reads_a_live_ledger_holding_a_models_call_and_two_models(gateway) -> None:
-    from gwlab import Gateway
-
-    with Gateway(gateway.base_url, gateway.api_key) as gw:
-        gw.models()
-        gw.decide("The site is down", {"urgent": {"type": "noul", "instructions": "Is this urgent?"}},
-                  model="local/decide-e5-small")
-        gw.chat("Q: What is 2 + 2?\nA:", model="local/gemma-3-270m", max_completion_tokens=1, temperature=0)
-        table = summarize(gw.usage, by=("model",))
-    assert list(table.index) == [NO_MODEL, "local/decide-e5-small", "local/gemma-3-270m"]
+    table = summarize(live_ledger(gateway), by=("model",))
+    assert list(table.index) == [NO_MODEL, *sorted([DECIDE_MODEL, TEXT_MODEL])]
     assert table["requests"].tolist() == [1, 1, 1]
