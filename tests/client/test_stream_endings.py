@@ -10,15 +10,15 @@ ledger row agrees. A capped answer, by contrast, ends properly and is reported `
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 import gwlab
 from gwlab import errors
+from tests.support.http_stub import serving
 
 KEY = "gwk-raw-sse-test-key"
 
@@ -82,13 +82,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def raw_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with serving(_Handler) as base:
+        yield base
 
 
 @pytest.fixture(params=["fast", "httpx"])  # both HTTP transports (gwlab/client/transport_choice.py)

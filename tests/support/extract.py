@@ -8,11 +8,12 @@ re-asked), `never` (always invalid JSON). Every request body is kept in REQUESTS
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.http_stub import serving
 
 KEY = "gwk-extract-stub-key"
 SCHEMA = {"product": str, "order": int | None, "sentiment": ["positive", "neutral", "negative"]}
@@ -87,10 +88,5 @@ class _Stub(BaseHTTPRequestHandler):
 def stub_server() -> Iterator[str]:
     """The stub's base URL while the block runs; under `/plain/v1` instead of `/v1` it refuses every
     structured-output field with a 400 naming it, as a gateway without structured output does."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with serving(_Stub) as base:
+        yield base
