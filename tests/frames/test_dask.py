@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,9 @@ from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames import dask as gw_dask
 from tests.support.gateways import RequestLog
-from tests.support.models import DECIDE_MODEL
+from tests.support.messages import QUESTIONS as ASKED
+from tests.support.messages import support_messages
+from tests.support.models import DECIDE_MODEL, TEXT_MODEL
 from tests.support.tickets import DECISIONS, QUESTIONS
 
 dd = pytest.importorskip("dask.dataframe")
@@ -123,14 +124,12 @@ def test_a_blank_value_fails_its_row_on_the_workers_too_unless_blank_send(
 
 # --- a cascade on Dask: the same answers as on pandas, a recompute pays nothing -------------------------
 
-SUPPORT = Path(__file__).resolve().parents[2] / "notebooks" / "data"
-ASKED = json.loads((SUPPORT / "questions.json").read_text())
 BOTH = {"refund": ASKED["refund"], "urgent": ASKED["urgent"]}  # the oracle asks refund alone
 
 
 @pytest.fixture(scope="module")
 def support() -> pd.DataFrame:
-    return pd.read_csv(SUPPORT / "support_messages.csv", index_col="id").head(60)
+    return support_messages(60)
 
 
 def test_dask_cascade_with_labels_answers_as_the_pandas_cascade_on_the_same_frame_and_seed(
@@ -172,6 +171,19 @@ def test_dask_cascade_with_a_model_oracle_pays_nothing_twice_on_recompute_or_a_s
                                   out.drop(columns=["__status", "__request_id"]))
     lazy.compute()
     assert log.settled(mark, DECISIONS) == []
+
+
+def test_dask_cascade_with_a_chat_model_oracle_answers_its_rows_with_the_question_options(
+        client: object, support: pd.DataFrame, gw: Gateway, gateway, tmp_path: Path) -> None:
+    log = RequestLog(gateway.db)
+    team = {"team": ASKED["team"]}
+    cascade = gwlab.Cascade(oracle=TEXT_MODEL, protocol="chat", target=0.6, delta=0.2, sample=4, max_tokens=48)
+    mark = log.mark()
+    out = gw_dask.decide(dd.from_pandas(support.head(10), npartitions=2), "{text}", team, cascade=cascade,
+                         gateway=gw, checkpoint=tmp_path / "c.sqlite").compute()
+    by_oracle = out.loc[out["team__source"] == "oracle", "team__answer"]
+    assert len(by_oracle) > 0 and set(by_oracle.dropna()) <= set(ASKED["team"]["criteria"])
+    assert by_oracle.notna().any() and len(log.settled(mark, "/v1/chat/completions")) >= len(by_oracle)
 
 
 def test_dask_cascade_refuses_checkpoint_none_naming_it_before_sending(
