@@ -154,18 +154,26 @@ class Oracle:
 
     def estimate(self, calls: int) -> dict[str, Any]:
         """What `calls` more oracle answers should cost, at the requests sent so far (the sample's): told
-        before the routed rows are sent, with whether the budget left covers it (None: no budget). Labels
-        cost nothing; a model whose sample came all from the checkpoint has no measured price (NaN)."""
+        before the routed rows are sent, with whether the budget left covers it (None: no budget, or no
+        measured price). Labels cost nothing; a model whose sample came all from the checkpoint (or was
+        not paid for) has no measured price (NaN), and a spent budget covers no paid call."""
         if self.labels is not None:
             tokens, cost = 0.0, 0.0
         elif self.sent:
             tokens, cost = calls * self.tokens / self.sent, calls * self.cost / self.sent
         else:
             tokens = cost = math.nan
+        return {"calls": calls, "tokens": tokens, "cost": cost, "within_budget": self._covers(calls, tokens, cost)}
+
+    def _covers(self, calls: int, tokens: float, cost: float) -> bool | None:
         left = self.budget
-        covered = None if left is None or math.isnan(tokens) else bool(
-            (left.tokens is None or tokens <= left.tokens) and (left.cost is None or cost <= left.cost))
-        return {"calls": calls, "tokens": tokens, "cost": cost, "within_budget": covered}
+        if left is None or calls == 0 or self.labels is not None:
+            return None if left is None else True
+        if left.tokens == 0 or left.cost == 0:
+            return False
+        if math.isnan(tokens):
+            return None
+        return bool((left.tokens is None or tokens <= left.tokens) and (left.cost is None or cost <= left.cost))
 
     def spent(self, run: Any, counted: bool = True) -> None:
         """Count an oracle run's requests (`counted`), and take what a run billed off the budget the next

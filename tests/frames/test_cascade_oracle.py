@@ -10,6 +10,7 @@ import pytest
 import gwlab
 from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
+from gwlab.frames.cascade_oracle import CascadeQuestion, Oracle
 from gwlab.wire.families import FAMILIES
 from tests.support.gateways import RequestLog
 from tests.support.messages import QUESTIONS, support_messages
@@ -66,3 +67,14 @@ def test_text_oracle_refuses_a_bad_argument_naming_it(arguments: dict, field: st
     with pytest.raises(InvalidRequest) as caught:
         gwlab.Cascade(**arguments)
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize(("oracle", "budget", "covered"), [
+    ("m", None, None), ("m", 0, False), ("m", 10_000, None),  # no price measured yet: unknown, unless spent
+    ("labels", 0, True)])  # labels cost nothing: any budget covers them
+def test_routed_estimate_says_whether_the_budget_left_covers_it(oracle: str, budget, covered,
+                                                                messages: pd.DataFrame) -> None:
+    cascade = gwlab.Cascade(oracle=messages["team"] if oracle == "labels" else oracle)
+    question = CascadeQuestion.of(TEAM, cascade)
+    estimate = Oracle(messages, "{text}", TEAM, question, cascade, {"budget": budget}).estimate(5)
+    assert estimate["calls"] == 5 and estimate["within_budget"] is covered
