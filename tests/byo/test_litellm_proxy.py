@@ -8,8 +8,7 @@ One). Every call goes through gwlab's public API with only `base_url` and `api_k
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import anthropic
 import httpx
@@ -120,22 +119,13 @@ def test_an_unknown_model_is_refused_naming_the_model(gw: gwlab.Gateway) -> None
     assert caught.value.status in (400, 404) and "no-such-model" in str(caught.value)
 
 
-def _kill_after_first_text(stream: Iterable[Any], server: RunningServer) -> None:
-    for chunk in stream:
-        if chunk.text:
-            break
-    servers.kill(server)  # 400 tokens were asked for; the first has just arrived
-    for _ in stream:
-        pass
-
-
 def test_the_proxy_killed_mid_stream_is_an_interrupted_stream_never_a_complete_one(
         litellm_proxy_to_kill: RunningServer) -> None:
     server = litellm_proxy_to_kill
     with gwlab.connect(base_url=server.base_url, api_key=server.api_key) as client:
         stream = client.chat.stream(PROMPT, model=LITELLM_CHAT_MODEL, max_completion_tokens=400, **GREEDY)
         with pytest.raises(errors.StreamInterrupted) as caught:
-            _kill_after_first_text(stream, server)
+            servers.kill_after_first_text(stream, server)
         row = client.ledger.entries()[-1]
     assert stream.status == "interrupted" and not stream.complete
     assert caught.value.partial.text == stream.text and stream.text

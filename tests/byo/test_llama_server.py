@@ -7,7 +7,7 @@ completion prompts, generation is greedy (temperature 0) and assertions are abou
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -86,22 +86,13 @@ def test_a_family_the_server_lacks_is_a_404_that_says_the_route_is_missing(gw: g
     assert "no such route on this gateway" in message and "check the model ID" not in message
 
 
-def _kill_after_first_text(stream: Iterable[Any], server: RunningServer) -> None:
-    for chunk in stream:
-        if chunk.text:  # the first chunk only names the role
-            break
-    servers.kill(server)  # the stream asked for 400 tokens; the first of them has just arrived
-    for _ in stream:
-        pass
-
-
 def test_a_server_killed_mid_stream_is_an_interrupted_stream_never_a_complete_one(
         llama_server_to_kill: RunningServer) -> None:
     server = llama_server_to_kill
     with gwlab.connect(base_url=server.base_url, api_key=server.api_key) as client:
         stream = client.chat.stream(PROMPT, model=server.model, max_completion_tokens=400, **GREEDY)
         with pytest.raises(errors.StreamInterrupted) as caught:
-            _kill_after_first_text(stream, server)
+            servers.kill_after_first_text(stream, server)
         row = client.ledger.entries()[-1]
     assert stream.status == "interrupted" and stream.ending == "interrupted" and not stream.complete
     assert caught.value.partial.text == stream.text and stream.text
@@ -118,7 +109,7 @@ def test_the_openai_sdk_reports_the_same_kill_as_a_connection_error_without_the_
     stream = sdk.chat.completions.create(model=server.model, messages=[{"role": "user", "content": PROMPT}],
                                          max_tokens=400, temperature=0, stream=True)
     with pytest.raises(openai.APIConnectionError) as caught:
-        _kill_after_first_text((_Texts(chunk) for chunk in stream), server)
+        servers.kill_after_first_text((_Texts(chunk) for chunk in stream), server)
     assert str(caught.value) == "Connection error." and not hasattr(caught.value, "partial")
 
 

@@ -14,7 +14,7 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,17 @@ def kill(server: RunningServer) -> None:
     """SIGKILL, as a crash would: no shutdown, open streams are cut mid-flight."""
     _signal_group(server.process, signal.SIGKILL)
     server.process.wait(timeout=15)
+
+
+def kill_after_first_text(stream: Iterable[Any], server: RunningServer) -> None:
+    """Kill `server` once `stream` has given its first text (a first chunk that only names the role is
+    not text), then read the stream on: a stream asked for many tokens is cut mid-way."""
+    for chunk in stream:
+        if chunk.text:
+            break
+    kill(server)
+    for _ in stream:
+        pass
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
