@@ -47,10 +47,10 @@ class Cascade:
     the confident rows, send the rest to a person"). protocol: the family the oracle model is reached
     through: "decisions" (another decision model), or "chat", "responses", "messages" (a text model asked
     the same question, its answer held to the question's outcomes by a schema; max_tokens caps each
-    answer). metric/target/delta: the guarantee (the
-    metric is at least `target` with probability at least 1 - delta). sample: rows the oracle answers
-    first, to set the threshold (seeded by `seed`); candidates: thresholds tried (quantiles of the scores);
-    question: which question of the run (default: the only one).
+    answer). metric/target/delta: the guarantee (the metric is at least `target` with probability at
+    least 1 - delta). sample: rows the oracle answers first, to set the threshold (seeded by `seed`);
+    candidates: thresholds tried (quantiles of the scores); question: which question of the run
+    (default: the only one).
     """
 
     oracle: Any

@@ -140,8 +140,9 @@ def _cascade_text(c: dict[str, Any]) -> str:
 def _cascade_budget_text(e: dict[str, Any] | None) -> str:
     if not e or e["within_budget"] is not False:
         return ""
-    return (f"\ncascade: the {e['calls']} routed rows were estimated at ~{e['tokens']:.0f} tokens, over the budget "
-            "left: the oracle answered those it could pay for, the rest are missing")
+    spend = "no price measured" if math.isnan(e["tokens"]) else f"~{e['tokens']:.0f} tokens"
+    return (f"\ncascade: the {e['calls']} routed rows ({spend}) are over the budget left: the oracle answered "
+            "those it could pay for, the rest are missing")
 
 
 def _cascade_pilot_text(p: dict[str, Any] | None) -> str:

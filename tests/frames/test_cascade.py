@@ -139,7 +139,7 @@ def test_cascade_budget_covers_the_oracle_too_and_leaves_unpaid_rows_unanswered(
     assert unpaid.sum() > 0  # the rows beyond the budget are left missing, never guessed
     estimate = out.run.cascade["routed_estimate"]  # told before the routed rows were sent
     assert estimate["calls"] == out.run.cascade["oracle_calls"]["routed"] and estimate["within_budget"] is False
-    assert "over the budget left" in out.run.text()
+    assert "are over the budget left" in out.run.text()
 
 
 
