@@ -19,6 +19,7 @@ import pytest
 import gwlab
 from gwlab import errors
 from tests.support import servers
+from tests.support.extract import assert_extract_falls_back_to_the_prompt
 from tests.support.servers import LITELLM_CHAT_MODEL, LITELLM_DECIDE_MODEL, LITELLM_SYSTEMONE_MODEL, RunningServer
 
 PROMPT = "Q: What colour is a banana?\nA:"  # greedy Gemma echoes it through a chat template: runs to its cap
@@ -205,18 +206,4 @@ def test_the_anthropic_sdk_also_sees_a_finished_message_when_litellm_hides_a_cut
 def test_df_gw_extract_through_the_proxy_falls_back_to_the_prompt_and_invents_nothing(gw: gwlab.Gateway) -> None:
     # LiteLLM passes response_format on to llama-cpp-python's server, whose 500 request-validation error
     # naming it comes back through the proxy: extract asks in the prompt instead, says so, and fills in nothing
-    from gwlab.frames.extract import PROMPT_ONLY, StructuredFallbackWarning
-
-    PROMPT_ONLY.clear()
-    mail = pd.DataFrame({"text": ["I was charged twice, please give me my money back."]})
-    with pytest.warns(StructuredFallbackWarning, match="response_format"):
-        out = mail.gw.extract("Does this customer ask for a refund? {text}", {"refund": bool}, errors="coerce",
-                              model=LITELLM_CHAT_MODEL, max_tokens=40, params=GREEDY, gateway=gw, **QUIET)
-    PROMPT_ONLY.clear()
-    assert "asked in the prompt" in out.run.structured and out["refund"].dtype == "boolean"
-    row = out.loc[0]
-    if row["__status"] == "sent":  # a valid answer (the small greedy model often answers otherwise)
-        assert row["refund"] in (True, False)
-    else:  # invalid after its re-ask: its text and the reason kept, no value invented
-        assert row["__status"] == "error" and "AnswerInvalid" in row["__error"] and pd.isna(row["refund"])
-        assert row["__raw"] and row["__reasks"] == 1
+    assert_extract_falls_back_to_the_prompt(gw, LITELLM_CHAT_MODEL)

@@ -17,6 +17,7 @@ import pytest
 import gwlab
 from gwlab import errors
 from tests.support import servers
+from tests.support.extract import assert_extract_falls_back_to_the_prompt
 from tests.support.servers import RunningServer
 
 # through the server's chat template greedy Gemma echoes this prompt over and over: it always runs to its cap
@@ -144,18 +145,4 @@ def test_the_openai_sdk_ends_a_stream_the_server_cut_short_without_any_error(lla
 def test_df_gw_extract_falls_back_to_the_prompt_on_llama_cpp_pythons_server_and_invents_nothing(
         gw: gwlab.Gateway, llama_server: RunningServer) -> None:
     # the server refuses response_format json_schema with a 500 naming it (a request validation error)
-    from gwlab.frames.extract import PROMPT_ONLY, StructuredFallbackWarning
-
-    PROMPT_ONLY.clear()
-    mail = pd.DataFrame({"text": ["I was charged twice, please give me my money back."]})
-    with pytest.warns(StructuredFallbackWarning, match="response_format"):
-        out = mail.gw.extract("Does this customer ask for a refund? {text}", {"refund": bool}, errors="coerce",
-                              model=llama_server.model, max_tokens=40, params=GREEDY, gateway=gw, checkpoint=None)
-    PROMPT_ONLY.clear()
-    assert "asked in the prompt" in out.run.structured and out["refund"].dtype == "boolean"
-    row = out.loc[0]
-    if row["__status"] == "sent":  # a valid answer (the small greedy model often echoes instead)
-        assert row["refund"] in (True, False)
-    else:  # invalid after its re-ask: its text and the reason kept, no value invented
-        assert row["__status"] == "error" and "AnswerInvalid" in row["__error"] and pd.isna(row["refund"])
-        assert row["__raw"] and row["__reasks"] == 1
+    assert_extract_falls_back_to_the_prompt(gw, llama_server.model)

@@ -13,6 +13,10 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+import pandas as pd
+import pytest
+
+from gwlab.frames.extract import PROMPT_ONLY, StructuredFallbackWarning
 from tests.support.http_stub import serving
 
 KEY = "gwk-extract-stub-key"
@@ -90,3 +94,25 @@ def stub_server() -> Iterator[str]:
     structured-output field with a 400 naming it, as a gateway without structured output does."""
     with serving(_Stub) as base:
         yield base
+
+
+def assert_extract_falls_back_to_the_prompt(gw: Any, model: str) -> None:
+    """`df.gw.extract` on a server that refuses `response_format` with an error naming it: the run asks
+    in the prompt instead and says so, and a row is a valid answer or an error row keeping its text
+    and reason, never an invented value (the small greedy models often answer otherwise)."""
+    PROMPT_ONLY.clear()
+    mail = pd.DataFrame({"text": ["I was charged twice, please give me my money back."]})
+    try:
+        with pytest.warns(StructuredFallbackWarning, match="response_format"):
+            out = mail.gw.extract("Does this customer ask for a refund? {text}", {"refund": bool}, errors="coerce",
+                                  model=model, max_tokens=40, params={"temperature": 0}, gateway=gw,
+                                  checkpoint=None, progress=False)
+    finally:
+        PROMPT_ONLY.clear()
+    assert "asked in the prompt" in out.run.structured and out["refund"].dtype == "boolean"
+    row = out.loc[0]
+    if row["__status"] == "sent":
+        assert row["refund"] in (True, False)
+    else:
+        assert row["__status"] == "error" and "AnswerInvalid" in row["__error"] and pd.isna(row["refund"])
+        assert row["__raw"] and row["__reasks"] == 1
