@@ -236,6 +236,15 @@ def test_a_notebook_whose_code_reads_a_key_is_saved_without_any_output() -> None
     assert "08-bring-your-own-gateway.ipynb" in reading
 
 
+def test_a_notebook_that_asks_for_a_key_reads_every_answer_without_echo() -> None:
+    """input() echoes what was typed into the cell's output, so a key pasted into the wrong prompt would
+    be saved with the notebook when a person runs it; getpass echoes nothing."""
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        code = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+        if "getpass" in code:
+            assert "input(" not in code, f"{path.name} reads an answer with input(): use getpass"
+
+
 def test_the_scan_searched_a_real_workload(scan: Scan) -> None:
     facts = scan.facts
     searched = sum(len(data) for items in scan.places.values() for _, data in items)
