@@ -24,7 +24,7 @@ import pandas as pd
 import gwlab
 from gwlab import local
 from gwlab.client.gateway import Gateway
-from gwlab.frames.intervals import wilson
+from gwlab.stats.intervals import wilson
 
 DATA = Path(__file__).resolve().parents[1] / "notebooks" / "data"
 

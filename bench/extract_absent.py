@@ -24,7 +24,7 @@ import pandas as pd
 
 import gwlab
 from gwlab.client.gateway import Gateway
-from gwlab.frames.labels import EvaluationWarning
+from gwlab.frames.evaluation.labels import EvaluationWarning
 
 DATA = Path(__file__).resolve().parent / "data" / "extract_labelled.jsonl"
 PRODUCTS = ["kettle", "headphones", "blender", "laptop", "vacuum", "coffee machine", "desk lamp", "phone case"]

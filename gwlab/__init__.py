@@ -41,12 +41,12 @@ from gwlab.errors import (
     Timeout,
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
-from gwlab.frames.budget import Budget
-from gwlab.frames.cascade import Cascade
-from gwlab.frames.compare import compare
-from gwlab.frames.evaluate import evaluate
-from gwlab.frames.records import run_answers, runs
-from gwlab.frames.repeats import stability
+from gwlab.frames.cascade.spec import Cascade
+from gwlab.frames.evaluation.compare import compare
+from gwlab.frames.evaluation.evaluate import evaluate
+from gwlab.frames.evaluation.repeats import stability
+from gwlab.frames.run.budget import Budget
+from gwlab.frames.run.records import run_answers, runs
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.messages import Message

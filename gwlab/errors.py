@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gwlab.wire.realtime_events import ErrorEvent
+    from gwlab.wire.realtime.events import ErrorEvent
 
 __all__ = [
     "AuthenticationFailed",
@@ -63,7 +63,7 @@ class InvalidRequest(GatewayError, ValueError):
 
 class InvalidEvent(InvalidRequest):
     """A realtime client event refused: `field` names the parameter, `code` is the error event's code
-    (`invalid_value` unless said otherwise; gwlab.wire.realtime names the codes)."""
+    (`invalid_value` unless said otherwise; gwlab.wire.realtime.session names the codes)."""
 
     def __init__(self, field: str, message: str, code: str = "invalid_value", event_id: str | None = None) -> None:
         super().__init__(field, message)

@@ -13,14 +13,15 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import evidence, metrics
-from gwlab.frames import usage as _usage
-from gwlab.frames._targets import probability_columns
+from gwlab.frames.evaluation import evidence
+from gwlab.frames.evaluation.targets import probability_columns
+from gwlab.frames.run import usage as _usage
+from gwlab.stats import metrics
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from gwlab.frames.evaluate import Evaluation
+    from gwlab.frames.evaluation.evaluate import Evaluation
 
 __all__ = ["confusion", "cost_per_run", "latency", "probabilities", "reliability", "scores", "slices",
            "usage_over_time"]

@@ -25,8 +25,8 @@ from gwlab.client.realtime import AsyncRealtime, Realtime
 from gwlab.client.responses import AsyncResponses, Responses
 from gwlab.client.tasks import AsyncTasks, Tasks
 from gwlab.client.tools import AsyncTools, Tools
-from gwlab.client.transport import AsyncTransport
-from gwlab.client.transport_choice import TransportChoice
+from gwlab.client.transport.choice import TransportChoice
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.client.videos import AsyncVideos, Videos
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.tasks import TaskFamily
@@ -48,7 +48,7 @@ class AsyncGateway:
     config : a `ClientConfig` to start from (the keyword options below are applied over it).
     timeout, connect_timeout : seconds of silence allowed while reading, and to connect.
     deadline : seconds for a whole call, retries and stream included (None: no limit).
-    max_retries, retry_after_cap : the retry policy (see `gwlab.client.transport`).
+    max_retries, retry_after_cap : the retry policy (see `gwlab.client.transport.core`).
     ledger_path : a SQLite file that keeps the request ledger across sessions.
     messages_auth, anthropic_version : the messages family's auth header and version.
     headers : extra headers for every request.

@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from gwlab.client._loop import LoopThread
-from gwlab.client.transport import AsyncTransport, Reply, RetryPolicy
+from gwlab.client.transport.core import AsyncTransport, Reply, RetryPolicy
 from gwlab.errors import ConnectionFailed, GatewayError, InvalidRequest, ServerError, Timeout
 from gwlab.wire.tasks import (
     ID_PARAM,

@@ -24,7 +24,7 @@ from gwlab.client._loop import LoopThread
 from gwlab.client.chat import AsyncChat
 from gwlab.client.decisions import AsyncDecisions, State
 from gwlab.client.responses import AsyncResponses
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.wire import chat, responses
 from gwlab.wire import tools as wire

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from gwlab.client.transport import RetryPolicy
-from gwlab.frames.outcome import RunInterrupted
-from gwlab.frames.runner import Answer, Batch, Runner, RunResult, Sender
+from gwlab.client.transport.core import RetryPolicy
+from gwlab.frames.run.outcome import RunInterrupted
+from gwlab.frames.run.runner import Answer, Batch, Runner, RunResult, Sender
 from gwlab.wire.families import ProtocolFamily
 
 T = TypeVar("T")

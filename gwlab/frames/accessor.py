@@ -16,18 +16,21 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, operators, recipes, records, repeats
-from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
-from gwlab.frames.cascade import Cascade
-from gwlab.frames.cascade_run import run_cascade
-from gwlab.frames.checkpoint import AnswerStore, open_for_run
+from gwlab.frames import _client, recipes
+from gwlab.frames.cascade.run import run_cascade
+from gwlab.frames.cascade.spec import Cascade
+from gwlab.frames.evaluation import repeats
 from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
-from gwlab.frames.limiter import Limiter
-from gwlab.frames.operators import OperatorFrame
+from gwlab.frames.operators import shared as operators
+from gwlab.frames.operators.shared import OperatorFrame
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
-from gwlab.frames.result import BatchFrame
-from gwlab.frames.run_config import BLANK_DEFAULT, RunConfig
-from gwlab.frames.runner import Batch, Budget, Runner
+from gwlab.frames.run import records
+from gwlab.frames.run.budget import BYTES_PER_TOKEN, OverLimit, over_limit
+from gwlab.frames.run.checkpoint import AnswerStore, open_for_run
+from gwlab.frames.run.config import BLANK_DEFAULT, RunConfig
+from gwlab.frames.run.limiter import Limiter
+from gwlab.frames.run.result import BatchFrame
+from gwlab.frames.run.runner import Batch, Budget, Runner
 from gwlab.frames.task_batch import COLUMNS as TASK_COLUMNS
 from gwlab.frames.task_batch import TaskFrame, TaskRun
 from gwlab.frames.templates import Rows, Template, json_value
@@ -123,7 +126,7 @@ _RUN_OPTIONS_DOC = """
         in ``{column}__std`` columns, with ``__repeats`` counting the asks that succeeded, and
         ``{q}__agreement`` (``text__agreement`` for text) the share of a row's repeats that gave its
         most common answer. Every repeat's own answer: ``result.repeats_frame()``, one row per (row,
-        repeat); ``gwlab.stability(result)`` per question (see gwlab/frames/repeats.py).
+        repeat); ``gwlab.stability(result)`` per question (see gwlab/frames/evaluation/repeats.py).
     blank : {"fail", "send"}, default "fail"
         A row whose template reads an empty or whitespace-only value fails, as one reading NaN does
         (a model asked about nothing invents an answer); "send" sends such rows. A text that is

@@ -42,14 +42,14 @@ from typing import Any
 import pandas as pd
 
 from gwlab.errors import GatewayError, InvalidRequest, NotFound, RateLimited
-from gwlab.frames.budget import Budget
-from gwlab.frames.checkpoint import AnswerStore, canonical, gateway_id, key_of
-from gwlab.frames.lifecycle import Progress, Stoppable, drive
-from gwlab.frames.limiter import Limiter, TokenBucket
-from gwlab.frames.outcome import recorded_where
-from gwlab.frames.result import BatchFrame
-from gwlab.frames.run_config import RunConfig
-from gwlab.frames.status import RowStatus
+from gwlab.frames.run.budget import Budget
+from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, key_of
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
+from gwlab.frames.run.limiter import Limiter, TokenBucket
+from gwlab.frames.run.outcome import recorded_where
+from gwlab.frames.run.result import BatchFrame
+from gwlab.frames.run.status import RowStatus
 from gwlab.wire.tasks import Task, TaskFamily
 
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]

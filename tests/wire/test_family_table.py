@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.frames.recipes import TEXT_RECIPES
-from gwlab.frames.usage import charges_output
+from gwlab.frames.run.usage import charges_output
 from gwlab.local import catalog
 from gwlab.local.app import ROUTERS
 from gwlab.local.errors import vendor_of

@@ -1,0 +1,161 @@
+"""`df.gw.decide(..., cascade=...)`: the cheap model's run, the oracle's sample, the threshold, the rest.
+
+Every model call is an ordinary `df.gw.decide` run on a slice of the frame, so checkpoints, errors and
+the request log behave as everywhere else, and a resumed cascade pays nothing twice (its sample is seeded
+and the proxy's answers are checkpointed, so the same rows reach the oracle again, from the checkpoint).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames.cascade.oracle import CascadeQuestion, Oracle
+from gwlab.frames.cascade.spec import Cascade, Threshold, choose_threshold, proxy_answers, sample_rows
+from gwlab.frames.run.result import BatchFrame
+from gwlab.frames.run.status import RowStatus
+from gwlab.stats.intervals import clopper_pearson
+
+__all__ = [
+    "CASCADE_COLUMNS",
+    "final_answers",
+    "pilot_estimate",
+    "proxy_columns",
+    "run_cascade",
+    "sample_positions",
+    "summary",
+    "threshold_for",
+    "with_cascade_columns",
+]
+
+
+async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, Any], model: str | None,
+                      cascade: Cascade, options: Mapping[str, Any]) -> BatchFrame:
+    """The cascade of `df.gw.adecide(..., cascade=cascade)`: see docs/guide/cascades.md."""
+    if not isinstance(cascade, Cascade):
+        raise InvalidRequest("cascade", f"a gwlab.Cascade; got {type(cascade).__name__}")
+    question = CascadeQuestion.of(questions, cascade)
+    _check_names(frame, question, options)
+    oracle = Oracle(frame, state, questions, question, cascade, options)
+    proxy = await frame.gw.adecide(state, questions, model=model, **options)
+    oracle.spent(proxy.run, counted=False)
+    columns = proxy_columns(proxy, frame, options)
+    score, mine = question.score(columns, cascade.metric), question.answers(columns)
+    valid, sampled = sample_positions(score, cascade)
+    asked = np.unique(sampled)
+    said_by_row = dict(zip(asked.tolist(), await oracle.answer(asked), strict=True))
+    threshold, answered = threshold_for(score, mine, (valid, sampled), said_by_row, cascade)
+    reached = columns["__status"].to_numpy() != RowStatus.NOT_RUN.label  # a pilot or a budget stops short
+    routed = np.flatnonzero(reached & ~answered & ~np.isin(np.arange(len(frame)), asked))
+    before = oracle.estimate(len(routed))  # the runner then checks each request against the budget left
+    said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
+    final = final_answers(mine, answered, said_by_row, cascade.metric)
+    out = with_cascade_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached)
+    proxy.run.cascade = summary(cascade, threshold, int(reached.sum()), answered, (len(asked), len(routed)), oracle)
+    proxy.run.cascade["routed_estimate"] = before
+    if proxy.run.pilot is not None:
+        proxy.run.cascade["pilot"] = pilot_estimate(cascade, reached, len(asked), len(routed), oracle)
+    return BatchFrame.wrap(out, proxy.run)
+
+
+CASCADE_COLUMNS = ("__answer", "__source", "__proxy_score")
+
+
+def _check_names(frame: pd.DataFrame, question: CascadeQuestion, options: Mapping[str, Any]) -> None:
+    """Refuse a clash with the frame's columns before anything is sent (as the accessor does for its own)."""
+    names = [f"{options.get('prefix', '')}{question.name}{suffix}" for suffix in CASCADE_COLUMNS]
+    clash = [name for name in names if options.get("join", True) and name in frame.columns]
+    if clash:
+        raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or join=False")
+
+
+def proxy_columns(proxy: pd.DataFrame, frame: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
+    """The proxy run's own columns (not the frame's), named without the run's prefix."""
+    columns = proxy.iloc[:, len(frame.columns):] if options.get("join", True) else proxy
+    return columns.rename(columns=lambda c: c.removeprefix(options.get("prefix", "")))
+
+
+def sample_positions(score: np.ndarray, cascade: Cascade) -> tuple[np.ndarray, np.ndarray]:
+    """The rows the proxy answered (`valid`; a row it failed on goes to the oracle, a row it never reached
+    has no score either) and, among them, the
+    seeded sample's positions for the oracle (recall's may repeat)."""
+    valid = np.flatnonzero(~np.isnan(score))
+    return valid, valid[sample_rows(score[valid], cascade)]
+
+
+def threshold_for(score: np.ndarray, mine: np.ndarray, drawn: tuple[np.ndarray, np.ndarray],
+                  said_by_row: Mapping[int, Any], cascade: Cascade) -> tuple[Threshold, np.ndarray]:
+    """From the oracle's answers on the sample (`drawn`: `sample_positions`' pair), the threshold and, per
+    row, whether the proxy answers it (never a sampled row: the oracle has answered those)."""
+    valid, sampled = drawn
+    kept = sampled[[said_by_row[p] is not None for p in sampled]]  # an unanswered one says nothing
+    hits = np.array([_hit(mine[p], said_by_row[p], cascade.metric) for p in kept], dtype=bool)
+    threshold = choose_threshold(score[valid], np.searchsorted(valid, kept), hits, cascade)
+    answered = np.zeros(len(score), dtype=bool)
+    answered[valid] = proxy_answers(score[valid], threshold, cascade.metric)
+    answered[sampled] = False
+    return threshold, answered
+
+
+def _hit(mine: Any, said: Any, metric: str) -> bool:
+    """For a sampled row: was the proxy right (accuracy), or does the oracle say true (precision/recall)."""
+    return bool(said is True) if metric != "accuracy" else (said is not None and mine == said)
+
+
+def final_answers(mine: np.ndarray, answered: np.ndarray, said: Mapping[int, Any], metric: str) -> np.ndarray:
+    """Per row, the cascade's answer: the proxy's (as the metric lets it answer) or the oracle's (`said`)."""
+    out = np.empty(len(mine), dtype=object)
+    proxy_says = {"accuracy": None, "precision": True, "recall": False}[metric]
+    for position in range(len(mine)):
+        if answered[position]:
+            out[position] = mine[position] if proxy_says is None else proxy_says
+        else:
+            out[position] = said.get(position)
+    return out
+
+
+def with_cascade_columns(proxy: pd.DataFrame, question: CascadeQuestion, prefix: str, final: np.ndarray,
+                         answered: np.ndarray, score: np.ndarray, reached: np.ndarray | None = None) -> pd.DataFrame:
+    """The proxy's frame with the cascade's columns (`CASCADE_COLUMNS`) added; a row the proxy never
+    `reached` (a pilot's, a budget's: None means every row) has no source."""
+    out = pd.DataFrame(proxy)
+    answer, source, proxy_score = (f"{prefix}{question.name}{suffix}" for suffix in CASCADE_COLUMNS)
+    out[answer] = pd.array(final, dtype="boolean") if question.kind == "noul" else final
+    reached = np.ones(len(answered), dtype=bool) if reached is None else reached
+    out[source] = np.where(answered, "proxy", np.where(reached, "oracle", None))
+    out[proxy_score] = score
+    return out
+
+
+def summary(cascade: Cascade, threshold: Threshold, reached: int, answered: np.ndarray, calls: tuple[int, int],
+            oracle: Oracle) -> dict[str, Any]:
+    """`.run.cascade`: counts over the rows the proxy reached (all of them, unless a pilot or a budget
+    stopped it), the oracle's spend, and the sample's estimate with its bound and interval."""
+    (sampled, routed), n = calls, threshold.trials
+    total = sampled + routed
+    interval = clopper_pearson(threshold.successes, n, 1 - cascade.delta) if n else (math.nan,) * 2
+    return {"metric": cascade.metric, "target": cascade.target, "delta": cascade.delta, "oracle": oracle.name,
+            "threshold": threshold.value, "proxy_rows": int(answered.sum()), "oracle_rows": total,
+            "oracle_calls": {"sampled": sampled, "routed": routed, "total": total},
+            "oracle_sent": oracle.sent, "oracle_cached": oracle.cached,
+            "all_oracle_calls": reached, "saving": reached / total if total else math.inf,
+            "oracle_cost": oracle.cost, "all_oracle_cost": oracle.cost / total * reached if total else 0.0,
+            "estimate": threshold.estimate, "bound": threshold.bound, "interval": list(interval)}
+
+
+def pilot_estimate(cascade: Cascade, reached: np.ndarray, sampled: int, routed: int, oracle: Oracle
+                   ) -> dict[str, Any]:
+    """What the whole frame's cascade would ask of the oracle, from a pilot over its first rows: the
+    sample (`cascade.sample` rows at most) plus the share of the pilot's other rows it routed; priced at
+    the pilot's oracle cost per call (0 for labels). The proxy's own estimate is `run.pilot`."""
+    n, ran = len(reached), int(reached.sum())
+    share = routed / (ran - sampled) if ran > sampled else 1.0
+    calls = min(cascade.sample, n) + share * max(0, n - min(cascade.sample, n))
+    per_call = oracle.cost / oracle.sent if oracle.sent else 0.0
+    return {"rows": n - ran, "oracle_calls": calls, "routed_share": share, "oracle_cost": calls * per_call,
+            "all_oracle_calls": n}

@@ -1,0 +1,22 @@
+"""Every `df.gw` family over a dask DataFrame (`from gwlab.frames import dask as gw_dask`), cascades included."""
+
+from gwlab.frames.dask.partitions import (
+    DaskOptions,
+    GatewaySpec,
+    Limits,
+    StoreSpec,
+    WorkerRun,
+    chat,
+    checked_run,
+    decide,
+    decide_meta,
+    decide_partition,
+    extract,
+    messages,
+    meta_of,
+    respond,
+    run_partition,
+)
+
+__all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "WorkerRun", "chat", "checked_run", "decide",
+           "decide_meta", "decide_partition", "extract", "messages", "meta_of", "respond", "run_partition"]

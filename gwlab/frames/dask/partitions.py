@@ -1,0 +1,445 @@
+"""Every `df.gw` family over a dask DataFrame: the accessor's work per partition, one checkpoint and one
+limit for all workers.
+
+`decide`, `chat`, `respond` and `messages` are `ddf.map_partitions(run_partition, ..., meta=...)`. The
+meta is built here from the family (its tidy columns and the meta columns, with their dtypes), so dask
+never calls a partition with fake rows to infer the schema, which would send requests.
+
+What the workers share, and where it lives:
+- **the checkpoint**: a partition computed twice (a retried task, a lost worker, a second `compute()`)
+  sends only rows no worker has answered. A `postgresql://` URL is a server every host reaches, with
+  claims, so a row another live worker is asking is not asked twice (`checkpoint_postgres`). A path is a
+  SQLite file: one machine only (SQLite locking over a network file system is not reliable); a worker
+  that cannot see the file the client created refuses to run rather than start a private one.
+- **the limit** (requests/min, tokens/min, requests in flight, and a 429's pause): on a dask.distributed
+  cluster it is held by the scheduler (`cluster_limits`), so it needs no file and survives the loss of
+  any worker. Without distributed (dask's threaded scheduler) it is the SQLite file's table
+  (`SharedTokenBucket`) or, with a URL checkpoint, one bucket per process.
+
+Workers connect with a picklable `GatewaySpec`; leave its key out and each worker reads `GWLAB_API_KEY`
+from its own environment, so the key is in no task graph at all (given, it travels hidden from reprs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Required, TypedDict, Unpack
+
+import pandas as pd
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames import _client, recipes
+from gwlab.frames.cascade.spec import Cascade
+from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
+from gwlab.frames.recipes import META_COLUMNS, RowRecipe
+from gwlab.frames.run.checkpoint import Checkpoint, is_store_url, mask_url, open_checkpoint
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.run.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
+from gwlab.wire.families import FAMILIES
+from gwlab.wire.schema import Schema
+
+__all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "WorkerRun", "chat", "checked_run", "decide",
+           "decide_meta", "decide_partition", "extract", "messages", "meta_of", "respond", "run_partition"]
+
+
+@dataclass(frozen=True)
+class GatewaySpec:
+    """Where workers send: a base URL and a key (None: `GWLAB_API_KEY` on the worker)."""
+
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, gateway: Any) -> GatewaySpec:
+        """The spec of a connected gateway (its base URL and key), to ship to workers."""
+        if isinstance(gateway, GatewaySpec):
+            return gateway
+        from gwlab.client.gateway import Gateway
+
+        transport = (gateway.twin if isinstance(gateway, Gateway) else gateway).transport
+        return cls(transport.base_url, transport.api_key_for_workers())
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """The checkpoint as the task graph carries it: a path or a URL, its password masked in the repr."""
+
+    address: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"StoreSpec({mask_url(self.address)!r})"
+
+    @property
+    def is_url(self) -> bool:
+        return is_store_url(self.address)
+
+    @classmethod
+    def of(cls, checkpoint: str | Path | StoreSpec) -> StoreSpec:
+        """A URL as given; a path made absolute and created here (schema included), by the client."""
+        if isinstance(checkpoint, StoreSpec):
+            return checkpoint
+        if is_store_url(checkpoint):
+            return cls(str(checkpoint))
+        path = Path(checkpoint).resolve()
+        Checkpoint(path).close()
+        return cls(str(path))
+
+    def open(self) -> Any:
+        """The store on a worker; a SQLite file the client made but this worker cannot see is refused."""
+        if not self.is_url and not Path(self.address).exists():
+            raise InvalidRequest("checkpoint", f"{self.address} is not on this worker's disk: a SQLite "
+                                               "checkpoint is one machine's. Workers on several hosts need a "
+                                               "checkpoint they all reach: pass checkpoint='postgresql://...'")
+        return open_checkpoint(self.address)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """One limit for the sum of all workers: rates, requests in flight, and the name runs share it by."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    max_in_flight: int | None = None
+    name: str = "default"
+    burst: float = DEFAULT_BURST_SECONDS
+
+    def __post_init__(self) -> None:
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise InvalidRequest(name, f"must be a positive number or None; got {value!r}")
+        if self.max_in_flight is not None and (not isinstance(self.max_in_flight, int) or self.max_in_flight < 1):
+            raise InvalidRequest("max_in_flight", f"must be a positive integer or None; got {self.max_in_flight!r}")
+        if not self.burst > 0:
+            raise InvalidRequest("burst", f"must be a positive number of seconds; got {self.burst!r}")
+
+
+_gateways: dict[tuple[str, str], Any] = {}
+_buckets: dict[tuple[Any, ...], TokenBucket] = {}
+_worker_lock = threading.Lock()
+
+
+def _worker_gateway(spec: GatewaySpec) -> Any:
+    """One sync Gateway per worker process and address, shared by its threads."""
+    key = spec.api_key or os.environ.get("GWLAB_API_KEY", "")
+    with _worker_lock:
+        gateway = _gateways.get((spec.base_url, key))
+        if gateway is None:
+            from gwlab.client.gateway import Gateway
+
+            gateway = _gateways[(spec.base_url, key)] = Gateway(spec.base_url, key)
+        return gateway
+
+
+def _worker_limiter(limits: Limits, store: StoreSpec) -> Limiter:
+    """The scheduler's limit on a distributed worker; else the SQLite file's, else this process's."""
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        pass
+    else:
+        from gwlab.frames.run.cluster_limits import ClusterLimiter
+
+        return ClusterLimiter(limits.name, limits.requests_per_minute, limits.tokens_per_minute,
+                              burst=limits.burst, max_in_flight=limits.max_in_flight)
+    if limits.max_in_flight:
+        raise InvalidRequest("max_in_flight", "is held by a dask.distributed scheduler; this partition runs "
+                                              "without one (use concurrency= per partition instead)")
+    if not store.is_url:
+        return SharedTokenBucket(store.address, limits.requests_per_minute, limits.tokens_per_minute,
+                                 name=limits.name, burst=limits.burst)
+    with _worker_lock:  # the threads of this process run on one gateway loop: one bucket serves them
+        config = (limits.name, limits.requests_per_minute, limits.tokens_per_minute, limits.burst)
+        return _buckets.setdefault(config, TokenBucket(limits.requests_per_minute, limits.tokens_per_minute,
+                                                        burst=limits.burst))
+
+
+@dataclass(frozen=True)
+class WorkerRun:
+    """What a worker needs to send: where, the shared checkpoint and limit, and the run's options."""
+
+    gateway: GatewaySpec
+    checkpoint: StoreSpec
+    limits: Limits
+    config: RunConfig
+
+    @contextmanager
+    def options(self) -> Iterator[dict[str, Any]]:
+        """The `df.gw` run options of this worker (join and prefix left to the caller), the store open."""
+        store = self.checkpoint.open()  # first: the SQLite limiter would create a missing file
+        try:
+            limiter = _worker_limiter(self.limits, self.checkpoint)
+            connection = _client.connection(_worker_gateway(self.gateway))
+            in_flight = getattr(limiter, "in_flight", None)
+            if in_flight is not None:
+                connection = dataclasses.replace(connection, send=in_flight(connection.send))
+            yield {"gateway": connection, "checkpoint": store, "limiter": limiter,
+                   "concurrency": self.config.concurrency, "errors": self.config.errors,
+                   "budget": self.config.budget, "blank": self.config.blank, "progress": False}
+        finally:
+            store.close()
+
+
+def meta_of(meta: pd.DataFrame, family: RowRecipe, *, join: bool = True, prefix: str = "",
+            schema: Schema | None = None) -> pd.DataFrame:
+    """The empty frame `run_partition` returns for a partition shaped like `meta`, for `family` (with
+    `schema`: extract's typed columns)."""
+    dtypes = {**family.columns, **META_COLUMNS}
+    answers = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in dtypes.items()}, index=meta.index[:0])
+    if schema is not None:
+        answers = typed_columns(answers, schema)
+    answers.columns = [f"{prefix}{name}" for name in answers.columns]
+    return pd.concat([meta.iloc[:0], answers], axis=1) if join else answers
+
+
+def decide_meta(meta: pd.DataFrame, questions: Mapping[str, Any], *, model: str | None = None,
+                join: bool = True, prefix: str = "") -> pd.DataFrame:
+    """The empty frame `decide` returns per partition shaped like `meta`."""
+    family = recipes.decisions_recipe_for(questions, model)
+    return meta_of(meta, family, join=join, prefix=prefix)
+
+
+def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                  gateway: GatewaySpec, checkpoint: StoreSpec, limits: Limits,
+                  config: RunConfig | None = None) -> pd.DataFrame:
+    """`partition.gw.<method>(*args, **kwargs)` with the shared checkpoint and limit; a plain DataFrame.
+
+    `config` holds the run options a partition applies (concurrency, errors, join, prefix, budget),
+    checked once when the lazy frame was built; None: the Dask defaults."""
+    run = WorkerRun(gateway, checkpoint, limits, config or RunConfig(kind="dask"))
+    with run.options() as options:
+        out = getattr(partition.gw, method)(*args, **kwargs, **options, join=run.config.join,
+                                            prefix=run.config.prefix)
+    return pd.DataFrame(out)
+
+
+def decide_partition(partition: pd.DataFrame, *, state: str | Sequence[str] | Mapping[str, str],
+                     questions: Mapping[str, Any], gateway: GatewaySpec, checkpoint: str | StoreSpec,
+                     model: str | None = None, limits: Limits | None = None, **options: Any) -> pd.DataFrame:
+    """`run_partition` for decisions, to call `map_partitions` yourself (with `meta=decide_meta(...)`);
+    `options` are concurrency, errors, join, prefix and budget."""
+    return run_partition(partition, method="decide", args=(state, questions), kwargs={"model": model},
+                         gateway=gateway, checkpoint=StoreSpec.of(checkpoint), limits=limits or Limits(),
+                         config=RunConfig.of("dask", options))
+
+
+class DaskOptions(TypedDict, total=False):
+    """Options every function here takes (documented in `_SHARED_DOC`); gateway and checkpoint are required."""
+
+    gateway: Required[Any]
+    checkpoint: Required[str | Path | StoreSpec]
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+    max_in_flight: int | None
+    limiter_name: str
+    burst: float
+    concurrency: int
+    errors: str
+    join: bool
+    prefix: str
+    budget_per_partition: int | None
+    blank: str
+
+
+class DaskExtractOptions(DaskOptions, total=False):
+    """`extract`'s options: the shared ones, and how answers are asked for (as in ``df.gw.extract``)."""
+
+    max_reasks: int
+    structured: Structured
+
+
+# the DaskOptions each partition's df.gw run applies (the others configure the cluster's shared parts)
+_PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix", "blank")
+
+
+def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
+          options: DaskOptions, schema: Schema | None = None) -> Any:
+    """The lazy frame: checked and described here, sent by the workers on `compute()`."""
+    run, meta = checked_run(ddf, family, options, schema)
+    return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs, gateway=run.gateway,
+                              checkpoint=run.checkpoint, limits=run.limits, config=run.config, meta=meta)
+
+
+def checked_run(ddf: Any, family: RowRecipe, options: DaskOptions, schema: Schema | None = None,
+              added: Sequence[str] = ()) -> tuple[WorkerRun, pd.DataFrame]:
+    """The options checked (a column clash too, `added` included) and the family's meta."""
+    from dask.dataframe.utils import make_meta  # dask is needed only here and by the caller's frame
+
+    unknown = set(options) - set(DaskOptions.__annotations__)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    shared = {name: options[name] for name in _PARTITION_OPTIONS if name in options}  # type: ignore[literal-required]
+    config = RunConfig.of("dask", {**shared, "budget": options.get("budget_per_partition")})
+    join, prefix = config.join, config.prefix
+    limits = Limits(options.get("requests_per_minute"), options.get("tokens_per_minute"),
+                    options.get("max_in_flight"), options.get("limiter_name", "default"),
+                    options.get("burst", DEFAULT_BURST_SECONDS))
+    if join:
+        names = [f"{prefix}{c}" for c in [*family.columns, *META_COLUMNS, *added]]
+        clash = [name for name in names if name in ddf.columns]
+        if clash:
+            raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or "
+                                           "join=False")
+    meta = meta_of(make_meta(ddf), family, join=join, prefix=prefix, schema=schema)  # dask's public empty frame
+    run = WorkerRun(GatewaySpec.of(options["gateway"]), StoreSpec.of(options["checkpoint"]), limits, config)
+    return run, meta
+
+
+_SHARED_DOC = """
+    gateway : Gateway, AsyncGateway or GatewaySpec
+        Where workers send (only its address and key travel to them); ``GatewaySpec(base_url)``
+        leaves the key out, and each worker reads ``GWLAB_API_KEY`` from its environment.
+    checkpoint : path or URL
+        Shared by every worker. ``"postgresql://user@host/db"``: a server every host reaches (with
+        claims, so no row is asked twice at once). A path: a SQLite file, one machine only. Required:
+        without it a retried task would pay twice.
+    requests_per_minute, tokens_per_minute : float, optional
+        One limit for the sum of all workers (held by the dask.distributed scheduler).
+    max_in_flight : int, optional
+        Requests in flight across the whole cluster (needs dask.distributed).
+    limiter_name : str, default "default"
+        Runs sharing a name share a limit.
+    burst : float, default 10
+        Seconds of quota the shared bucket may hold.
+    concurrency : int, default 8
+        Requests in flight per partition being computed.
+    errors : {"raise", "coerce"}, default "coerce"
+        As in ``df.gw``; "coerce" because one raising partition would fail the whole computation.
+    join, prefix, blank
+        As in ``df.gw``.
+    budget_per_partition : int, optional
+        A token budget per partition (a global budget across workers is not offered).
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        Lazy; its meta is built from the family, so nothing is sent until ``compute()``.
+"""
+
+
+def _documented(function: Any) -> Any:
+    function.__doc__ = function.__doc__.replace("    {shared}\n", _SHARED_DOC.lstrip("\n"))
+    return function
+
+
+TemplateSpec = str | Sequence[str] | Mapping[str, str]
+
+
+@_documented
+def decide(ddf: Any, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
+           cascade: Cascade | None = None, **options: Unpack[DaskOptions]) -> Any:
+    """Decisions for every row of a dask DataFrame, lazily; ``df.gw.decide`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    state, questions, model
+        As in ``df.gw.decide``.
+    cascade : gwlab.Cascade, optional
+        As in ``df.gw.decide``: the same columns and threshold. The proxy's run and the oracle's sample
+        are computed now (to set the threshold); the rest stays lazy, and the frame's ``.cascade``
+        holds the summary known now (see ``gwlab.frames.dask.cascade`` and docs/guide/cascades.md).
+    {shared}
+    """
+    if cascade is not None:
+        from gwlab.frames.dask.cascade import cascade_decide  # it builds on this module
+
+        return cascade_decide(ddf, (state, questions, model), cascade, options)
+    family = recipes.decisions_recipe_for(questions, model)
+    return _lazy(ddf, "decide", family, (state, questions), {"model": model}, options)
+
+
+@_documented
+def chat(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
+         max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+         **options: Unpack[DaskOptions]) -> Any:
+    """A chat completion for every row of a dask DataFrame, lazily; ``df.gw.chat`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    prompt, system, model, max_tokens, params
+        As in ``df.gw.chat``.
+    {shared}
+    """
+    return _text(ddf, "chat", prompt, {"system": system}, model, max_tokens, params, options)
+
+
+@_documented
+def respond(ddf: Any, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
+            max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+            **options: Unpack[DaskOptions]) -> Any:
+    """A responses-protocol call for every row of a dask DataFrame, lazily; ``df.gw.respond`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    prompt, instructions, model, max_tokens, params
+        As in ``df.gw.respond``.
+    {shared}
+    """
+    return _text(ddf, "respond", prompt, {"instructions": instructions}, model, max_tokens, params, options)
+
+
+@_documented
+def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
+             max_tokens: int = 256, params: Mapping[str, Any] | None = None,
+             **options: Unpack[DaskOptions]) -> Any:
+    """A messages-protocol call for every row of a dask DataFrame, lazily; ``df.gw.messages`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    prompt, system, model, max_tokens, params
+        As in ``df.gw.messages``.
+    {shared}
+    """
+    return _text(ddf, "messages", prompt, {"system": system}, model, max_tokens, params, options)
+
+
+
+
+@_documented
+def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat", system: str | None = None,
+            model: str | None = None, max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+            **options: Unpack[DaskExtractOptions]) -> Any:
+    """A schema's fields for every row of a dask DataFrame, lazily; ``df.gw.extract`` per partition.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    prompt, schema, protocol, system, model, max_tokens, params, max_reasks, structured
+        As in ``df.gw.extract``; the meta has the fields' typed columns.
+    {shared}
+    """
+    max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # type: ignore[misc]  (the rest: DaskOptions)
+    structured: Structured = options.pop("structured", "auto")  # type: ignore[misc]
+    parsed = Schema.of(schema)  # normalised once: workers get the schema, not the caller's classes to rebuild
+    family, _ = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
+                               structured=structured)
+    kwargs = {"protocol": protocol, "system": system, "model": model, "max_tokens": max_tokens, "params": params,
+              "max_reasks": max_reasks, "structured": structured}
+    return _lazy(ddf, "extract", family, (prompt, parsed), kwargs, options, schema=parsed)
+
+
+def _text(ddf: Any, method: str, prompt: TemplateSpec, lead: Mapping[str, Any], model: str | None,
+          max_tokens: int | None, params: Mapping[str, Any] | None, options: Mapping[str, Any]) -> Any:
+    """What chat, respond and messages share: the family (it gives the meta) and the partition's arguments."""
+    protocol = next(row for row in FAMILIES.values() if row.frame_method == method)
+    model = model or protocol.default_model
+    family = recipes.text_recipe(protocol.name, model, max_tokens, params)
+    kwargs = {**lead, "model": model, "max_tokens": max_tokens, "params": params}
+    return _lazy(ddf, method, family, (prompt,), kwargs, options)

@@ -1,0 +1,120 @@
+"""`gwlab.evaluate(..., kind="fields")`: extracted columns (`df.gw.extract`) scored against label columns.
+
+A null is an answer here ("not in the text"), so a null label is a label, not a missing one: per field,
+`right` counts the rows whose value equals the label, nulls included; `invented` a value where the
+label is null; `missed` a null where the label has a value; `wrong` two different values. Accuracy is
+right / n with its Wilson interval (frames/intervals.py); `mae` is the mean absolute error over the
+rows where both are numbers (numeric fields only). Rows whose extraction failed (`__status` error or
+not run) have no answer: they are left out and counted in `n_missing`. Values are compared exactly
+(1 equals 1.0; text is case-sensitive): normalise the labels first if they are written differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames.evaluation import evidence
+from gwlab.stats import intervals
+
+__all__ = ["FieldEvaluation", "evaluate_fields"]
+
+ANSWERED = ("sent", "cached", "duplicate")  # the `__status` labels of a row that has an answer
+_COLUMNS = ["n", "n_missing", "truth_null", "right", "accuracy", "accuracy_low", "accuracy_high",
+            "invented", "missed", "wrong", "mae", "small"]
+
+
+@dataclass(frozen=True)
+class FieldEvaluation:
+    """Per extracted field (one row of `metrics` each): counts, accuracy with its interval, MAE."""
+
+    metrics: pd.DataFrame
+    level: float = 0.95
+
+    def __getitem__(self, field: str) -> pd.Series:
+        return self.metrics.loc[field]
+
+    def __repr__(self) -> str:
+        table = self.metrics.to_string(float_format="{:.3f}".format, na_rep="-")
+        return f"Evaluation of {len(self.metrics)} field(s), {self.level:.0%} Wilson intervals on accuracy\n{table}"
+
+    def _repr_html_(self) -> str:
+        head = f"<b>Evaluation</b> of {len(self.metrics)} field(s), {self.level:.0%} Wilson intervals on accuracy"
+        return head + self.metrics.to_html(float_format="{:.3f}".format, na_rep="–")
+
+
+def evaluate_fields(frame: pd.DataFrame, truth: Mapping[str, str], pred: Mapping[str, str] | None,
+                    level: float) -> FieldEvaluation:
+    """Score each field's predicted column against its label column (`pred` defaults to the field's name)."""
+    if not isinstance(truth, Mapping) or not truth:
+        raise InvalidRequest("truth", "with kind='fields', a dict {field: label column}")
+    pred = {field: field for field in truth} if pred is None else pred
+    if not isinstance(pred, Mapping) or set(pred) != set(truth):
+        raise InvalidRequest("pred", f"a dict {{field: extracted column}} with the fields of truth: {sorted(truth)}")
+    for name, columns in (("truth", truth), ("pred", pred)):
+        unknown = [c for c in columns.values() if c not in frame.columns]
+        if unknown:
+            raise InvalidRequest(name, f"column(s) not in the frame: {unknown}")
+    level = intervals.check_level(level)
+    answered = _answered(frame)
+    rows = {field: _field_row(frame.loc[answered, truth[field]], frame.loc[answered, pred[field]],
+                              int((~answered).sum()), level) for field in truth}
+    table = pd.DataFrame.from_dict(rows, orient="index")[_COLUMNS].rename_axis("field")
+    evidence.warn_small(table)
+    return FieldEvaluation(table, level)
+
+
+def _answered(frame: pd.DataFrame) -> np.ndarray:
+    """Rows with an answer: all of them unless a `__status` column says a row failed or was not run."""
+    if "__status" not in frame.columns:
+        return np.ones(len(frame), dtype=bool)
+    return frame["__status"].astype(object).isin(ANSWERED).to_numpy()
+
+
+def _field_row(truth: pd.Series, pred: pd.Series, n_missing: int, level: float) -> dict[str, Any]:
+    if not len(truth):
+        raise InvalidRequest("truth", f"no row to evaluate: all {n_missing} rows lack an answer (__status)")
+    labels, values = [_plain(v) for v in truth], [_plain(v) for v in pred]
+    t_null = np.array([v is None for v in labels])
+    p_null = np.array([v is None for v in values])
+    same = np.array([_same(a, b) for a, b in zip(labels, values, strict=True)])
+    right = int(same.sum())
+    low, high = intervals.wilson(right, len(labels), level)
+    return {"n": len(labels), "n_missing": n_missing, "truth_null": int(t_null.sum()), "right": right,
+            "accuracy": right / len(labels), "accuracy_low": float(low), "accuracy_high": float(high),
+            "invented": int((t_null & ~p_null).sum()), "missed": int((~t_null & p_null).sum()),
+            "wrong": int((~t_null & ~p_null & ~same).sum()), "mae": _mae(labels, values, pred.dtype),
+            "small": len(labels) < intervals.MIN_ROWS}
+
+
+def _mae(labels: list[Any], values: list[Any], dtype: Any) -> float:
+    """Mean absolute error over the rows where both are numbers; NaN for a field that is not numeric."""
+    if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
+        return float("nan")
+    pairs = [(a, b) for a, b in zip(labels, values, strict=True) if _number(a) and _number(b)]
+    return float(np.mean([abs(float(a) - float(b)) for a, b in pairs])) if pairs else float("nan")
+
+
+def _plain(value: Any) -> Any:
+    """A Python value, None for every kind of missing (None, NaN, pd.NA, NaT)."""
+    if value is None or (not isinstance(value, list | dict) and pd.isna(value)):
+        return None
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _same(label: Any, value: Any) -> bool:
+    """Equal, nulls included; numbers by value (1 == 1.0), never a bool against a number."""
+    if label is None or value is None:
+        return label is None and value is None
+    if _number(label) and _number(value):
+        return float(label) == float(value)
+    return type(label) is type(value) and label == value

@@ -1,0 +1,203 @@
+"""Which columns hold a question's probabilities, and its labels as class indices.
+
+`evaluate`, `recalibrate` and the plots all start from the same step: find a question's answer columns
+by the tidy names the pandas layer writes (`{q}__noul`, `{q}__p__{option}`, `{q}__choice`,
+`{q}__score`) and turn labels and probabilities into one shape, an n x K probability matrix over the
+question's classes plus the index of each row's true class. A noul question is the 2-class case
+`[false, true]`, so every metric is written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames.evaluation.labels import LabelMatch, class_name, distinct, match_labels, natural
+
+ProbSpec = str | Sequence[str] | Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One question ready to score: rows with both a label and probabilities (or a prediction)."""
+
+    question: str
+    kind: str  # noul | choice | score
+    classes: list[str]  # noul: ["false", "true"]; score: ["0", "1", ...]
+    index: pd.Index  # labels of the kept rows, for tables that point back at the frame
+    positions: np.ndarray  # positions of the kept rows in the frame (labels may repeat)
+    y: np.ndarray  # true class index per kept row (-1: a label outside `classes`)
+    proba: np.ndarray | None  # n x K, rows sum to ~1; None when only predictions were given
+    pred: np.ndarray  # predicted class index per kept row (-1: outside `classes`)
+    n_missing: int  # rows dropped: no label, or no answer (an error row)
+    columns: dict[str, str] = field(default_factory=dict)  # class -> probability column
+    match: LabelMatch | None = None  # how the labels were read (mapped, shifted, unmatched)
+
+    @property
+    def n_unmatched(self) -> int:
+        """Rows left out because their label matches no class (see gwlab/frames/labels.py)."""
+        return self.match.n_unmatched if self.match is not None else 0
+
+    @property
+    def confidence(self) -> np.ndarray:
+        """Top-label confidence: the probability of the predicted class."""
+        if self.proba is None:
+            raise InvalidRequest("prob", f"question {self.question!r} has no probability columns")
+        return self.proba.max(axis=1)
+
+    @property
+    def correct(self) -> np.ndarray:
+        return self.pred == self.y
+
+
+def resolve(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None,
+            pred: Any = None, questions: Mapping[str, Any] | None = None,
+            levels_from: int | Mapping[str, int] | None = None) -> list[Target]:
+    """Targets for `truth`: one label column (with `prob`/`pred`), or question id -> label column.
+
+    With a mapping, `prob` and `pred` are mappings by question id too; a question given neither is
+    found by its id (`{q}__noul` or `{q}__p__*`). `questions` (as given to `decide`) lets score labels
+    be written as level text and fixes a pred-only question's options. `levels_from` (0 or 1, or
+    per question id) is where score labels start (see labels.py).
+    """
+    if isinstance(truth, Mapping):
+        probs = prob if isinstance(prob, Mapping) else {}
+        preds = pred if isinstance(pred, Mapping) else {}
+        return [_target(frame, label, probs.get(q, None if q in preds else q), preds.get(q), questions,
+                        levels_from)
+                for q, label in truth.items()]
+    if prob is None and pred is None:
+        raise InvalidRequest("prob", "give prob= (probability columns or a question id) or pred= (answers)")
+    return [_target(frame, truth, prob, pred, questions, levels_from)]
+
+
+def _column(frame: pd.DataFrame, name: str, field_name: str) -> pd.Series:
+    if name not in frame.columns:
+        shown = ", ".join(map(str, list(frame.columns)[:12]))
+        raise InvalidRequest(field_name, f"unknown column {name!r}; the frame has {shown}")
+    return frame[name]
+
+
+def probability_columns(frame: pd.DataFrame, prob: ProbSpec) -> tuple[str, str, dict[str, str]]:
+    """(question, kind, class -> column) for a probability spec over `frame`."""
+    if isinstance(prob, Mapping):
+        columns = {str(k): v for k, v in prob.items()}
+        for col in columns.values():
+            _column(frame, col, "prob")
+        kind = "noul" if set(columns) == {"false", "true"} else "choice"
+        return "prob", kind, columns
+    if not isinstance(prob, str):
+        cols = list(prob)
+        for col in cols:
+            _column(frame, col, "prob")
+        if not all("__p__" in c for c in cols):
+            raise InvalidRequest("prob", "probability columns must be named {question}__p__{option}")
+        question = cols[0].rsplit("__p__", 1)[0]
+        return question, _kind_of(frame, question, cols), {c.rsplit("__p__", 1)[1]: c for c in cols}
+    if prob.endswith("__noul") or (prob in frame.columns and f"{prob}__noul" not in frame.columns
+                                   and not any(str(c).startswith(f"{prob}__p__") for c in frame.columns)):
+        _column(frame, prob, "prob")
+        return prob.removesuffix("__noul"), "noul", {"true": prob}
+    if f"{prob}__noul" in frame.columns:
+        return prob, "noul", {"true": f"{prob}__noul"}
+    cols = [str(c) for c in frame.columns  # not the spreads `repeats=` adds ({q}__p__{option}__std)
+            if str(c).startswith(f"{prob}__p__") and not str(c).endswith("__std")]
+    if not cols:
+        raise InvalidRequest("prob", f"no column {prob!r}, {prob}__noul or {prob}__p__<option> in the frame")
+    return prob, _kind_of(frame, prob, cols), {c.removeprefix(f"{prob}__p__"): c for c in cols}
+
+
+def _kind_of(frame: pd.DataFrame, question: str, cols: list[str]) -> str:
+    if f"{question}__score" in frame.columns:
+        return "score"
+    if f"{question}__choice" in frame.columns:
+        return "choice"
+    levels = [c.rsplit("__p__", 1)[1] for c in cols]
+    return "score" if levels == [str(i) for i in range(len(levels))] else "choice"
+
+
+def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | None,
+            questions: Mapping[str, Any] | None = None,
+            levels_from: int | Mapping[str, int] | None = None) -> Target:
+    labels = _column(frame, truth, "truth")
+    proba_frame: pd.DataFrame | None = None
+    columns: dict[str, str] = {}
+    if prob is not None:
+        question, kind, columns = probability_columns(frame, prob)
+        if kind == "noul":
+            p_true = pd.to_numeric(frame[columns["true"]], errors="coerce")
+            proba_frame = pd.DataFrame({"false": 1.0 - p_true, "true": p_true})
+        else:
+            proba_frame = frame[list(columns.values())].apply(pd.to_numeric, errors="coerce")
+            proba_frame.columns = list(columns)
+        classes = list(proba_frame.columns)
+    else:
+        assert pred is not None
+        predictions = _column(frame, pred, "pred")
+        question = pred.rsplit("__", 1)[0] if "__" in pred else pred
+        kind = "score" if pred.endswith(("__score", "__level")) else "noul" if pred.endswith("__noul") else "choice"
+    spec = (questions or {}).get(question)
+    if proba_frame is None:
+        classes = _predicted_classes(predictions, kind, _options(spec, kind))
+    keep = labels.notna().to_numpy()
+    if proba_frame is not None:
+        keep = keep & proba_frame.notna().all(axis=1).to_numpy()
+    if pred is not None:
+        keep = keep & _column(frame, pred, "pred").notna().to_numpy()
+    n_missing = int((~keep).sum())
+    match = match_labels(question, labels[keep].to_numpy(), kind, classes,
+                         _levels(spec) if kind == "score" else None,
+                         open_classes=proba_frame is None and spec is None and kind != "noul",
+                         levels_from=levels_from.get(question) if isinstance(levels_from, Mapping) else levels_from)
+    classes = match.classes
+    matched = np.flatnonzero(keep)[match.y >= 0]  # rows with a label that matches no class: left out
+    keep = np.zeros(len(frame), dtype=bool)
+    keep[matched] = True
+    y = match.y[match.y >= 0]
+    proba = None
+    if proba_frame is not None:
+        proba = proba_frame[keep].to_numpy(dtype=np.float64)
+        proba = np.clip(proba, 0.0, 1.0)
+        sums = proba.sum(axis=1, keepdims=True)
+        proba = np.divide(proba, sums, out=np.full_like(proba, 1.0 / proba.shape[1]), where=sums > 0)
+    if pred is not None:
+        position = {c: i for i, c in enumerate(classes)}
+        values, codes = distinct(frame[pred][keep].to_numpy())
+        pred_index = np.array([position.get(class_name(v, kind), -1) for v in values], dtype=np.int64)[codes]
+    else:
+        assert proba is not None
+        pred_index = proba.argmax(axis=1) if len(proba) else np.zeros(0, dtype=np.int64)
+    return Target(question, kind, classes, frame.index[keep], np.flatnonzero(keep), y, proba, pred_index,
+                  n_missing, columns, match)
+
+
+def _predicted_classes(predictions: pd.Series, kind: str, options: list[str] | None) -> list[str]:
+    """Pred-only classes: the question's options when known, else every value predicted."""
+    if kind == "noul":
+        return ["false", "true"]
+    if options is not None:
+        return options
+    return sorted({class_name(v, kind) for v in distinct(predictions.dropna().to_numpy())[0]}, key=natural)
+
+
+def _options(spec: Any, kind: str) -> list[str] | None:
+    """A choice question's option names, or a score's level numbers, from its decide() spec."""
+    criteria = spec.get("criteria") if isinstance(spec, Mapping) else None
+    if criteria is None:
+        return None
+    if kind == "score":
+        return [str(i) for i in range(len(criteria))]
+    return [str(option) for option in criteria]
+
+
+def _levels(spec: Any) -> list[str] | None:
+    """A score question's level texts, in order, from its decide() spec (`criteria`)."""
+    criteria = spec.get("criteria") if isinstance(spec, Mapping) else None
+    if not isinstance(criteria, Sequence) or isinstance(criteria, str):
+        return None
+    return [str(level.get("label", "")) if isinstance(level, Mapping) else str(level) for level in criteria]

@@ -1,0 +1,1 @@
+"""Statistics in plain numpy (intervals, metrics, calibration, cascade thresholds), imported by frames as wire is."""
