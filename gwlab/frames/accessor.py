@@ -590,7 +590,7 @@ class GatewayAccessor:
         answers = self._wrap(frame, config)
         return TaskFrame.wrap(answers, summary)
 
-    # --- operators across rows (frames/operators.py) ----------------------------------------------
+    # --- operators across rows (frames/operators/) ----------------------------------------------
 
     @_documented
     def filter(self, condition: str, *, state: TemplateSpec | None = None, threshold: float = 0.5,

@@ -16,7 +16,7 @@ them through a SIGKILL.
 
 Why one task per row, not per distinct prompt as `df.gw.decide` dedupes requests: a generated image or
 clip is a sample, and an analyst with two rows asking the same thing expects two results. Why not the
-request runner (`frames/runner.py`): it dedupes, and it checkpoints an answer after it arrives; a task
+request runner (`frames/run/runner.py`): it dedupes, and it checkpoints an answer after it arrives; a task
 needs a per-row key, a mark committed before the submission leaves, and a poll phase after it. The
 options (concurrency, limiter, `Budget`, pilot, checkpoint file, errors) mean what they mean there.
 """
@@ -55,7 +55,7 @@ from gwlab.wire.tasks import Task, TaskFamily
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
 
 COLUMNS = ("task_id", "status", "error", "file", "thumbnail", "submitted_at", "finished_at", "seconds")
-# row statuses besides the task's own: the same words as every run's (frames/status.py)
+# row statuses besides the task's own: the same words as every run's (frames/run/status.py)
 IN_DOUBT, NOT_RUN, ERROR = RowStatus.IN_DOUBT.label, RowStatus.NOT_RUN.label, RowStatus.ERROR.label
 
 

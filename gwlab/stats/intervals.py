@@ -193,7 +193,7 @@ class RowSums:
 
 def row_sums(y: np.ndarray, pred: np.ndarray, k: int, proba: np.ndarray | None, kind: str, bins: int,
              abs_error: np.ndarray | None) -> RowSums:
-    """`RowSums` of one question (definitions as in `frames/metrics.py`)."""
+    """`RowSums` of one question (definitions as in `stats/metrics.py`)."""
     n = len(y)
     cells = y * (k + 1) + np.where(pred >= 0, pred, k)
     parts = [np.ones((n, 1))]

@@ -1,7 +1,7 @@
 """Classification and calibration metrics over a probability matrix, written once for every question type.
 
 Plain numpy, no scikit-learn: the definitions are short and pinned here so a notebook's numbers can be
-checked by hand (tests/frames/test_evaluate.py does, on tiny examples).
+checked by hand (tests/frames/evaluation/test_evaluate.py does, on tiny examples).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """`gw.realtime`: realtime sessions over WebSocket and ephemeral tokens (spec: Realtime; protocols.md §6).
 
 The parts live in their own modules and are all importable from here, where users import them:
-typed server events and `parse_event` in gwlab/wire/realtime_events.py (pure), what every channel
-shares (client events, turns) in realtime_session.py, the socket and its reconnects in
-realtime_socket.py, `RealtimeError` in gwlab/errors.py. The sync `Realtime` runs the same code on the
+typed server events and `parse_event` in gwlab/wire/realtime/events.py (pure), what every channel
+shares (client events, turns) in realtime/session.py, the socket and its reconnects in
+realtime/socket.py, `RealtimeError` in gwlab/errors.py. The sync `Realtime` runs the same code on the
 gateway's private loop thread.
 """
 

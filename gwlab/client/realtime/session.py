@@ -1,7 +1,7 @@
 """What every realtime channel shares (spec: Realtime; protocols.md §6): client events stamped,
 checked and remembered, server events queued, error events saved, turns assembled.
 
-The WebSocket connection (gwlab/client/realtime_socket.py) and WebRTC (gwlab/client/webrtc.py) subclass
+The WebSocket connection (gwlab/client/realtime/socket.py) and WebRTC (gwlab/client/realtime/webrtc.py) subclass
 `RealtimeSession` and differ only in how text moves. `_TurnBuilder` is pure, so replays of recorded
 events assemble turns the same way.
 """
@@ -211,7 +211,7 @@ class RealtimeSession:
 
     A subclass moves the text (`_transmit`) and feeds what arrives to `_deliver`; this class stamps
     and remembers client events, saves error events, and assembles turns. WebSocket and WebRTC
-    (gwlab/client/webrtc.py) differ only in that plumbing.
+    (gwlab/client/realtime/webrtc.py) differ only in that plumbing.
     """
 
     def __init__(self, *, model: str, session: Mapping[str, Any] | None,

@@ -69,7 +69,7 @@ class AsyncRealtimeConnection(RealtimeSession):
                  via_proxy: bool = False) -> None:
         super().__init__(model=model, session=session, ledger=ledger)
         self.url = url
-        # the socket goes where the gateway's HTTP goes (client/transport_choice.py): through the
+        # the socket goes where the gateway's HTTP goes (client/transport/choice.py): through the
         # environment's proxy when one applies, else direct; websockets alone would read HTTP_PROXY even
         # for the embedded gateway that connect() reaches directly
         self._proxy: bool | None = True if via_proxy else None

@@ -1,6 +1,6 @@
 """Which HTTP transport reaches a gateway: the hand-written fast path only where it pays.
 
-- `"fast"` (`client/_http11.py`) for a plain `http://` gateway on a loopback host (127.0.0.0/8, ::1,
+- `"fast"` (`client/transport/http11.py`) for a plain `http://` gateway on a loopback host (127.0.0.0/8, ::1,
   `localhost`) that no proxy setting applies to: there a local model answers in milliseconds and the
   client's CPU is the bound (bench/client_cpu.py).
 - `"httpx"` (httpx's own transport, kept by its maintainers) for every other gateway, https
@@ -15,7 +15,7 @@
 - httpx's trust_env rule is re-stated here (`environment_proxies`), since httpx exposes it only through
   a private module that a minor release may move: the environment is read by the same standard-library
   call httpx makes (`urllib.request.getproxies`), and NO_PROXY entries, mount order and host patterns
-  follow httpx 0.28 exactly. tests/client/test_transport_choice.py compares the choice with where
+  follow httpx 0.28 exactly. tests/client/transport/test_transport_choice.py compares the choice with where
   httpx really sends a request over a table of environments, so a change in httpx shows there.
 - `http_transport="fast" | "httpx" | "auto"` overrides the choice; an httpx transport object is used
   as given (tests inject faults that way). `gw.http_transport` says what was chosen and why.

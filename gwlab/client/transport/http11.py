@@ -6,7 +6,7 @@ the head with `bytes.split`, and hands httpx a body stream that yields bytes as 
 stays incremental). It keeps idle connections alive per host, frames bodies by Content-Length,
 chunked encoding or connection close, and raises the httpx exceptions `transport.py` translates,
 so errors, retries and tests see no difference. It serves only where CPU is the bound: no TLS, no
-proxy; `transport_choice.py` sends every other gateway through httpx's own transport.
+proxy; `choice.py` sends every other gateway through httpx's own transport.
 """
 from __future__ import annotations
 

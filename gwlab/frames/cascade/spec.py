@@ -1,7 +1,7 @@
 """Cascades: the cheap model answers the rows it is sure of, an oracle (a better model, or people) the rest.
 
 The statistical core works on arrays (a proxy score per row and, for sampled rows, what the oracle said)
-so its guarantee can be simulated without a gateway; `run_cascade` in `frames/cascade_run.py` wires it
+so its guarantee can be simulated without a gateway; `run_cascade` in `frames/cascade/run.py` wires it
 to `df.gw.decide`. Methods (see docs/guide/cascades.md for the exact guarantees):
 
 - accuracy (the share of rows on which the cascade's answer agrees with the oracle's, as in BARGAIN):

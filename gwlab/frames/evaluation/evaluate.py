@@ -1,13 +1,13 @@
 """`gwlab.evaluate`: answer columns scored against labels, as tables a notebook can read and plot.
 
-Definitions (pinned in `frames/metrics.py`): accuracy and macro-F1 of the predicted class (for a score
+Definitions (pinned in `stats/metrics.py`): accuracy and macro-F1 of the predicted class (for a score
 question the most likely level, `{q}__level`, never the rounded expected level `{q}__score`); Cohen's
 kappa between label and prediction; Brier (noul: (p - y)^2 on P(true); choice and score: the
 multi-class sum over options); log-loss; ECE over equal-width bins (noul: P(true) against the fraction
 true; choice and score: top-label confidence against the fraction right). Rows without a label or
 without an answer (error rows) are left out and counted in `n_missing`; rows whose label matches no
 option are left out, named in a warning and counted in `n_unmatched` (the matching rules, case, level
-text and a 1-based score scale, are in `frames/labels.py`). Zero rows left to score is an error.
+text and a 1-based score scale, are in `frames/evaluation/labels.py`). Zero rows left to score is an error.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
              **settings: Unpack[EvaluationSettings]) -> Evaluation | FieldEvaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
 
-    With ``kind="fields"``, score extracted fields instead (`df.gw.extract`; frames/fields.py): per
+    With ``kind="fields"``, score extracted fields instead (`df.gw.extract`; frames/evaluation/fields.py): per
     field, exact-match accuracy with its Wilson interval, values invented and missed, MAE for numbers.
 
     Parameters
@@ -247,7 +247,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         if name not in table.columns:
             table[name] = np.nan
     table = table[["type", "options", "n", "n_missing", "n_unmatched", "label_shift", *_SUMMED, "mae"]]
-    # intervals (frames/evidence.py): added columns, the point estimates above unchanged
+    # intervals (frames/evaluation/evidence.py): added columns, the point estimates above unchanged
     level = intervals.check_level(level)
     table = table.join(evidence.interval_columns(targets, len(frame), level=level, bins=bins,
                                                  resamples=resamples, seed=seed, clusters=clusters))

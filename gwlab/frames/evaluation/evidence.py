@@ -1,7 +1,7 @@
 """Intervals for `gwlab.evaluate`'s tables: per-question metric intervals, reliability-bin intervals, display.
 
 Kept apart from `evaluate.py` so the point estimates there stay as they were: this module only adds
-columns (`{metric}_low`, `{metric}_high`, `small`) computed by `frames/intervals.py`.
+columns (`{metric}_low`, `{metric}_high`, `small`) computed by `stats/intervals.py`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A null is an answer here ("not in the text"), so a null label is a label, not a missing one: per field,
 `right` counts the rows whose value equals the label, nulls included; `invented` a value where the
 label is null; `missed` a null where the label has a value; `wrong` two different values. Accuracy is
-right / n with its Wilson interval (frames/intervals.py); `mae` is the mean absolute error over the
+right / n with its Wilson interval (stats/intervals.py); `mae` is the mean absolute error over the
 rows where both are numbers (numeric fields only). Rows whose extraction failed (`__status` error or
 not run) have no answer: they are left out and counted in `n_missing`. Values are compared exactly
 (1 equals 1.0; text is case-sensitive): normalise the labels first if they are written differently.

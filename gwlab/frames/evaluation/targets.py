@@ -40,7 +40,7 @@ class Target:
 
     @property
     def n_unmatched(self) -> int:
-        """Rows left out because their label matches no class (see gwlab/frames/labels.py)."""
+        """Rows left out because their label matches no class (see gwlab/frames/evaluation/labels.py)."""
         return self.match.n_unmatched if self.match is not None else 0
 
     @property

@@ -34,7 +34,7 @@ SMALL_RIGHT = MAX_CHOICE_OPTIONS - 1 - CHOICE_MARGIN
 NONE_OPTION = "none"
 DEFAULT_STRENGTHS = ("not at all", "somewhat", "very much")
 # a chunk of an aggregate is packed to this share of the input limit: BYTES_PER_TOKEN guesses a row's
-# tokens within about a quarter either way (frames/budget.py), so a full chunk may really be 4/3 larger
+# tokens within about a quarter either way (frames/run/budget.py), so a full chunk may really be 4/3 larger
 PACK_SHARE = 0.75
 # the options a run of the operator's own frames must not inherit: it builds those frames itself
 _OWN = ("join", "prefix")

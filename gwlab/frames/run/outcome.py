@@ -61,7 +61,7 @@ class RunSummary:
     run_id: str | None = None  # the run's record (`gwlab.runs()`, `gwlab.run_answers(run_id)`)
     recorded: str | None = None  # where the record is kept: the checkpoint, or this process only
     # with cascade=: who answered how many rows, the oracle calls, the threshold and the quality bound
-    # (keys in gwlab/frames/cascade_run.py `summary`)
+    # (keys in gwlab/frames/cascade/run.py `summary`)
     cascade: dict[str, Any] | None = None
 
     def interrupted_text(self) -> str:

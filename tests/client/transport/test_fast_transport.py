@@ -22,7 +22,7 @@ from gwlab import errors
 from gwlab.client.transport.http11 import FastTransport
 from tests.support.fakes import CANARY_KEY
 
-TRANSPORTS = ["fast", "httpx"]  # the names gwlab chooses between (gwlab/client/transport_choice.py)
+TRANSPORTS = ["fast", "httpx"]  # the names gwlab chooses between (gwlab/client/transport/choice.py)
 RAW = {"fast": FastTransport, "httpx": httpx.AsyncHTTPTransport}
 
 CHUNK = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'

@@ -24,7 +24,7 @@ MODEL = DECIDE_MODEL
 def second_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
     """Another `gwlab serve` with its own database and port, serving the same model ids and a user's GGUF:
     another model set, so another identity (an identical one on another port is the same gateway:
-    tests/frames/test_checkpoint_survives_a_gateway_restart.py)."""
+    tests/frames/run/test_checkpoint_survives_a_gateway_restart.py)."""
     from gwlab.local.engines import smollm2
 
     running = start_gateway(tmp_path_factory.mktemp("second") / "gateway.sqlite",

@@ -1,4 +1,4 @@
-"""Typed realtime server events (gwlab/wire/realtime_events.py): pure parsing, never an exception."""
+"""Typed realtime server events (gwlab/wire/realtime/events.py): pure parsing, never an exception."""
 
 from __future__ import annotations
 
