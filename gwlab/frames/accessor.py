@@ -21,8 +21,12 @@ from gwlab.frames.cascade.run import run_cascade
 from gwlab.frames.cascade.spec import Cascade
 from gwlab.frames.evaluation import repeats
 from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
-from gwlab.frames.operators import shared as operators
+from gwlab.frames.operators.aggregate import AggregateSpec, aggregate
+from gwlab.frames.operators.blocking import Blocking
+from gwlab.frames.operators.filter import filter_rows
+from gwlab.frames.operators.merge import MergePlan, MergeSpec, merge, plan
 from gwlab.frames.operators.shared import OperatorFrame
+from gwlab.frames.operators.topk import topk
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run import records
 from gwlab.frames.run.budget import BYTES_PER_TOKEN, OverLimit, over_limit
@@ -624,18 +628,18 @@ class GatewayAccessor:
                       name: str = "condition", model: str | None = None, cascade: Cascade | None = None,
                       **options: Unpack[RunOptions]) -> OperatorFrame:
         """The async twin of `filter`."""
-        return await operators.filter_rows(self._frame, condition, state, threshold, name, model, dict(options),
+        return await filter_rows(self._frame, condition, state, threshold, name, model, dict(options),
                                            cascade)
 
     @_documented
     def merge(self, right: pd.DataFrame, condition: str, *, left_on: TemplateSpec | None = None,
               right_on: TemplateSpec | None = None, how: Literal["inner", "left"] = "inner",
-              model: str | None = None, dry_run: bool = False, blocking: operators.Blocking | None = None,
-              **options: Unpack[RunOptions]) -> OperatorFrame | operators.MergePlan:
+              model: str | None = None, dry_run: bool = False, blocking: Blocking | None = None,
+              **options: Unpack[RunOptions]) -> OperatorFrame | MergePlan:
         """Pair this frame's rows with `right`'s by a condition in words, as pandas' ``merge`` by a key.
 
-        A right frame of at most ``operators.SMALL_RIGHT`` rows is a classification: one choice question
-        per distinct left row whose options are the right rows and "none" (one request per left row
+        A right frame of at most ``gwlab.frames.operators.merge.SMALL_RIGHT`` rows is a classification: one
+        choice question per distinct left row whose options are the right rows and "none" (one request per left row
         instead of one per pair). A larger one is a noul condition per pair, asked only for each left
         row's ``blocking.candidates`` most similar right rows (TF-IDF, which sends nothing).
 
@@ -659,19 +663,19 @@ class GatewayAccessor:
         Left rows (on the left's index) with their matched right rows (clashing names get ``_x``/``_y``),
         ``match__p`` (the match's probability) and ``right_index``.
         """
-        spec = operators.MergeSpec(condition, left_on, right_on, how, model, blocking or operators.Blocking())
+        spec = MergeSpec(condition, left_on, right_on, how, model, blocking or Blocking())
         if dry_run:  # no gateway needed to count
-            return operators.plan(self._frame, right, spec, options)
-        return _client.run_sync(operators.merge(self._frame, right, spec, dry_run, dict(options)),
+            return plan(self._frame, right, spec, options)
+        return _client.run_sync(merge(self._frame, right, spec, dry_run, dict(options)),
                                 options.get("gateway"))
 
     async def amerge(self, right: pd.DataFrame, condition: str, *, left_on: TemplateSpec | None = None,
                      right_on: TemplateSpec | None = None, how: Literal["inner", "left"] = "inner",
-                     model: str | None = None, dry_run: bool = False, blocking: operators.Blocking | None = None,
-                     **options: Unpack[RunOptions]) -> OperatorFrame | operators.MergePlan:
+                     model: str | None = None, dry_run: bool = False, blocking: Blocking | None = None,
+                     **options: Unpack[RunOptions]) -> OperatorFrame | MergePlan:
         """The async twin of `merge`."""
-        spec = operators.MergeSpec(condition, left_on, right_on, how, model, blocking or operators.Blocking())
-        return await operators.merge(self._frame, right, spec, dry_run, dict(options))
+        spec = MergeSpec(condition, left_on, right_on, how, model, blocking or Blocking())
+        return await merge(self._frame, right, spec, dry_run, dict(options))
 
     @_documented
     def topk(self, criterion: str, k: int, *, state: TemplateSpec | None = None, window: int = 2,
@@ -702,14 +706,14 @@ class GatewayAccessor:
         The k rows with ``score`` (expected level), ``wins`` (compared rows only) and ``rank``;
         ``.run.comparisons`` counts the comparisons.
         """
-        coroutine = operators.topk(self._frame, criterion, k, state, window, model, {**options, "levels": levels})
+        coroutine = topk(self._frame, criterion, k, state, window, model, {**options, "levels": levels})
         return _client.run_sync(coroutine, options.get("gateway"))
 
     async def atopk(self, criterion: str, k: int, *, state: TemplateSpec | None = None, window: int = 2,
                     levels: Sequence[str] | None = None, model: str | None = None,
                     **options: Unpack[RunOptions]) -> OperatorFrame:
         """The async twin of `topk`."""
-        return await operators.topk(self._frame, criterion, k, state, window, model, {**options, "levels": levels})
+        return await topk(self._frame, criterion, k, state, window, model, {**options, "levels": levels})
 
     @_documented
     def aggregate(self, instruction: str, by: str | list[str] | None = None, *, text: TemplateSpec | None = None,
@@ -743,18 +747,18 @@ class GatewayAccessor:
         One row per group: ``answer``, ``rows``, ``requests`` and ``__error``; ``.run.levels``.
         ``join`` does not apply (the rows are groups).
         """
-        spec = operators.AggregateSpec(instruction, by=by, text=text, protocol=protocol, model=model,
+        spec = AggregateSpec(instruction, by=by, text=text, protocol=protocol, model=model,
                                        max_tokens=max_tokens, max_input_tokens=max_input_tokens)
-        return _client.run_sync(operators.aggregate(self._frame, spec, dict(options)), options.get("gateway"))
+        return _client.run_sync(aggregate(self._frame, spec, dict(options)), options.get("gateway"))
 
     async def aaggregate(self, instruction: str, by: str | list[str] | None = None, *,
                          text: TemplateSpec | None = None, protocol: Literal["chat", "responses", "messages"] = "chat",
                          model: str | None = None, max_tokens: int = 256, max_input_tokens: int | None = None,
                          **options: Unpack[RunOptions]) -> OperatorFrame:
         """The async twin of `aggregate`."""
-        spec = operators.AggregateSpec(instruction, by=by, text=text, protocol=protocol, model=model,
+        spec = AggregateSpec(instruction, by=by, text=text, protocol=protocol, model=model,
                                        max_tokens=max_tokens, max_input_tokens=max_input_tokens)
-        return await operators.aggregate(self._frame, spec, dict(options))
+        return await aggregate(self._frame, spec, dict(options))
 
     # --- the shared steps -----------------------------------------------------------------------
 

@@ -10,7 +10,8 @@ import pytest
 
 from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
-from gwlab.frames.operators.shared import SMALL_RIGHT, Blocking, MergePlan
+from gwlab.frames.operators.blocking import Blocking
+from gwlab.frames.operators.merge import SMALL_RIGHT, MergePlan
 from tests.support.gateways import RequestLog
 from tests.support.models import TEXT_MODEL
 from tests.support.tickets import DECISIONS, tickets_frame

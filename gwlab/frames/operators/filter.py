@@ -1,0 +1,40 @@
+"""`df.gw.filter`: the rows whose condition's probability reaches a threshold, cascades included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from gwlab.frames.operators.shared import (
+    OperatorFrame,
+    OperatorSummary,
+    check_text,
+    check_threshold,
+    finish,
+    own_options,
+)
+
+__all__ = ["filter_rows"]
+
+async def filter_rows(frame: pd.DataFrame, condition: str, state: Any, threshold: float, name: str,
+                      model: str | None, options: dict[str, Any], cascade: Any = None) -> OperatorFrame:
+    """The rows whose condition's probability reaches `threshold`; `.answers` holds every row's. With a
+    cascade (`gwlab.Cascade`), that one decide run is a cascade and a row is kept by its answer, the
+    cheap model's where it was sure and the oracle's elsewhere."""
+    check_text(condition, "condition")
+    check_threshold(threshold, "threshold")
+    own, config = own_options(options)
+    question = {name: {"type": "noul", "instructions": condition}}
+    spec = list(frame.columns) if state is None else state
+    answers = await frame.gw.adecide(spec, question, model=model, cascade=cascade, **own, join=False)
+    probability = answers[f"{name}__noul"]
+    keep = (probability >= threshold).to_numpy()  # NaN (an error row) is never kept
+    shown = [f"{name}__noul"]
+    if cascade is not None:  # the cascade's answer decides: a missing one (unpaid, failed) is never kept
+        keep = answers[f"{name}__answer"].map(lambda v: v is True or v == True).to_numpy(dtype=bool)  # noqa: E712
+        shown += [f"{name}__answer", f"{name}__source"]
+    summary = OperatorSummary("filter", rows=len(frame))
+    summary.add(answers.run)
+    out = finish(frame, answers[shown], config)
+    return OperatorFrame.of(out[keep], summary, pd.DataFrame(answers))
