@@ -16,17 +16,15 @@ GatewayError
     ├── RateLimited 429 (.retry_after, .code)
     └── ServerError 5xx
 
-The module is a leaf: any layer may import it, it imports nothing of ours (the realtime event type is
-named for type checkers only).
+The module is a leaf: any layer may import it, it imports nothing of ours (a realtime error event is
+described by the fields it reads, `ErrorEventFields`, which gwlab/wire/realtime/events.py's
+`ErrorEvent` has).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from gwlab.wire.realtime.events import ErrorEvent
+from typing import Any, Protocol
 
 __all__ = [
     "AuthenticationFailed",
@@ -113,10 +111,22 @@ class StreamError(GatewayError):
         super().__init__(f"{where}stream {event or 'error'}: {message}{rid}")
 
 
+class ErrorEventFields(Protocol):
+    """What `RealtimeError` reads of a realtime `error` event (gwlab.wire.realtime.events.ErrorEvent)."""
+
+    type: str
+    error_type: str | None
+    code: str | None
+    message: str | None
+    related_event_id: str | None
+    related_event: Mapping[str, Any] | None
+    raw: Mapping[str, Any]
+
+
 class RealtimeError(StreamError):
     """An `error` event from a realtime server (already saved to the ledger); `.error_event` has it all."""
 
-    def __init__(self, event: ErrorEvent, *, method: str | None = None, path: str | None = None) -> None:
+    def __init__(self, event: ErrorEventFields, *, method: str | None = None, path: str | None = None) -> None:
         self.error_event = event
         self.type, self.related_event = event.error_type, event.related_event
         related = event.related_event

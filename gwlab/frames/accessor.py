@@ -30,11 +30,12 @@ from gwlab.frames.operators.topk import topk
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run import records
 from gwlab.frames.run.budget import BYTES_PER_TOKEN, OverLimit, over_limit
-from gwlab.frames.run.checkpoint import AnswerStore, open_for_run
+from gwlab.frames.run.checkpoint import AnswerStore
 from gwlab.frames.run.config import BLANK_DEFAULT, RunConfig
 from gwlab.frames.run.limiter import Limiter
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.runner import Batch, Budget, Runner
+from gwlab.frames.run.stores import open_for_run
 from gwlab.frames.task_batch import COLUMNS as TASK_COLUMNS
 from gwlab.frames.task_batch import TaskFrame, TaskRun
 from gwlab.frames.templates import Rows, Template, json_value

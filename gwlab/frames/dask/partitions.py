@@ -1,7 +1,7 @@
 """Every `df.gw` family over a dask DataFrame: the accessor's work per partition, one checkpoint and one
 limit for all workers.
 
-`decide`, `chat`, `respond` and `messages` are `ddf.map_partitions(run_partition, ..., meta=...)`. The
+`decide`, `chat`, `respond` and `messages` (calls.py) are `ddf.map_partitions(run_partition, ..., meta=...)`. The
 meta is built here from the family (its tidy columns and the meta columns, with their dtypes), so dask
 never calls a partition with fake rows to infer the schema, which would send requests.
 
@@ -29,23 +29,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Required, TypedDict, Unpack
+from typing import Any, Required, TypedDict
 
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, recipes
-from gwlab.frames.cascade.spec import Cascade
-from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
+from gwlab.frames.extract import Structured, typed_columns
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
-from gwlab.frames.run.checkpoint import Checkpoint, is_store_url, mask_url, open_checkpoint
+from gwlab.frames.run.checkpoint import Checkpoint, is_store_url, mask_url
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
-from gwlab.wire.families import FAMILIES
+from gwlab.frames.run.stores import open_checkpoint
 from gwlab.wire.schema import Schema
 
-__all__ = ["DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "WorkerRun", "chat", "checked_run", "decide",
-           "decide_meta", "decide_partition", "extract", "messages", "meta_of", "respond", "run_partition"]
+__all__ = ["DaskExtractOptions", "DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "WorkerRun", "checked_run",
+           "decide_meta", "decide_partition", "lazy_run", "meta_of", "run_partition"]
 
 
 @dataclass(frozen=True)
@@ -260,7 +259,7 @@ class DaskExtractOptions(DaskOptions, total=False):
 _PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix", "blank")
 
 
-def _lazy(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
+def lazy_run(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
           options: DaskOptions, schema: Schema | None = None) -> Any:
     """The lazy frame: checked and described here, sent by the workers on `compute()`."""
     run, meta = checked_run(ddf, family, options, schema)
@@ -291,155 +290,3 @@ def checked_run(ddf: Any, family: RowRecipe, options: DaskOptions, schema: Schem
     meta = meta_of(make_meta(ddf), family, join=join, prefix=prefix, schema=schema)  # dask's public empty frame
     run = WorkerRun(GatewaySpec.of(options["gateway"]), StoreSpec.of(options["checkpoint"]), limits, config)
     return run, meta
-
-
-_SHARED_DOC = """
-    gateway : Gateway, AsyncGateway or GatewaySpec
-        Where workers send (only its address and key travel to them); ``GatewaySpec(base_url)``
-        leaves the key out, and each worker reads ``GWLAB_API_KEY`` from its environment.
-    checkpoint : path or URL
-        Shared by every worker. ``"postgresql://user@host/db"``: a server every host reaches (with
-        claims, so no row is asked twice at once). A path: a SQLite file, one machine only. Required:
-        without it a retried task would pay twice.
-    requests_per_minute, tokens_per_minute : float, optional
-        One limit for the sum of all workers (held by the dask.distributed scheduler).
-    max_in_flight : int, optional
-        Requests in flight across the whole cluster (needs dask.distributed).
-    limiter_name : str, default "default"
-        Runs sharing a name share a limit.
-    burst : float, default 10
-        Seconds of quota the shared bucket may hold.
-    concurrency : int, default 8
-        Requests in flight per partition being computed.
-    errors : {"raise", "coerce"}, default "coerce"
-        As in ``df.gw``; "coerce" because one raising partition would fail the whole computation.
-    join, prefix, blank
-        As in ``df.gw``.
-    budget_per_partition : int, optional
-        A token budget per partition (a global budget across workers is not offered).
-
-    Returns
-    -------
-    dask.dataframe.DataFrame
-        Lazy; its meta is built from the family, so nothing is sent until ``compute()``.
-"""
-
-
-def _documented(function: Any) -> Any:
-    function.__doc__ = function.__doc__.replace("    {shared}\n", _SHARED_DOC.lstrip("\n"))
-    return function
-
-
-TemplateSpec = str | Sequence[str] | Mapping[str, str]
-
-
-@_documented
-def decide(ddf: Any, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
-           cascade: Cascade | None = None, **options: Unpack[DaskOptions]) -> Any:
-    """Decisions for every row of a dask DataFrame, lazily; ``df.gw.decide`` per partition.
-
-    Parameters
-    ----------
-    ddf : dask.dataframe.DataFrame
-        The rows.
-    state, questions, model
-        As in ``df.gw.decide``.
-    cascade : gwlab.Cascade, optional
-        As in ``df.gw.decide``: the same columns and threshold. The proxy's run and the oracle's sample
-        are computed now (to set the threshold); the rest stays lazy, and the frame's ``.cascade``
-        holds the summary known now (see ``gwlab.frames.dask.cascade`` and docs/guide/cascades.md).
-    {shared}
-    """
-    if cascade is not None:
-        from gwlab.frames.dask.cascade import cascade_decide  # it builds on this module
-
-        return cascade_decide(ddf, (state, questions, model), cascade, options)
-    family = recipes.decisions_recipe_for(questions, model)
-    return _lazy(ddf, "decide", family, (state, questions), {"model": model}, options)
-
-
-@_documented
-def chat(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
-         max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
-         **options: Unpack[DaskOptions]) -> Any:
-    """A chat completion for every row of a dask DataFrame, lazily; ``df.gw.chat`` per partition.
-
-    Parameters
-    ----------
-    ddf : dask.dataframe.DataFrame
-        The rows.
-    prompt, system, model, max_tokens, params
-        As in ``df.gw.chat``.
-    {shared}
-    """
-    return _text(ddf, "chat", prompt, {"system": system}, model, max_tokens, params, options)
-
-
-@_documented
-def respond(ddf: Any, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
-            max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
-            **options: Unpack[DaskOptions]) -> Any:
-    """A responses-protocol call for every row of a dask DataFrame, lazily; ``df.gw.respond`` per partition.
-
-    Parameters
-    ----------
-    ddf : dask.dataframe.DataFrame
-        The rows.
-    prompt, instructions, model, max_tokens, params
-        As in ``df.gw.respond``.
-    {shared}
-    """
-    return _text(ddf, "respond", prompt, {"instructions": instructions}, model, max_tokens, params, options)
-
-
-@_documented
-def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
-             max_tokens: int = 256, params: Mapping[str, Any] | None = None,
-             **options: Unpack[DaskOptions]) -> Any:
-    """A messages-protocol call for every row of a dask DataFrame, lazily; ``df.gw.messages`` per partition.
-
-    Parameters
-    ----------
-    ddf : dask.dataframe.DataFrame
-        The rows.
-    prompt, system, model, max_tokens, params
-        As in ``df.gw.messages``.
-    {shared}
-    """
-    return _text(ddf, "messages", prompt, {"system": system}, model, max_tokens, params, options)
-
-
-
-
-@_documented
-def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "chat", system: str | None = None,
-            model: str | None = None, max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
-            **options: Unpack[DaskExtractOptions]) -> Any:
-    """A schema's fields for every row of a dask DataFrame, lazily; ``df.gw.extract`` per partition.
-
-    Parameters
-    ----------
-    ddf : dask.dataframe.DataFrame
-        The rows.
-    prompt, schema, protocol, system, model, max_tokens, params, max_reasks, structured
-        As in ``df.gw.extract``; the meta has the fields' typed columns.
-    {shared}
-    """
-    max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # type: ignore[misc]  (the rest: DaskOptions)
-    structured: Structured = options.pop("structured", "auto")  # type: ignore[misc]
-    parsed = Schema.of(schema)  # normalised once: workers get the schema, not the caller's classes to rebuild
-    family, _ = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
-                               structured=structured)
-    kwargs = {"protocol": protocol, "system": system, "model": model, "max_tokens": max_tokens, "params": params,
-              "max_reasks": max_reasks, "structured": structured}
-    return _lazy(ddf, "extract", family, (prompt, parsed), kwargs, options, schema=parsed)
-
-
-def _text(ddf: Any, method: str, prompt: TemplateSpec, lead: Mapping[str, Any], model: str | None,
-          max_tokens: int | None, params: Mapping[str, Any] | None, options: Mapping[str, Any]) -> Any:
-    """What chat, respond and messages share: the family (it gives the meta) and the partition's arguments."""
-    protocol = next(row for row in FAMILIES.values() if row.frame_method == method)
-    model = model or protocol.default_model
-    family = recipes.text_recipe(protocol.name, model, max_tokens, params)
-    kwargs = {**lead, "model": model, "max_tokens": max_tokens, "params": params}
-    return _lazy(ddf, method, family, (prompt,), kwargs, options)

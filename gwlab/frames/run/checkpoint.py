@@ -17,8 +17,8 @@ loss may drop the last commits), and lets several processes (dask workers) share
 Each store also keeps the run records (`gwlab.frames.run.records`): one row per `df.gw` run, appended when it
 ends and never changed (the SQLite table refuses updates and deletes), in table `runs` (`gwlab_runs`).
 
-Two implementations of one small interface (`AnswerStore`), chosen by `open_checkpoint`: a path is this
-SQLite file (one machine), a `postgresql://` URL a PostgreSQL database every host can reach
+Two implementations of one small interface (`AnswerStore`), chosen by `open_checkpoint` (stores.py): a
+path is this SQLite file (one machine), a `postgresql://` URL a PostgreSQL database every host can reach
 (`checkpoint_postgres.PostgresCheckpoint`). Same key, same commit-on-arrival rule.
 """
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -37,8 +36,8 @@ from pathlib import Path
 from typing import Any, Protocol, Self, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["AnswerStore", "Checkpoint", "CommitOnArrival", "Entry", "canonical", "default_checkpoint_path",
-           "gateway_id", "is_store_url", "key_of", "mask_url", "open_checkpoint", "open_for_run", "request_key"]
+__all__ = ["AnswerStore", "Checkpoint", "CommitOnArrival", "Entry", "canonical", "gateway_id", "is_store_url", "key_of",
+           "mask_url", "request_key"]
 
 _URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -153,35 +152,6 @@ def mask_url(url: str) -> str:
     user = parts.username or ""
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
-
-
-def open_checkpoint(spec: str | Path) -> AnswerStore:
-    """A path: the SQLite `Checkpoint`; a `postgresql://` URL: the PostgreSQL store (needs psycopg)."""
-    if is_store_url(spec):
-        from gwlab.frames.run.checkpoint_postgres import PostgresCheckpoint
-
-        return PostgresCheckpoint(str(spec))
-    return Checkpoint(spec)
-
-
-ENV_CHECKPOINT = "GWLAB_CHECKPOINT"
-
-
-def default_checkpoint_path() -> Path:
-    """Where `checkpoint="auto"` keeps answers: `$GWLAB_CHECKPOINT`, else ~/.cache/gwlab/frames.sqlite."""
-    return Path(os.environ.get(ENV_CHECKPOINT) or Path.home() / ".cache" / "gwlab" / "frames.sqlite")
-
-
-def open_for_run(spec: Any) -> tuple[AnswerStore | None, bool]:
-    """(store, opened here) for a run's `checkpoint=` option: None/False keep nothing; a store is used as
-    given (its owner closes it); "auto" opens the default file; a path or URL opens that store."""
-    if spec is None or spec is False:
-        return None, False
-    if isinstance(spec, AnswerStore):
-        return spec, False
-    if isinstance(spec, str) and spec == "auto":
-        return open_checkpoint(default_checkpoint_path()), True
-    return open_checkpoint(spec), True
 
 
 class CommitOnArrival:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,13 +18,29 @@ import pandas as pd
 from gwlab.frames.evaluation import repeats
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run.status import LABELS, RowStatus
+from gwlab.frames.templates import Rows
 
-if TYPE_CHECKING:
-    from gwlab.frames.run.runner import Batch
-
-__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "RunInterrupted", "RunResult", "RunSummary", "recorded_where"]
+__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "Batch", "RunInterrupted", "RunResult", "RunSummary", "recorded_where"]
 
 NOT_RUN, SENT, CACHED, ERROR = RowStatus.NOT_RUN, RowStatus.SENT, RowStatus.CACHED, RowStatus.ERROR
+
+
+class Batch:
+    """The distinct requests of a run (numbered by first appearance) and the request of every row."""
+
+    def __init__(self, rows: Rows) -> None:
+        self.row_job = rows.codes  # per row: its request, -1 when the row failed before sending
+        self.row_errors = rows.errors
+        self.value = rows.value  # request number -> the row value its body is built from
+        self.rows_per_job = np.bincount(rows.codes[rows.codes >= 0], minlength=len(rows))
+        self._count = len(rows)
+
+    @classmethod
+    def of(cls, values: Sequence[Any], errors: Mapping[int, str] | None = None) -> Batch:
+        return cls(Rows.of_values(values, errors))
+
+    def __len__(self) -> int:
+        return self._count
 
 
 @dataclass

@@ -30,17 +30,10 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames.extract import reading_fields, typed_columns
 from gwlab.frames.recipes import RowRecipe, rebuild
-from gwlab.frames.run.checkpoint import (
-    AnswerStore,
-    canonical,
-    default_checkpoint_path,
-    is_store_url,
-    key_of,
-    mask_url,
-    open_for_run,
-)
+from gwlab.frames.run.checkpoint import AnswerStore, canonical, is_store_url, key_of, mask_url
 from gwlab.frames.run.outcome import CACHED, ERROR, SENT, RunResult
 from gwlab.frames.run.runner import Batch, Runner
+from gwlab.frames.run.stores import default_checkpoint_path, open_for_run
 from gwlab.frames.task_batch import TaskRun, TaskSummary
 from gwlab.frames.templates import Rows, json_value
 from gwlab.wire.schema import AnswerInvalid, Schema

@@ -18,7 +18,7 @@ import asyncio
 import itertools
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +31,8 @@ from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, key_
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.run.limiter import Limiter, TokenBucket
-from gwlab.frames.run.outcome import CACHED, ERROR, NOT_RUN, SENT, RunResult, RunSummary
+from gwlab.frames.run.outcome import CACHED, ERROR, NOT_RUN, SENT, Batch, RunResult, RunSummary
 from gwlab.frames.run.usage import as_table
-from gwlab.frames.templates import Rows
 from gwlab.wire.families import ProtocolFamily
 from gwlab.wire.schema import AnswerInvalid
 
@@ -51,24 +50,6 @@ class Answer:
 
 # one attempt of a request of a protocol family (a row of gwlab.wire.families) with a JSON body
 Sender = Callable[[ProtocolFamily, dict[str, Any]], Awaitable[Answer]]
-
-
-class Batch:
-    """The distinct requests of a run (numbered by first appearance) and the request of every row."""
-
-    def __init__(self, rows: Rows) -> None:
-        self.row_job = rows.codes  # per row: its request, -1 when the row failed before sending
-        self.row_errors = rows.errors
-        self.value = rows.value  # request number -> the row value its body is built from
-        self.rows_per_job = np.bincount(rows.codes[rows.codes >= 0], minlength=len(rows))
-        self._count = len(rows)
-
-    @classmethod
-    def of(cls, values: Sequence[Any], errors: Mapping[int, str] | None = None) -> Batch:
-        return cls(Rows.of_values(values, errors))
-
-    def __len__(self) -> int:
-        return self._count
 
 
 class Runner(Stoppable):
