@@ -48,7 +48,7 @@ class AsyncGateway:
     config : a `ClientConfig` to start from (the keyword options below are applied over it).
     timeout, connect_timeout : seconds of silence allowed while reading, and to connect.
     deadline : seconds for a whole call, retries and stream included (None: no limit).
-    max_retries, retry_after_cap : the retry policy (see `gwlab.client.transport.core`).
+    max_retries, retry_after_cap : the retry policy (see `gwlab.client.transport.retry`).
     ledger_path : a SQLite file that keeps the request ledger across sessions.
     messages_auth, anthropic_version : the messages family's auth header and version.
     headers : extra headers for every request.

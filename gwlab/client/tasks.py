@@ -30,7 +30,8 @@ from typing import Any
 import httpx
 
 from gwlab.client._loop import LoopThread
-from gwlab.client.transport.core import AsyncTransport, Reply, RetryPolicy
+from gwlab.client.transport.core import AsyncTransport, Reply
+from gwlab.client.transport.retry import RetryPolicy
 from gwlab.errors import ConnectionFailed, GatewayError, InvalidRequest, ServerError, Timeout
 from gwlab.wire.tasks import (
     ID_PARAM,

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from gwlab.client.transport.core import RetryPolicy
+from gwlab.client.transport.retry import RetryPolicy
 from gwlab.frames.run.outcome import RunInterrupted
 from gwlab.frames.run.runner import Answer, Batch, Runner, RunResult, Sender
 from gwlab.wire.families import ProtocolFamily

@@ -13,7 +13,7 @@ import pytest
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import Gateway
-from gwlab.client.transport.core import status_error
+from gwlab.client.transport.status import status_error
 from gwlab.errors import ConnectionFailed, RateLimited
 from gwlab.frames.run.limiter import TokenBucket
 from gwlab.wire import limits

@@ -30,7 +30,8 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.client.realtime.session import RealtimeSession, _End, _Reconnected
-from gwlab.client.transport.core import RetryPolicy, request_id_of, status_error
+from gwlab.client.transport.retry import RetryPolicy
+from gwlab.client.transport.status import request_id_of, status_error
 from gwlab.errors import ConnectionFailed, GatewayError
 from gwlab.wire.families import FAMILIES
 from gwlab.wire.limits import API_KEY_HEADER, AUTHORIZATION_HEADER

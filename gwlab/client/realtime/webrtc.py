@@ -36,7 +36,7 @@ from av import AudioFrame
 from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.client.realtime import AsyncRealtime, EphemeralToken, realtime_url
 from gwlab.client.realtime.session import RealtimeSession, _End
-from gwlab.client.transport.core import request_id_of, status_error
+from gwlab.client.transport.status import request_id_of, status_error
 from gwlab.errors import ConnectionFailed, InvalidRequest, Timeout
 from gwlab.wire.families import FAMILIES
 from gwlab.wire.limits import (

@@ -1,28 +1,8 @@
 """The only code that speaks HTTP: addressing, auth per family, timeouts, retries, errors, ledger.
 
-Retry policy (spec, Errors; protocols.md §5), decided here once for every family and written once, in
-`RetryPolicy` (pure: the frames runner asks the same object between its single-attempt sends, with
-`request(..., retries=0)`); every status >= 400, realtime handshakes included, becomes an error in
-`status_error`:
-
-- Retried: GET, HEAD, OPTIONS, PUT and DELETE (idempotent by HTTP), and POSTs whose family marks
-  them idempotent: chat, responses, messages and decisions. Their only side effect is billing (a
-  stored response is a harmless duplicate), so a lost answer is worth a limited, paid resend, as
-  the official SDKs do. Any other POST -- task creation above all, realtime sessions too -- is sent
-  once: spec rule 2 wants "was it accepted?" checked first, which only its family can do.
-- The one exception: a connection that never opened (connect refused or timed out, pool timeout)
-  carried no byte of the request, so it is retried for every method.
-- Statuses 408, 409, 429 and the 5xx of `limits.RETRYABLE_STATUSES`; `x-should-retry` overrides the
-  status (true/false); a 429 whose code says the quota is exhausted is never retried.
-- At most `max_retries` (2) more attempts. The wait is `retry-after-ms`, else `Retry-After` (seconds
-  or an HTTP date); a wait beyond `retry_after_cap` (60 s) is not slept through: the error (for 429,
-  RateLimited with `.retry_after`) is raised at once. Without a header: 0.5 s·2^n capped at 8 s,
-  minus up to 25 % jitter. No retry may outlive the call's overall `deadline`.
-- A 429 refused the request, so nothing was accepted: a caller that resends a non-idempotent request
-  itself (task batches, pausing every submission of a run) may resend it, after the same wait
-  (`RetryPolicy.refusal_delay`). The transport itself still sends such a POST once.
-- A stream is retried only until its status line arrives; once events flow, a cut is reported
-  (StreamInterrupted), never silently resent.
+The retry rule is `RetryPolicy` (retry.py, with the rule itself in its docstring), asked here between
+attempts; every status >= 400, realtime handshakes included, becomes an error in `status_error`
+(status.py).
 """
 
 from __future__ import annotations
@@ -30,11 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 from urllib.parse import quote, urlsplit
 
@@ -45,14 +23,15 @@ from gwlab.client import dialect as _dialect  # `dialect` is AsyncTransport's pa
 from gwlab.client.config import ClientConfig
 from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.client.transport import choice as transport_choice
+from gwlab.client.transport.retry import RetryPolicy
+from gwlab.client.transport.status import is_json, media_type_of, request_id_of, status_error, translate
 from gwlab.wire import endings, limits
 from gwlab.wire.families import FAMILIES
 
 if TYPE_CHECKING:
     from gwlab.client.streams import AsyncEventStream
 
-__all__ = ["AsyncTransport", "Reply", "RetryPolicy", "normalize_base_url", "request_id_of", "retry_after_seconds",
-           "status_error", "translate", "ws_url"]
+__all__ = ["AsyncTransport", "Reply", "normalize_base_url", "ws_url"]
 
 T = TypeVar("T")
 Parse = Callable[[Any, str | None], T]
@@ -134,159 +113,6 @@ def _path(path: str, path_params: Mapping[str, Any] | None) -> str:
     if path_params:  # spec, conventions rule 1: path parameters are URL-encoded
         path = path.format(**{k: quote(str(v), safe="") for k, v in path_params.items()})
     return path
-
-
-# --- errors --------------------------------------------------------------------------------------
-
-
-def translate(exc: httpx.HTTPError, method: str, path: str) -> errors.GatewayError:
-    """The gwlab error for an httpx failure (the one place they are mapped)."""
-    detail = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.TimeoutException):
-        kind = {httpx.ConnectTimeout: "connecting", httpx.ReadTimeout: "waiting for the answer",
-                httpx.WriteTimeout: "sending", httpx.PoolTimeout: "waiting for a free connection"}
-        phase = kind.get(type(exc), "in transit")
-        return errors.Timeout(f"timed out {phase} ({detail})", method=method, path=path)
-    if isinstance(exc, httpx.ConnectError):
-        return errors.ConnectionFailed(f"could not connect: {detail}; is the gateway running there?",
-                                       method=method, path=path)
-    return errors.ConnectionFailed(f"connection failed: {type(exc).__name__}: {detail}",
-                                   method=method, path=path)
-
-
-_HINTS = {401: "check the API key (GWLAB_API_KEY) and that it is enabled",
-          403: "the key may not use this model or resource",
-          404: "no such model or resource: check the model ID (gw.models()) and the resource ID"}
-GUIDE = "docs/guide/byo-gateway.md"
-
-
-def _hint(status: int, body: Any, family: str, method: str, path: str) -> str | None:
-    """What to do about an error status; a 404 says whether the route or the model/resource is missing."""
-    if status == 404 and _dialect.route_missing(body):
-        return (f"no such route on this gateway: it does not serve {method} {limits.API_PREFIX}{path}, so it "
-                f"may not offer the {family} family there; see {GUIDE} (dialect= sets another route)")
-    return _HINTS.get(status)
-
-
-def retry_after_seconds(headers: httpx.Headers | Mapping[str, str]) -> float | None:
-    """The wait a 429/503 asks for: `retry-after-ms`, else `Retry-After` as seconds or an HTTP date."""
-    value = headers.get(limits.RETRY_AFTER_MS_HEADER)
-    if value is not None:
-        try:
-            return float(value) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get(limits.RETRY_AFTER_HEADER)
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        return parsedate_to_datetime(value).timestamp() - time.time()
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
-def request_id_of(headers: Mapping[str, str]) -> str | None:
-    """The request id of an answer, from the first header `limits.REQUEST_ID_HEADERS` lists that it carries."""
-    for name in limits.REQUEST_ID_HEADERS:
-        value = headers.get(name)
-        if value:
-            return value
-    return None
-
-
-def _media_type(response: httpx.Response) -> str:
-    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
-
-
-def _is_json(media_type: str) -> bool:
-    return media_type == "application/json" or media_type.endswith("+json")
-
-
-# the most specific class per status; others: ServerError for 5xx, else StatusError
-_STATUS_CLASSES: dict[int, type[errors.StatusError]] = {
-    400: errors.BadRequest, 401: errors.AuthenticationFailed, 403: errors.PermissionDenied, 404: errors.NotFound,
-    413: errors.BadRequest, 415: errors.BadRequest, 422: errors.BadRequest, 429: errors.RateLimited,
-}
-
-
-def status_error(status: int, headers: Mapping[str, str] | list[tuple[str, str]], content: bytes | str | None, *,
-                 method: str, path: str,
-                 family: str = "", reason: str | None = None, request_id: str | None = None,
-                 scrub: Callable[[Any], Any] = lambda value: value) -> errors.StatusError:
-    """The error of a status >= 400, for every caller (HTTP families, the realtime handshake, WebRTC's
-    offer): the status's class, the gateway's own message (field named) and a hint, the request id from
-    any header `limits.REQUEST_ID_HEADERS` lists (else the body's `request_id`). Pure: `scrub` takes
-    the key out of the body before it reaches the exception."""
-    headers = httpx.Headers(headers)
-    body: Any = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
-    media_type = headers.get("content-type", "").partition(";")[0].strip().lower()
-    if body and (_is_json(media_type) or (not media_type and body.lstrip().startswith("{"))):
-        with contextlib.suppress(ValueError):
-            body = json.loads(body)
-    body = scrub(body or None)
-    request_id = request_id or request_id_of(headers)
-    if request_id is None and isinstance(body, Mapping) and isinstance(body.get("request_id"), str):
-        request_id = body["request_id"]
-    cls = _STATUS_CLASSES.get(status, errors.ServerError if status >= 500 else errors.StatusError)
-    message = _message(body) or reason or "HTTP error"
-    hint = _hint(status, body, family, method, path)
-    kwargs: dict[str, Any] = {"status": status, "body": body, "request_id": request_id, "method": method,
-                              "path": path, "headers": headers}
-    if cls is errors.RateLimited:
-        kwargs["retry_after"] = retry_after_seconds(headers)
-    return cls(f"{message} ({hint})" if hint else message, **kwargs)
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """The retry rule of the module docstring, as a pure function of what happened: every caller that
-    retries (this transport, the frames runner between its attempts, task batches after a 429) asks it,
-    so the rule exists once."""
-
-    max_retries: int = limits.MAX_RETRIES_DEFAULT
-    retry_after_cap: float = limits.RETRY_AFTER_CAP_SECONDS
-
-    def delay(self, error: BaseException, attempt: int, *, idempotent: bool, sent: bool = True) -> float | None:
-        """Seconds to wait before retry number `attempt + 1` after `error`, or None: raise it.
-
-        `sent=False` says the connection never opened, so no byte left and any method may be resent."""
-        if attempt >= self.max_retries:
-            return None
-        if isinstance(error, errors.StatusError):
-            return self._status_delay(error, attempt) if idempotent else None
-        if isinstance(error, errors.ConnectionFailed) and not isinstance(error, errors.StreamInterrupted):
-            return self.backoff(attempt) if idempotent or not sent else None
-        return None
-
-    def refusal_delay(self, error: BaseException, attempt: int) -> float | None:
-        """`delay` for a request that a 429 refused: since nothing was accepted, even a non-idempotent one
-        (a task submission) may be resent; any other error gives None, so its caller settles it."""
-        if not isinstance(error, errors.RateLimited):
-            return None
-        return self.delay(error, attempt, idempotent=True)
-
-    def _status_delay(self, error: errors.StatusError, attempt: int) -> float | None:
-        headers = httpx.Headers(error.headers)
-        should = headers.get(limits.SHOULD_RETRY_HEADER, "").strip().lower()
-        if should == "false" or (should != "true" and error.status not in limits.RETRYABLE_STATUSES):
-            return None
-        if error.status == 429 and _quota_exhausted(error):
-            return None
-        wait = getattr(error, "retry_after", None)  # RateLimited read it when the answer arrived
-        wait = wait if wait is not None else retry_after_seconds(headers)
-        if wait is not None and wait > self.retry_after_cap:
-            return None
-        return wait if wait is not None and wait > 0 else self.backoff(attempt)
-
-    @staticmethod
-    def backoff(attempt: int) -> float:
-        """0.5 s·2^attempt capped at 8 s, minus up to 25 % jitter (read from limits at each call)."""
-        base = min(limits.BACKOFF_BASE_SECONDS * 2**attempt, limits.BACKOFF_MAX_SECONDS)
-        return base * (1.0 - limits.BACKOFF_JITTER * random.random())
 
 
 # --- the transport -------------------------------------------------------------------------------
@@ -442,7 +268,7 @@ class AsyncTransport:
                 sending = _Sending(self.is_idempotent(method, family, idempotent), self.retry,
                                    {"headers": {"accept": "text/event-stream", **(headers or {})}})
                 response, _ = await self._exchange_in_dialect(call, out, path=path, json=json, sending=sending)
-                media_type = _media_type(response)
+                media_type = media_type_of(response)
                 body = None
                 if media_type != "text/event-stream":
                     body = await self._read_body(response, call, expect_json=True)
@@ -607,8 +433,8 @@ class AsyncTransport:
             raise self._scrubbed(translate(exc, call.method, call.path)) from exc
         finally:
             await response.aclose()
-        media_type = _media_type(response)
-        if _is_json(media_type):
+        media_type = media_type_of(response)
+        if is_json(media_type):
             try:
                 return json.loads(content) if content else None
             except ValueError as exc:
@@ -647,30 +473,3 @@ def _dumps(body: Any) -> bytes:
 def _model(body: Any) -> str | None:
     model = body.get("model") if isinstance(body, Mapping) else None
     return model if isinstance(model, str) else None
-
-
-def _message(body: Any) -> str | None:
-    """The error text of any family's body (OpenAI/Anthropic `error.message`, FastAPI `detail`)."""
-    if isinstance(body, str):
-        return body.strip()[:500] or None
-    if not isinstance(body, Mapping):
-        return None
-    error = body.get("error", body.get("detail", body))
-    if isinstance(error, str):
-        return error[:500]
-    if isinstance(error, Mapping) and isinstance(error.get("message"), str):
-        where = errors.field_of(body)  # System One's `field`, OpenAI's `param`: keep the field named
-        text = error["message"][:500]
-        return f"{where}: {text}" if where and where not in text else text
-    if isinstance(error, list) and error and isinstance(error[0], Mapping):  # FastAPI validation errors
-        first = error[0]
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", ""))
-    return body.get("message") if isinstance(body.get("message"), str) else None
-
-
-def _quota_exhausted(error: errors.StatusError) -> bool:
-    if error.code in limits.QUOTA_EXHAUSTED_CODES:
-        return True
-    kind = error.error.get("type") if isinstance(error.error, Mapping) else None
-    return kind in limits.QUOTA_EXHAUSTED_CODES

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from gwlab import errors
-from gwlab.client.transport.core import retry_after_seconds
+from gwlab.client.transport.status import retry_after_seconds
 from tests.support.fakes import chat_body
 
 pytestmark = pytest.mark.usefixtures("fast_retries")

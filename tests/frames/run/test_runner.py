@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
-from gwlab.client.transport.core import RetryPolicy
+from gwlab.client.transport.retry import RetryPolicy
 from gwlab.errors import BadRequest, ConnectionFailed, RateLimited, ServerError
 from gwlab.frames._client import Connection
 from gwlab.frames.recipes import decisions_recipe
