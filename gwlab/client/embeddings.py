@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gwlab.client._loop import LoopThread
+from gwlab.client.loop import LoopThread
 from gwlab.client.transport.core import AsyncTransport
 from gwlab.wire import embeddings
 from gwlab.wire.embeddings import EmbeddingsResult

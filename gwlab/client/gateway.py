@@ -10,7 +10,6 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, Unpack
 
-from gwlab.client._loop import LoopThread
 from gwlab.client.chat import AsyncChat, Chat
 from gwlab.client.config import ClientConfig, ClientOptions
 from gwlab.client.decisions import AsyncDecisions, Decisions, Questions, State
@@ -18,6 +17,7 @@ from gwlab.client.dialect import Dialect
 from gwlab.client.embeddings import AsyncEmbeddings, Embeddings
 from gwlab.client.images import AsyncImages, Images
 from gwlab.client.ledger import Ledger
+from gwlab.client.loop import LoopThread
 from gwlab.client.messages import AsyncMessages, Messages
 from gwlab.client.migration import Migrate, Migrated, responses_from_chat
 from gwlab.client.models import AsyncModels, Models

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from gwlab.client._loop import LoopThread
+from gwlab.client.loop import LoopThread
 from gwlab.client.tasks import DEFAULT_WAIT_TIMEOUT, AsyncTasks
 from gwlab.client.transport.core import AsyncTransport
 from gwlab.errors import GatewayError

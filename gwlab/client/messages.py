@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gwlab.client import structured
-from gwlab.client._loop import LoopThread
+from gwlab.client.loop import LoopThread
 from gwlab.client.streams import AsyncEventStream, EventStream
 from gwlab.client.transport.core import AsyncTransport, Headers
 from gwlab.errors import InvalidRequest

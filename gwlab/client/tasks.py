@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from gwlab.client._loop import LoopThread
+from gwlab.client.loop import LoopThread
 from gwlab.client.transport.core import AsyncTransport, Reply
 from gwlab.client.transport.retry import RetryPolicy
 from gwlab.errors import ConnectionFailed, GatewayError, InvalidRequest, ServerError, Timeout

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gwlab.client._loop import LoopThread
 from gwlab.client.chat import AsyncChat
 from gwlab.client.decisions import AsyncDecisions, State
+from gwlab.client.loop import LoopThread
 from gwlab.client.responses import AsyncResponses
 from gwlab.client.transport.core import AsyncTransport
 from gwlab.errors import GatewayError, InvalidRequest
