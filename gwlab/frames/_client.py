@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from gwlab.client.loop import LoopThread
 from gwlab.client.transport.retry import RetryPolicy
 from gwlab.frames.run.outcome import RunInterrupted
 from gwlab.frames.run.runner import Answer, Batch, Runner, RunResult, Sender
@@ -148,15 +149,7 @@ async def stoppable(runner: Runner, batch: Batch) -> RunResult:
     return await runner.run(batch)
 
 
-class _LoopThread:
-    """A private event loop in a daemon thread, for when the gateway brings none."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="gwlab-frames-loop", daemon=True).start()
-
-
-_fallback: _LoopThread | None = None
+_fallback: LoopThread | None = None  # for when the gateway brings no loop (an injected connection)
 
 
 def _loop_for(gateway: Any) -> asyncio.AbstractEventLoop:
@@ -174,7 +167,7 @@ def _loop_for(gateway: Any) -> asyncio.AbstractEventLoop:
         return gateway.loop
     with _default_lock:
         if _fallback is None:
-            _fallback = _LoopThread()
+            _fallback = LoopThread("gwlab-frames-loop")
     return _fallback.loop
 
 
