@@ -22,11 +22,14 @@ from gwlab.client.ledger import label_calls
 from gwlab.client.streams import AsyncEventStream, EventStream
 from gwlab.connection import connect, current_gateway
 from gwlab.errors import (
+    AnswerInvalid,
     AuthenticationFailed,
     BadRequest,
     ConnectionFailed,
+    EvaluationWarning,
     GatewayError,
     IncompleteStream,
+    InputLimitWarning,
     InvalidEvent,
     InvalidRequest,
     NotFound,
@@ -34,10 +37,13 @@ from gwlab.errors import (
     ProtocolError,
     RateLimited,
     RealtimeError,
+    RunInterrupted,
+    RunRecordWarning,
     ServerError,
     StatusError,
     StreamError,
     StreamInterrupted,
+    StructuredFallbackWarning,
     Timeout,
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
@@ -56,6 +62,7 @@ from gwlab.wire.tasks import Task, TaskFamily
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnswerInvalid",
     "AsyncEventStream",
     "AsyncGateway",
     "AuthenticationFailed",
@@ -67,10 +74,12 @@ __all__ = [
     "ConnectionFailed",
     "DecisionResult",
     "Dialect",
+    "EvaluationWarning",
     "EventStream",
     "Gateway",
     "GatewayError",
     "IncompleteStream",
+    "InputLimitWarning",
     "InvalidEvent",
     "InvalidRequest",
     "Message",
@@ -80,10 +89,13 @@ __all__ = [
     "RateLimited",
     "RealtimeError",
     "Response",
+    "RunInterrupted",
+    "RunRecordWarning",
     "ServerError",
     "StatusError",
     "StreamError",
     "StreamInterrupted",
+    "StructuredFallbackWarning",
     "Task",
     "TaskFamily",
     "Timeout",

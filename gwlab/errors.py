@@ -11,10 +11,16 @@ GatewayError
 │   │                        .error (the error object), .event (its type), .partial
 │   └── RealtimeError            a realtime `error` event (.error_event, .type, .related_event)
 ├── ProtocolError            a 2xx answer the protocol does not allow: unexpected Content-Type, bad JSON
+├── AnswerInvalid            a structured answer that is not JSON of its schema after its re-asks: .raw
+│                            (also a ValueError)
 └── StatusError              the gateway answered >= 400: .status, .request_id, .body
     ├── BadRequest 400/413/415/422 · AuthenticationFailed 401 · PermissionDenied 403 · NotFound 404
     ├── RateLimited 429 (.retry_after, .code)
     └── ServerError 5xx
+
+Not GatewayErrors, by design: `RunInterrupted`, a KeyboardInterrupt (Ctrl-C during a `df.gw` run, after
+the answers in flight were saved), and the warnings a run or an evaluation may give: `InputLimitWarning`,
+`StructuredFallbackWarning`, `EvaluationWarning`, `RunRecordWarning`. All are here, exported from `gwlab`.
 
 The module is a leaf: any layer may import it, it imports nothing of ours (a realtime error event is
 described by the fields it reads, `ErrorEventFields`, which gwlab/wire/realtime/events.py's
@@ -27,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 __all__ = [
+    "AnswerInvalid",
     "AuthenticationFailed",
     "BadRequest",
     "ConnectionFailed",
@@ -45,6 +52,8 @@ __all__ = [
     "StreamInterrupted",
     "Timeout",
 ]
+__all__ += ["EvaluationWarning", "InputLimitWarning", "RunInterrupted", "RunRecordWarning",  # not GatewayErrors
+            "StructuredFallbackWarning"]
 
 
 class GatewayError(Exception):
@@ -147,6 +156,16 @@ class ProtocolError(GatewayError):
         super().__init__(f"{where}{message}{rid}")
 
 
+class AnswerInvalid(GatewayError, ValueError):
+    """A structured answer that is not JSON of its schema (still, after its re-asks); `raw` is the text as
+    the model wrote it. Also a ValueError, as it was before it joined this tree."""
+
+    def __init__(self, message: str, raw: str | None) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.record: dict[str, Any] = {}  # what a frame keeps of the row (its raw text), set by the reader
+
+
 class StatusError(GatewayError):
     """The gateway answered with a status >= 400."""
 
@@ -223,3 +242,36 @@ def _error_object(body: Any) -> Any:
                 return body[key] if isinstance(body[key], Mapping) else {"message": body[key]}
         return dict(body)
     return {"message": body} if body else {}
+
+
+# --- not GatewayErrors: an interrupt, and the warnings a user may see ----------------------------------
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a `df.gw` run, after the requests in flight were answered and checkpointed (for a
+    task batch: the submissions in flight, whose task ids are checkpointed).
+
+    Still a KeyboardInterrupt, so a notebook cell or a script stops as the user asked; its message says
+    how many answers are saved, in which file, and that running the same call again resumes (a bare
+    `KeyboardInterrupt:` left users guessing whether the paid answers were lost). `.summary` is the run's.
+    """
+
+    def __init__(self, summary: Any) -> None:  # a RunSummary, or a task batch's TaskSummary
+        self.summary = summary
+        super().__init__(summary.interrupted_text())
+
+
+class InputLimitWarning(UserWarning):
+    """Rows that look longer than the model's documented input limit, found before anything is sent."""
+
+
+class StructuredFallbackWarning(UserWarning):
+    """A gateway refused the native structured-output form: extract asks in the prompt instead."""
+
+
+class EvaluationWarning(UserWarning):
+    """An evaluation or recalibration ran, but its numbers need a caveat the user must see."""
+
+
+class RunRecordWarning(RuntimeWarning):
+    """A paid run's record could not be written to its store; it is kept for this process only."""

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.evaluation import evidence
 from gwlab.frames.evaluation.targets import probability_columns
 from gwlab.frames.run import usage as _usage
@@ -180,15 +181,16 @@ def probabilities(frame: pd.DataFrame, question: str, *, ax: Axes | None = None)
 def scores(frame: pd.DataFrame, question: str, *, ax: Axes | None = None, bins: int = 20) -> Axes:
     """Histogram of a score question's expected level (`{q}__score`), one tick per level."""
     ax = _axes(ax)
-    name = question if question.endswith("__score") else f"{question}__score"
+    stem = tidy.question_of(question, tidy.SCORE) or question
+    name = tidy.column(stem, tidy.SCORE)
     if name not in frame.columns:
         raise InvalidRequest("question", f"no column {name!r} in the frame")
     values = pd.to_numeric(frame[name], errors="coerce").dropna()
-    levels = [c for c in frame.columns if str(c).startswith(name.removesuffix("__score") + "__p__")]
+    levels = [c for c in frame.columns if str(c).startswith(tidy.probability_prefix(stem))]
     top = max(len(levels) - 1, int(np.ceil(values.max())) if len(values) else 1)
     ax.hist(values, bins=np.linspace(0, top, bins + 1), color="C0")
     ax.set_xticks(range(top + 1))
-    ax.set(xlabel="score (level)", ylabel="rows", title=f"{name.removesuffix('__score')}: score distribution")
+    ax.set(xlabel="score (level)", ylabel="rows", title=f"{stem}: score distribution")
     return ax
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypedDict, Unpack
 import numpy as np
 import pandas as pd
 
-from gwlab.errors import InvalidRequest
+from gwlab.errors import InputLimitWarning, InvalidRequest
 from gwlab.frames import _client, recipes
 from gwlab.frames.cascade.run import run_cascade
 from gwlab.frames.cascade.spec import Cascade
@@ -849,10 +849,6 @@ class GatewayAccessor:
             return answers
         answers.index = self._frame.index  # the same object: concat aligns nothing, duplicates stay put
         return pd.concat([self._frame, answers], axis=1)
-
-
-class InputLimitWarning(UserWarning):
-    """Rows that look longer than the model's documented input limit, found before anything is sent."""
 
 
 async def _over_limit(family: RowRecipe, rows: Rows, connection: Any, config: RunConfig) -> OverLimit | None:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from gwlab.errors import InvalidRequest
+from gwlab.errors import InvalidRequest, StructuredFallbackWarning
 from gwlab.frames.recipes import TEXT_RECIPES, RowRecipe, free_params
 from gwlab.wire.families import FAMILIES, TEXT
 from gwlab.wire.schema import DEFAULT_MAX_REASKS, AnswerInvalid, Schema, refuses_form
@@ -143,10 +143,6 @@ class AskMode:
             return None
         evidence = PROMPT_ONLY.get(gateway or "")
         return f"asked in the prompt ({evidence})" if evidence else "asked in the prompt (structured='prompt')"
-
-
-class StructuredFallbackWarning(UserWarning):
-    """A gateway refused the native structured-output form: extract asks in the prompt instead."""
 
 
 def typed_columns(answers: pd.DataFrame, schema: Schema) -> pd.DataFrame:

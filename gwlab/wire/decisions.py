@@ -523,19 +523,13 @@ class DecisionResult:
         return tokens if isinstance(tokens, int) else None
 
     def to_record(self) -> dict[str, Any]:
-        """One flat row of tidy columns: `{q}__noul`; `{q}__choice`|`{q}__score` and `{q}__level`,
-        `{q}__p__{option}`, `{q}__confidence`. Unknown answer types add no column (their `raw` stays on the result)."""
-        record: dict[str, Any] = {}
-        for qid, answer in self.answers.items():
-            if isinstance(answer, NoulAnswer):
-                record[f"{qid}__noul"] = answer.noul
-            elif isinstance(answer, ChoiceAnswer | ScoreAnswer):
-                record[f"{qid}__{answer.type}"] = answer.value
-                if isinstance(answer, ScoreAnswer):
-                    record[f"{qid}__level"] = answer.level
-                record.update({f"{qid}__p__{key}": p for key, p in answer.probabilities.items()})
-                record[f"{qid}__confidence"] = answer.confidence
-        return record
+        """One flat row of the pandas layer's tidy columns (`{q}__noul`; `{q}__choice`|`{q}__score` and
+        `{q}__level`, `{q}__p__{option}`, `{q}__confidence`). Unknown answer types add no column (their
+        `raw` stays on the result). The names are the frames layer's (gwlab/frames/columns.py), asked
+        here when called, so wire spells none of them."""
+        from gwlab.frames.columns import decision_record  # pure: no pandas, nothing of wire
+
+        return decision_record(self.answers)
 
     def __repr__(self) -> str:
         shown = [f"{qid}: {_brief(answer)}" for qid, answer in list(self.answers.items())[:5]]

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gwlab.errors import InvalidRequest
+from gwlab.errors import AnswerInvalid, InvalidRequest
 
 __all__ = ["DEFAULT_MAX_REASKS", "AnswerInvalid", "Schema", "refuses_form"]
 
@@ -31,15 +31,6 @@ _SCALARS: dict[Any, dict[str, Any]] = {
 # JSON Schema of a top-level field -> its pandas dtype (lists and nested objects: one object column)
 _DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean", "string": "string"}
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
-
-
-class AnswerInvalid(ValueError):
-    """An answer that is not JSON of the schema; `raw` is the text as the model wrote it."""
-
-    def __init__(self, message: str, raw: str | None) -> None:
-        super().__init__(message)
-        self.raw = raw
-        self.record: dict[str, Any] = {}  # what a frame keeps of the row (its raw text), set by the reader
 
 
 @dataclass(frozen=True, slots=True)

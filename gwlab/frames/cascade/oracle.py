@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.cascade.spec import Cascade
 from gwlab.frames.run.budget import Budget
 from gwlab.frames.templates import Template
@@ -48,18 +49,18 @@ class CascadeQuestion:
 
     def answers(self, frame: pd.DataFrame) -> np.ndarray:
         """The model's answer per row: True/False (noul), the option (choice), the level (score)."""
-        column = {"noul": "__noul", "choice": "__choice"}.get(self.kind, "__level")
-        values = frame[f"{self.name}{column}"]
+        field = self.kind if self.kind in (tidy.NOUL, tidy.CHOICE) else tidy.LEVEL
+        values = frame[tidy.column(self.name, field)]
         if self.kind == "noul":
-            return np.array([None if _missing(v) else bool(v >= 0.5) for v in values], dtype=object)
+            return np.array([None if _missing(v) else tidy.reads_yes(v) for v in values], dtype=object)
         return self.normalise(values, "model")
 
     def score(self, frame: pd.DataFrame, metric: str) -> np.ndarray:
         """What the threshold is on: P(true) for precision/recall, the top answer's confidence else."""
         if self.kind == "noul":
-            p = frame[f"{self.name}__noul"].to_numpy(dtype=float)
+            p = frame[tidy.column(self.name, tidy.NOUL)].to_numpy(dtype=float)
             return p if metric != "accuracy" else np.maximum(p, 1 - p)
-        return frame[f"{self.name}__confidence"].to_numpy(dtype=float)
+        return frame[tidy.column(self.name, tidy.CONFIDENCE)].to_numpy(dtype=float)
 
     def normalise(self, values: pd.Series, field: str) -> np.ndarray:
         """Labels in the proxy's terms; a value that cannot be one is refused naming `field`."""

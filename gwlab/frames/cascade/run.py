@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.cascade.oracle import CascadeQuestion, Oracle
 from gwlab.frames.cascade.spec import Cascade, Threshold, choose_threshold, proxy_answers, sample_rows
 from gwlab.frames.run.result import BatchFrame
@@ -63,7 +64,7 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     return BatchFrame.wrap(out, proxy.run)
 
 
-CASCADE_COLUMNS = ("__answer", "__source", "__proxy_score")
+CASCADE_COLUMNS = tuple(tidy.SEP + field for field in (tidy.ANSWER, tidy.SOURCE, tidy.PROXY_SCORE))  # suffixes
 
 
 def _check_names(frame: pd.DataFrame, question: CascadeQuestion, options: Mapping[str, Any]) -> None:

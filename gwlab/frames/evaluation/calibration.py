@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.evaluation.labels import EvaluationWarning
 from gwlab.frames.evaluation.targets import ProbSpec, Target, resolve
 from gwlab.stats import metrics
@@ -162,13 +163,13 @@ class Recalibration:
         """The columns `decide` derives from a choice or score question's probabilities, per kept row."""
         q = self.question
         top = calibrated.argmax(axis=1)
-        derived: dict[str, Any] = {f"{q}__confidence": metrics.confidence(calibrated)}
+        derived: dict[str, Any] = {tidy.column(q, tidy.CONFIDENCE): metrics.confidence(calibrated)}
         if self.kind == "choice":
-            derived[f"{q}__choice"] = [classes[j] for j in top]
+            derived[tidy.column(q, tidy.CHOICE)] = [classes[j] for j in top]
         else:
             levels = np.array([float(c) for c in classes])
-            derived[f"{q}__score"] = calibrated @ levels
-            derived[f"{q}__level"] = [int(level) for level in levels[top]]
+            derived[tidy.column(q, tidy.SCORE)] = calibrated @ levels
+            derived[tidy.column(q, tidy.LEVEL)] = [int(level) for level in levels[top]]
         return derived
 
     @property

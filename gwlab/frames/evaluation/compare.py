@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.evaluation import evidence, repeats
 from gwlab.frames.evaluation.labels import EvaluationWarning
 from gwlab.frames.evaluation.targets import Target, resolve
@@ -123,7 +124,7 @@ def _answers_of(side: Any) -> Any:
 def _frame(side: Any, name: str) -> pd.DataFrame:
     """A side's answers as a frame; a Series is one question's predicted answers, named after it."""
     if isinstance(side, pd.Series):
-        side = side.to_frame(f"{side.name or 'answer'}__choice")
+        side = side.to_frame(tidy.column(str(side.name or "answer"), tidy.CHOICE))
     if not isinstance(side, pd.DataFrame):
         raise InvalidRequest(name, f"must be a DataFrame of answers or a Series of predictions; got "
                                    f"{type(side).__name__}")
@@ -135,9 +136,10 @@ def _frame(side: Any, name: str) -> pd.DataFrame:
 def _question_ids(frame: pd.DataFrame) -> list[str]:
     found: dict[str, None] = {}
     for column in map(str, frame.columns):
-        for mark in ("__noul", "__choice", "__score", "__p__"):
-            if mark in column and (mark == "__p__" or column.endswith(mark)):
-                found[column.split(mark)[0]] = None
+        question = (tidy.split_probability(column)[0] if tidy.is_probability(column)
+                    else tidy.question_of(column, tidy.NOUL, tidy.CHOICE, tidy.SCORE))
+        if question is not None:
+            found[question] = None
     return list(found)
 
 
@@ -174,8 +176,9 @@ def _target(side: pd.DataFrame, label: pd.Series, q: str, questions: Any, name: 
     if repeats.REPEAT in (rows.names or []) and repeats.REPEAT not in (label.index.names or []):
         rows = rows.droplevel(repeats.REPEAT)
     frame = side.assign(**{_TRUTH: label.reindex(rows).to_numpy()})
-    has_prob = f"{q}__noul" in side.columns or any(str(c).startswith(f"{q}__p__") for c in side.columns)
-    pred = next((f"{q}__{kind}" for kind in ("choice", "score") if f"{q}__{kind}" in side.columns), None)
+    has_prob = tidy.column(q, tidy.NOUL) in side.columns or bool(tidy.options_of(q, side.columns))
+    pred = next((tidy.column(q, kind) for kind in (tidy.CHOICE, tidy.SCORE) if tidy.column(q, kind) in side.columns),
+                None)
     if not has_prob and pred is None:
         raise InvalidRequest(name, f"no answer columns for question {q!r} ({q}__noul, {q}__p__*, {q}__choice "
                                    f"or {q}__score)")

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.evaluation import evidence, repeats
 from gwlab.frames.evaluation.calibration import Recalibration, recalibrate
 from gwlab.frames.evaluation.fields import FieldEvaluation, evaluate_fields
@@ -398,10 +399,10 @@ def _answers(frame: pd.DataFrame, name: str, threshold: float) -> pd.Series:
     if name not in frame.columns:
         raise InvalidRequest(name, f"unknown column {name!r}")
     column = frame[name]
-    if name.endswith("__noul"):
+    if tidy.question_of(name, tidy.NOUL) is not None:
         numbers = pd.to_numeric(column, errors="coerce")
         return numbers.ge(threshold).map({True: "true", False: "false"}).where(numbers.notna())
-    if name.endswith("__score"):
+    if tidy.question_of(name, tidy.SCORE) is not None:
         numbers = pd.to_numeric(column, errors="coerce")
         return numbers.round().astype("Int64").astype(object).where(numbers.notna())
     return column.astype(object).where(column.notna())

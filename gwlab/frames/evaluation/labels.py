@@ -30,17 +30,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gwlab.errors import InvalidRequest
+from gwlab.errors import EvaluationWarning, InvalidRequest
+from gwlab.frames import columns as tidy
 
 __all__ = ["EvaluationWarning", "LabelMatch", "distinct", "match_labels"]
 
 _TRUE = frozenset({"true", "yes", "y", "1", "t"})
 _FALSE = frozenset({"false", "no", "n", "0", "f"})
 _SHOWN = 8  # unmatched labels named in a message; the rest are counted
-
-
-class EvaluationWarning(UserWarning):
-    """An evaluation or recalibration ran, but its numbers need a caveat the user must see."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,7 @@ def class_name(value: Any, kind: str) -> str:
         if isinstance(value, bool | np.bool_):
             return "true" if value else "false"
         if isinstance(value, int | float | np.number):
-            return "true" if float(value) >= 0.5 else "false"
+            return "true" if tidy.reads_yes(float(value)) else "false"
         text = str(value).strip().lower()
         return "true" if text in _TRUE else "false" if text in _FALSE else text
     if kind == "score":

@@ -18,23 +18,23 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 
 __all__ = ["REDUCERS", "REPEAT", "agreement", "decisions", "prepare", "reduce_repeats", "stability"]
 
 REPEAT = "repeat"  # the long frame's index level that numbers a row's repeats
 REDUCERS = ("majority", "mean")
-_DECIDED = ("__noul", "__choice", "__level")
 
 
 def stem(column: str) -> str:
     """The question id of a decided column (`urgent__noul` -> `urgent`); a text column is its own."""
-    return column.rsplit("__", 1)[0]
+    return column.rsplit(tidy.SEP, 1)[0]
 
 
 def decisions(column: str, values: np.ndarray) -> np.ndarray:
-    """Each answer as the decision it makes, for counting agreement: yes/no at 0.5, text folded."""
-    if column.endswith("__noul"):
-        return np.where(np.isnan(values), np.nan, values >= 0.5)
+    """Each answer as the decision it makes, for counting agreement: yes/no at the cut, text folded."""
+    if tidy.question_of(column, tidy.NOUL) is not None:
+        return np.where(np.isnan(values), np.nan, values >= tidy.CUT)
     if values.dtype == object:
         return np.array([_folded(v) for v in values.ravel()], dtype=object).reshape(values.shape)
     return values
@@ -75,14 +75,14 @@ def stability(frame: pd.DataFrame) -> pd.DataFrame:
     (mean and largest spread of its probabilities over rows, from the `__std` columns; NaN for text).
     A deterministic model shows changed 0 and p_std 0.
     """
-    marks = [str(c) for c in frame.columns if str(c).endswith("__agreement")]
+    marks = [str(c) for c in frame.columns if tidy.question_of(str(c), tidy.AGREEMENT) is not None]
     if not marks:
         raise InvalidRequest("frame", "no {q}__agreement column: stability reads a result of a run with repeats > 1")
     rows = []
     for mark in marks:
-        q = mark.removesuffix("__agreement")
+        q = tidy.question_of(mark, tidy.AGREEMENT)
         share = pd.to_numeric(frame[mark], errors="coerce").dropna()
-        spread = frame[[c for c in map(str, frame.columns) if c.endswith("__std") and _of(c, q)]]
+        spread = frame[[c for c in map(str, frame.columns) if tidy.question_of(c, tidy.STD) and _of(c, q)]]
         std = spread.to_numpy(float) if spread.shape[1] else np.full((len(frame), 1), np.nan)
         rows.append({"question": q, "rows": len(share), "changed": float((share < 1).mean()) if len(share) else np.nan,
                      "agreement": float(share.mean()) if len(share) else np.nan,
@@ -93,7 +93,7 @@ def stability(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _of(column: str, q: str) -> bool:
     """A probability spread of question `q`: `{q}__noul__std` or `{q}__p__{option}__std`."""
-    return column in (f"{q}__noul__std",) or (column.startswith(f"{q}__p__"))
+    return column == tidy.column(tidy.column(q, tidy.NOUL), tidy.STD) or column.startswith(tidy.probability_prefix(q))
 
 
 def prepare(frame: pd.DataFrame, reduce: str | None) -> tuple[pd.DataFrame, np.ndarray | None]:
@@ -123,7 +123,7 @@ def reduce_repeats(frame: pd.DataFrame, how: str) -> pd.DataFrame:
     keys = [n for n in frame.index.names if n != REPEAT]
     groups = frame.groupby(level=keys if len(keys) > 1 else keys[0], sort=False)
     numeric = [c for c in frame.columns  # the answers' numbers; the input columns (labels) are the row's
-               if "__" in str(c) and not str(c).startswith("__") and pd.api.types.is_numeric_dtype(frame[c])]
+               if tidy.SEP in str(c) and not str(c).startswith(tidy.SEP) and pd.api.types.is_numeric_dtype(frame[c])]
     out = groups.first()
     out[numeric] = groups[numeric].mean()
     for q, kind in _questions(frame):
@@ -136,42 +136,41 @@ def reduce_repeats(frame: pd.DataFrame, how: str) -> pd.DataFrame:
 def _questions(frame: pd.DataFrame) -> list[tuple[str, str]]:
     found = []
     for column in map(str, frame.columns):
-        for mark in _DECIDED:
-            if column.endswith(mark):
-                found.append((column.removesuffix(mark), mark.removeprefix("__")))
+        for kind in tidy.DECIDED:
+            q = tidy.question_of(column, kind)
+            if q is not None:
+                found.append((q, kind))
     return found
 
 
 def _votes(frame: pd.DataFrame, groups: object, out: pd.DataFrame, q: str, kind: str) -> None:
     """A question's probabilities replaced by its repeats' vote shares."""
-    if kind == "noul":
-        votes = (frame[f"{q}__noul"] >= 0.5).where(frame[f"{q}__noul"].notna())
-        out[f"{q}__noul"] = votes.astype(float).groupby(level=list(out.index.names), sort=False).mean()
+    if kind == tidy.NOUL:
+        noul = tidy.column(q, tidy.NOUL)
+        votes = (frame[noul] >= tidy.CUT).where(frame[noul].notna())
+        out[noul] = votes.astype(float).groupby(level=list(out.index.names), sort=False).mean()
         return
-    decided = frame[f"{q}__{kind}"]
-    options = [c.removeprefix(f"{q}__p__") for c in map(str, frame.columns)
-               if c.startswith(f"{q}__p__") and not c.endswith("__std")]
-    for option in options:
-        hit = decided.astype(str) == (option if kind == "choice" else str(int(option)))
+    decided = frame[tidy.column(q, kind)]
+    for option in tidy.options_of(q, frame.columns):
+        hit = decided.astype(str) == (option if kind == tidy.CHOICE else str(int(option)))
         share = hit.where(decided.notna()).astype(float)
-        out[f"{q}__p__{option}"] = share.groupby(level=list(out.index.names), sort=False).mean()
+        out[tidy.probability(q, option)] = share.groupby(level=list(out.index.names), sort=False).mean()
 
 
 def _decide(out: pd.DataFrame, q: str, kind: str) -> None:
     """The row's decision from its (reduced) probabilities: the most likely option, ties to the first."""
-    if kind == "noul":
+    if kind == tidy.NOUL:
         return
-    options = [c for c in map(str, out.columns) if c.startswith(f"{q}__p__") and not c.endswith("__std")]
-    if not options:
+    names = np.array(tidy.options_of(q, out.columns), dtype=object)
+    if not len(names):
         return
-    probs = out[options].to_numpy(float)
+    probs = out[[tidy.probability(q, option) for option in names]].to_numpy(float)
     best = np.nan_to_num(probs, nan=-1.0).argmax(axis=1)
-    names = np.array([c.removeprefix(f"{q}__p__") for c in options], dtype=object)
     empty = np.isnan(probs).all(axis=1)
-    if kind == "choice":
-        out[f"{q}__choice"] = pd.array(np.where(empty, None, names[best]), dtype="str")
+    if kind == tidy.CHOICE:
+        out[tidy.column(q, tidy.CHOICE)] = pd.array(np.where(empty, None, names[best]), dtype="str")
     else:
         levels = names.astype(float)
-        out[f"{q}__level"] = pd.array(np.where(empty, np.nan, levels[best]), dtype="Int64")
-        if f"{q}__score" in out.columns:
-            out[f"{q}__score"] = np.where(empty, np.nan, np.nan_to_num(probs) @ levels)
+        out[tidy.column(q, tidy.LEVEL)] = pd.array(np.where(empty, np.nan, levels[best]), dtype="Int64")
+        if tidy.column(q, tidy.SCORE) in out.columns:
+            out[tidy.column(q, tidy.SCORE)] = np.where(empty, np.nan, np.nan_to_num(probs) @ levels)

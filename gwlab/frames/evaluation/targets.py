@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.evaluation.labels import LabelMatch, class_name, distinct, match_labels, natural
 
 ProbSpec = str | Sequence[str] | Mapping[str, str]
@@ -95,29 +96,31 @@ def probability_columns(frame: pd.DataFrame, prob: ProbSpec) -> tuple[str, str, 
         cols = list(prob)
         for col in cols:
             _column(frame, col, "prob")
-        if not all("__p__" in c for c in cols):
+        if not all(tidy.is_probability(c) for c in cols):
             raise InvalidRequest("prob", "probability columns must be named {question}__p__{option}")
-        question = cols[0].rsplit("__p__", 1)[0]
-        return question, _kind_of(frame, question, cols), {c.rsplit("__p__", 1)[1]: c for c in cols}
-    if prob.endswith("__noul") or (prob in frame.columns and f"{prob}__noul" not in frame.columns
-                                   and not any(str(c).startswith(f"{prob}__p__") for c in frame.columns)):
+        question = tidy.split_probability(cols[0])[0]
+        return question, _kind_of(frame, question, cols), {tidy.split_probability(c)[1]: c for c in cols}
+    noul = tidy.column(prob, tidy.NOUL)
+    if tidy.question_of(prob, tidy.NOUL) is not None or (
+            prob in frame.columns and noul not in frame.columns
+            and not any(str(c).startswith(tidy.probability_prefix(prob)) for c in frame.columns)):
         _column(frame, prob, "prob")
-        return prob.removesuffix("__noul"), "noul", {"true": prob}
-    if f"{prob}__noul" in frame.columns:
-        return prob, "noul", {"true": f"{prob}__noul"}
-    cols = [str(c) for c in frame.columns  # not the spreads `repeats=` adds ({q}__p__{option}__std)
-            if str(c).startswith(f"{prob}__p__") and not str(c).endswith("__std")]
-    if not cols:
+        return tidy.question_of(prob, tidy.NOUL) or prob, "noul", {"true": prob}
+    if noul in frame.columns:
+        return prob, "noul", {"true": noul}
+    options = tidy.options_of(prob, frame.columns)  # not the spreads `repeats=` adds ({q}__p__{option}__std)
+    if not options:
         raise InvalidRequest("prob", f"no column {prob!r}, {prob}__noul or {prob}__p__<option> in the frame")
-    return prob, _kind_of(frame, prob, cols), {c.removeprefix(f"{prob}__p__"): c for c in cols}
+    cols = [tidy.probability(prob, option) for option in options]
+    return prob, _kind_of(frame, prob, cols), dict(zip(options, cols, strict=True))
 
 
 def _kind_of(frame: pd.DataFrame, question: str, cols: list[str]) -> str:
-    if f"{question}__score" in frame.columns:
+    if tidy.column(question, tidy.SCORE) in frame.columns:
         return "score"
-    if f"{question}__choice" in frame.columns:
+    if tidy.column(question, tidy.CHOICE) in frame.columns:
         return "choice"
-    levels = [c.rsplit("__p__", 1)[1] for c in cols]
+    levels = [tidy.split_probability(c)[1] for c in cols]
     return "score" if levels == [str(i) for i in range(len(levels))] else "choice"
 
 
@@ -139,8 +142,9 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
     else:
         assert pred is not None
         predictions = _column(frame, pred, "pred")
-        question = pred.rsplit("__", 1)[0] if "__" in pred else pred
-        kind = "score" if pred.endswith(("__score", "__level")) else "noul" if pred.endswith("__noul") else "choice"
+        question = pred.rsplit(tidy.SEP, 1)[0] if tidy.SEP in pred else pred
+        kind = ("score" if tidy.question_of(pred, tidy.SCORE, tidy.LEVEL) is not None
+                else "noul" if tidy.question_of(pred, tidy.NOUL) is not None else "choice")
     spec = (questions or {}).get(question)
     if proba_frame is None:
         classes = _predicted_classes(predictions, kind, _options(spec, kind))

@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 
+from gwlab.frames import columns as tidy
 from gwlab.frames.operators.shared import (
     OperatorFrame,
     OperatorSummary,
@@ -25,15 +26,15 @@ async def filter_rows(frame: pd.DataFrame, condition: str, state: Any, threshold
     check_text(condition, "condition")
     check_threshold(threshold, "threshold")
     own, config = own_options(options)
-    question = {name: {"type": "noul", "instructions": condition}}
+    question = {name: {"type": tidy.NOUL, "instructions": condition}}
     spec = list(frame.columns) if state is None else state
     answers = await frame.gw.adecide(spec, question, model=model, cascade=cascade, **own, join=False)
-    probability = answers[f"{name}__noul"]
+    probability = answers[tidy.column(name, tidy.NOUL)]
     keep = (probability >= threshold).to_numpy()  # NaN (an error row) is never kept
-    shown = [f"{name}__noul"]
+    shown = [tidy.column(name, tidy.NOUL)]
     if cascade is not None:  # the cascade's answer decides: a missing one (unpaid, failed) is never kept
-        keep = answers[f"{name}__answer"].map(lambda v: v is True or v == True).to_numpy(dtype=bool)  # noqa: E712
-        shown += [f"{name}__answer", f"{name}__source"]
+        keep = answers[tidy.column(name, tidy.ANSWER)].map(lambda v: v is True or v == True).to_numpy(dtype=bool)  # noqa: E712
+        shown += [tidy.column(name, tidy.ANSWER), tidy.column(name, tidy.SOURCE)]
     summary = OperatorSummary("filter", rows=len(frame))
     summary.add(answers.run)
     out = finish(frame, answers[shown], config)

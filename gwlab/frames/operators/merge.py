@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.operators.blocking import Blocking, candidate_pairs, tfidf_similarity
 from gwlab.frames.operators.shared import OperatorFrame, OperatorSummary, check_text, own_options, texts
 from gwlab.frames.run.config import RunConfig
@@ -117,11 +118,11 @@ async def _merge_by_choice(left: pd.DataFrame, right_texts: list[str | None], sp
     state = list(left.columns) if spec.left_on is None else spec.left_on
     answers = await left.gw.adecide(state, question, model=spec.model, **own, join=False)
     summary.add(answers.run)
-    chosen = answers["match__choice"].to_numpy(dtype=object)
+    chosen = answers[tidy.column("match", tidy.CHOICE)].to_numpy(dtype=object)
     rows = []
     for i, option in enumerate(chosen):
         if isinstance(option, str) and option != NONE_OPTION:
-            rows.append((i, int(option[1:]), float(answers[f"match__p__{option}"].iloc[i])))
+            rows.append((i, int(option[1:]), float(answers[tidy.probability("match", option)].iloc[i])))
     return pd.DataFrame(rows, columns=["left", "right", "p"])
 
 
@@ -132,7 +133,7 @@ async def _merge_pairwise(left_texts: list[str | None], right_texts: list[str | 
     question = {"match": {"type": "noul", "instructions": spec.condition}}
     answers = await frame.gw.adecide(["left", "right"], question, model=spec.model, **own, join=False)
     summary.add(answers.run)
-    p = answers["match__noul"].to_numpy(dtype=float)
+    p = answers[tidy.column("match", tidy.NOUL)].to_numpy(dtype=float)
     keep = p >= spec.blocking.threshold
     return pd.DataFrame({"left": [i for (i, _), k in zip(pairs, keep, strict=True) if k],
                          "right": [j for (_, j), k in zip(pairs, keep, strict=True) if k], "p": p[keep]})

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.operators.shared import (
     OperatorFrame,
     OperatorSummary,
@@ -53,7 +54,7 @@ async def topk(frame: pd.DataFrame, criterion: str, k: int, state: Any, window: 
     answers = await frame.gw.adecide(spec, question, model=model, **own, join=False)
     summary = OperatorSummary("topk", rows=len(frame))
     summary.add(answers.run)
-    score = answers["score__score"].to_numpy(dtype=float)
+    score = answers[tidy.column("score", tidy.SCORE)].to_numpy(dtype=float)
     order = [int(i) for i in np.argsort(-np.nan_to_num(score, nan=-np.inf), kind="stable")]
     near = order[max(0, k - window): k + window]
     wins = np.full(len(frame), np.nan)
@@ -85,7 +86,7 @@ async def _compare(near: list[int], row_texts: list[str | None], criterion: str,
                                          join=False)
         summary.add(answers.run)
         for n, (a, b) in enumerate(batch):
-            p = float(answers[f"c{start + n}__p__a"].iloc[0])
+            p = float(answers[tidy.probability(f"c{start + n}", "a")].iloc[0])
             if not math.isnan(p):
                 wins[a] += p
                 wins[b] += 1 - p

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gwlab.errors import RunInterrupted
+from gwlab.frames import columns as tidy
 from gwlab.frames.evaluation import repeats
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run.status import LABELS, RowStatus
@@ -168,20 +170,6 @@ def _cascade_pilot_text(p: dict[str, Any] | None) -> str:
             f"of {p['all_oracle_calls']} (routed share {p['routed_share']:.2f}), est. ${p['oracle_cost']:.4f}")
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a `df.gw` run, after the requests in flight were answered and checkpointed (for a
-    task batch: the submissions in flight, whose task ids are checkpointed).
-
-    Still a KeyboardInterrupt, so a notebook cell or a script stops as the user asked; its message says
-    how many answers are saved, in which file, and that running the same call again resumes (a bare
-    `KeyboardInterrupt:` left users guessing whether the paid answers were lost). `.summary` is the run's.
-    """
-
-    def __init__(self, summary: RunSummary | Any) -> None:  # a RunSummary, or a task batch's TaskSummary
-        self.summary = summary
-        super().__init__(summary.interrupted_text())
-
-
 @dataclass
 class RunResult:
     """Per distinct request and ask: status, tokens, request ID, error and the answer columns."""
@@ -292,12 +280,13 @@ class RunResult:
                 out[name] = np.nanmean(values, axis=0) if k > 1 else values[0]
         if k > 1:
             for name in self.recipe.columns:
-                if name.endswith(("__choice", "__level")):  # the most likely of the mean probabilities
+                if tidy.question_of(name, tidy.CHOICE, tidy.LEVEL) is not None:  # the most likely of the mean
                     out[name] = _argmax_choice(name, out, self.recipe.columns, out[name])
             for name in self.recipe.spread:
-                out[f"{name}__std"] = np.nanstd(self.answers[name], axis=0, ddof=1)
+                out[tidy.column(name, tidy.STD)] = np.nanstd(self.answers[name], axis=0, ddof=1)
             for name in self.recipe.decided:
-                out[f"{repeats.stem(name)}__agreement"] = repeats.agreement(name, self.answers[name], done)
+                agreement = repeats.agreement(name, self.answers[name], done)
+                out[tidy.column(repeats.stem(name), tidy.AGREEMENT)] = agreement
             out["__repeats"] = done.sum(axis=0).astype(float)
         any_done = done.any(axis=0)
         tokens_in = np.where(done, np.nan_to_num(self.input_tokens), 0).sum(axis=0)
@@ -346,13 +335,13 @@ def _argmax_choice(name: str, out: dict[str, np.ndarray], columns: Mapping[str, 
                    fallback: np.ndarray) -> np.ndarray:
     """With repeats, the choice (or a score's most likely level) is the one with the highest mean
     probability, not the mean of the answers."""
-    question = name.rsplit("__", 1)[0]
-    options = [c for c in columns if c.startswith(f"{question}__p__")]
+    question = tidy.question_of(name, tidy.CHOICE, tidy.LEVEL) or name
+    options = [c for c in columns if c.startswith(tidy.probability_prefix(question))]
     if not options:
         return fallback
     probs = np.vstack([out[c] for c in options])
-    labels = np.array([c.removeprefix(f"{question}__p__") for c in options], dtype=object)
-    if name.endswith("__level"):
+    labels = np.array([c.removeprefix(tidy.probability_prefix(question)) for c in options], dtype=object)
+    if tidy.question_of(name, tidy.LEVEL) is not None:
         labels = labels.astype(float)
     best = labels[np.nan_to_num(probs, nan=-1.0).argmax(axis=0)]
     return np.where(np.isnan(probs).all(axis=0), fallback, best)

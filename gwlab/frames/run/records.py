@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from gwlab.errors import InvalidRequest
+from gwlab.errors import InvalidRequest, RunRecordWarning
 from gwlab.frames.extract import reading_fields, typed_columns
 from gwlab.frames.recipes import RowRecipe, rebuild
 from gwlab.frames.run.checkpoint import AnswerStore, canonical, is_store_url, key_of, mask_url
@@ -138,7 +138,7 @@ def _append(store: AnswerStore | None, summary: Any, facts: dict[str, Any], deta
         log.add_run(run_id, record["started"], json.dumps(record, ensure_ascii=False, allow_nan=False), details)
     except Exception as exc:  # a paid run is returned even when its record cannot be written
         warnings.warn(f"run {run_id} could not be recorded in {kept}: {type(exc).__name__}: {exc}; kept for "
-                      "this process only", RuntimeWarning, stacklevel=4)
+                      "this process only", RunRecordWarning, stacklevel=4)
         kept = "process only: the store refused the record"
         PROCESS_RUNS.add_run(run_id, record["started"], json.dumps({**record, "kept": kept}), None)
     summary.run_id, summary.recorded = run_id, kept
