@@ -150,12 +150,16 @@ async def stoppable(runner: Runner, batch: Batch) -> RunResult:
 
 
 _fallback: LoopThread | None = None  # for when the gateway brings no loop (an injected connection)
+NO_GATEWAY = object()  # `run_sync`'s gateway for a call that sends nothing: the frames loop, no gateway started
 
 
 def _loop_for(gateway: Any) -> asyncio.AbstractEventLoop:
     """The loop a synchronous call runs on: the sync gateway's own, else a private one (injected
-    connections). An AsyncGateway's connections belong to the caller's loop: it must await."""
+    connections, a call that sends nothing). An AsyncGateway's connections belong to the caller's loop:
+    it must await."""
     global _fallback
+    if gateway is NO_GATEWAY:
+        gateway = Connection(_sends_nothing)  # no loop of its own: the private one below
     if not isinstance(gateway, Connection):
         from gwlab.client.gateway import AsyncGateway
 
@@ -169,6 +173,11 @@ def _loop_for(gateway: Any) -> asyncio.AbstractEventLoop:
         if _fallback is None:
             _fallback = LoopThread("gwlab-frames-loop")
     return _fallback.loop
+
+
+async def _sends_nothing(family: ProtocolFamily, body: dict[str, Any]) -> Answer:
+    """The sender of a call that promised to send nothing (`NO_GATEWAY`): a send is a bug, said loudly."""
+    raise RuntimeError(f"a call run without a gateway tried to send {family.name}")
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T], gateway: Any) -> T:

@@ -13,9 +13,34 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["AGREEMENT", "ANSWER", "CHOICE", "CONFIDENCE", "CUT", "DECIDED", "LEVEL", "NOUL", "PROBABILITY",
-           "PROXY_SCORE", "SCORE", "SEP", "SOURCE", "STD", "column", "decision_record", "is_probability",
-           "options_of", "probability", "probability_prefix", "question_of", "reads_yes", "split_probability"]
+from gwlab.errors import InvalidRequest
+
+__all__ = [
+    "AGREEMENT",
+    "ANSWER",
+    "CHOICE",
+    "CONFIDENCE",
+    "CUT",
+    "DECIDED",
+    "LEVEL",
+    "NOUL",
+    "PROBABILITY",
+    "PROXY_SCORE",
+    "SCORE",
+    "SEP",
+    "SOURCE",
+    "STD",
+    "column",
+    "decision_record",
+    "is_probability",
+    "options_of",
+    "probability",
+    "probability_prefix",
+    "question_of",
+    "reads_yes",
+    "refuse_clash",
+    "split_probability",
+]
 
 SEP = "__"  # between a question id and what the column holds
 CUT = 0.5  # a yes/no probability at or above it reads as yes (a filter's, an agreement's, a vote's default)
@@ -89,3 +114,14 @@ def decision_record(answers: Mapping[str, Any]) -> dict[str, Any]:
             record.update({probability(qid, key): p for key, p in answer.probabilities.items()})
             record[column(qid, CONFIDENCE)] = answer.confidence
     return record
+
+
+def refuse_clash(existing: Iterable[object], added: Iterable[str], *, prefix: str = "", join: bool = True) -> None:
+    """The one column-clash check, before anything is sent (not after the run has been paid for): with
+    `join`, no added column (after `prefix`) may already be among the frame's `existing` columns."""
+    if not join:
+        return
+    have = set(existing)
+    clash = [f"{prefix}{name}" for name in added if f"{prefix}{name}" in have]
+    if clash:
+        raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or join=False")

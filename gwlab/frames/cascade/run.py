@@ -69,10 +69,8 @@ CASCADE_COLUMNS = tuple(tidy.SEP + field for field in (tidy.ANSWER, tidy.SOURCE,
 
 def _check_names(frame: pd.DataFrame, question: CascadeQuestion, options: Mapping[str, Any]) -> None:
     """Refuse a clash with the frame's columns before anything is sent (as the accessor does for its own)."""
-    names = [f"{options.get('prefix', '')}{question.name}{suffix}" for suffix in CASCADE_COLUMNS]
-    clash = [name for name in names if options.get("join", True) and name in frame.columns]
-    if clash:
-        raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or join=False")
+    tidy.refuse_clash(frame.columns, [f"{question.name}{suffix}" for suffix in CASCADE_COLUMNS],
+                      prefix=options.get("prefix", ""), join=options.get("join", True))
 
 
 def proxy_columns(proxy: pd.DataFrame, frame: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:

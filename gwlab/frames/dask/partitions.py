@@ -35,6 +35,7 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, recipes
+from gwlab.frames import columns as tidy
 from gwlab.frames.extract import Structured, typed_columns
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run.checkpoint import Checkpoint, is_store_url, mask_url
@@ -281,12 +282,7 @@ def checked_run(ddf: Any, family: RowRecipe, options: DaskOptions, schema: Schem
     limits = Limits(options.get("requests_per_minute"), options.get("tokens_per_minute"),
                     options.get("max_in_flight"), options.get("limiter_name", "default"),
                     options.get("burst", DEFAULT_BURST_SECONDS))
-    if join:
-        names = [f"{prefix}{c}" for c in [*family.columns, *META_COLUMNS, *added]]
-        clash = [name for name in names if name in ddf.columns]
-        if clash:
-            raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or "
-                                           "join=False")
+    tidy.refuse_clash(ddf.columns, [*family.columns, *META_COLUMNS, *added], prefix=prefix, join=join)
     meta = meta_of(make_meta(ddf), family, join=join, prefix=prefix, schema=schema)  # dask's public empty frame
     run = WorkerRun(GatewaySpec.of(options["gateway"]), StoreSpec.of(options["checkpoint"]), limits, config)
     return run, meta

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.frames.run.budget import input_text
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.outcome import RunSummary
@@ -113,12 +114,10 @@ def texts(frame: pd.DataFrame, spec: Any, field_name: str, blank: str) -> tuple[
 
 def finish(frame: pd.DataFrame, added: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
     """The operator's columns (prefixed), after the input columns unless join=False."""
+    tidy.refuse_clash(frame.columns, map(str, added.columns), prefix=config.prefix, join=config.join)
     added = added.rename(columns=lambda c: f"{config.prefix}{c}")
     if not config.join:
         return added
-    clash = [c for c in added.columns if c in frame.columns]
-    if clash:
-        raise InvalidRequest("prefix", f"the frame already has column {clash[0]!r}; pass prefix='...' or join=False")
     return pd.concat([frame, added.set_axis(frame.index)], axis=1)
 
 

@@ -1,10 +1,12 @@
 """A run's options as one frozen object: one set of defaults and one validation pass for every runner.
 
 `df.gw.decide/chat/respond/messages` (rows), `df.gw.videos/images/tasks` (tasks) and the Dask functions
-take their options as keyword arguments (`RunOptions`, `TaskOptions` in the accessor, `DaskOptions` in
-`frames.dask`, which document them). Each turns them into a `RunConfig` here, once, before anything is
-sent: a bad value is refused naming the option, and a default is written in this module only. Where the
-kinds differ (how many requests in flight, how errors are met) the difference is one table below.
+take their options as keyword arguments, typed here (`RunOptions`, `ExtractOptions`, `TaskOptions`, with
+`RUN_OPTIONS_DOC` the table every method's docstring shows; `DaskOptions` in `frames/dask/partitions.py`).
+Each turns them into a `RunConfig` here, once, before anything is sent: a bad value is refused naming
+the option, and a default is written in this module only. Where the kinds differ (how many requests in
+flight, how errors are met) the difference is one table below. tests/frames/run/test_run_config.py
+ties the typed options and the docs' table to `RunConfig`'s fields, so the three cannot drift.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames.extract import Structured
+from gwlab.frames.run.budget import Budget
+from gwlab.frames.run.checkpoint import AnswerStore
+from gwlab.frames.run.limiter import Limiter
 
-__all__ = ["DEFAULTS", "ERRORS", "KINDS", "RunConfig"]
+__all__ = ["DEFAULTS", "ERRORS", "KINDS", "RUN_OPTIONS_DOC", "ExtractOptions", "RunConfig", "RunOptions", "TaskOptions"]
 
 Kind = Literal["rows", "tasks", "dask"]
 KINDS: tuple[Kind, ...] = ("rows", "tasks", "dask")
@@ -73,11 +79,16 @@ class RunConfig:
     def of(cls, kind: Kind, options: Mapping[str, Any]) -> RunConfig:
         """The config of keyword `options` for a run of `kind`; an option the kind does not take is a
         TypeError naming it, as Python's own for an unexpected keyword."""
-        allowed = {f.name for f in fields(cls)} - {"kind"} - {o for o, kinds in _ONLY.items() if kind not in kinds}
-        unknown = sorted(set(options) - allowed)
+        unknown = sorted(set(options) - cls.options(kind))
         if unknown:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
         return cls(kind=kind, **options)
+
+    @classmethod
+    def options(cls, kind: Kind) -> frozenset[str]:
+        """The keyword options a run of `kind` takes: every field but the kind and the other kinds' own."""
+        others = {option for option, kinds in _ONLY.items() if kind not in kinds}
+        return frozenset({f.name for f in fields(cls)} - {"kind"} - others)
 
     def but(self, **changes: Any) -> RunConfig:
         """A copy with `changes` (checked again)."""
@@ -110,3 +121,112 @@ def _positive_int(value: Any) -> bool:
 
 def _positive_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+# --- the options as callers type them (keyword arguments) ------------------------------------------------
+
+
+class RunOptions(TypedDict, total=False):
+    """Options every `df.gw` method takes (documented in `RUN_OPTIONS_DOC`)."""
+
+    gateway: Any
+    concurrency: int
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+    limiter: Limiter | None
+    budget: int | Budget | None
+    prices: Any
+    pilot: int | None
+    checkpoint: str | Path | AnswerStore | Literal[False] | None
+    refresh: bool
+    repeats: int
+    blank: Literal["fail", "send"]
+    errors: Literal["raise", "coerce"]
+    progress: bool
+    join: bool
+    prefix: str
+
+
+class ExtractOptions(RunOptions, total=False):
+    """`df.gw.extract`'s options: the run's, and how answers are asked for (documented in `extract`)."""
+
+    max_reasks: int
+    structured: Structured
+
+
+class TaskOptions(TypedDict, total=False):
+    """Options every task batch (`df.gw.videos`, `images`, `tasks`) takes (documented in `tasks`)."""
+
+    folder: str | Path | None
+    gateway: Any
+    concurrency: int
+    requests_per_minute: float | None
+    limiter: Limiter | None
+    budget: int | Budget | None
+    prices: Mapping[str, float] | None
+    pilot: int | None
+    checkpoint: str | Path | AnswerStore | Literal[False] | None
+    refresh: bool
+    blank: Literal["fail", "send"]
+    poll_interval: float
+    timeout: float
+    errors: Literal["raise", "coerce"]
+    progress: bool
+    join: bool
+    prefix: str
+
+
+RUN_OPTIONS_DOC = """
+    gateway : Gateway or AsyncGateway, optional
+        Where to send; default: the process's default gateway (``gwlab.connect()``).
+    concurrency : int, default 16
+        Requests in flight at once, shared by all rows.
+    requests_per_minute, tokens_per_minute : float, optional
+        A token-bucket limit shared by every row of the run; a 429 pauses all rows for its
+        Retry-After.
+    limiter : Limiter, optional
+        A limiter to share between runs or processes (``SharedTokenBucket``).
+    budget : int or Budget, optional
+        Billed tokens (decisions: input only), or ``Budget(cost=dollars, prices=...)``. Checked
+        before each send against a conservative estimate; the run stops before exceeding it and the
+        rows left are reported ``not_run``.
+    prices : dict or PriceTable, optional
+        Dollars per million tokens per model, for the cost estimate (default: local models free).
+    pilot : int, optional
+        Run only the first `pilot` rows; the summary estimates what the rest would cost.
+    checkpoint : path, URL, Checkpoint, "auto" or None, default "auto"
+        Answers already paid for: a re-run, or a run resumed after a crash, sends only the missing
+        rows. A path is a SQLite file; a ``postgresql://`` URL a PostgreSQL database that processes
+        on several hosts share. "auto" uses ``$GWLAB_CHECKPOINT`` or ``~/.cache/gwlab/frames.sqlite``;
+        None or False keeps nothing. The run's record (``gwlab.runs``) is appended there too; with
+        None or False it is kept for this process only (``gwlab.runs(False)``).
+    refresh : bool, default False
+        Send every row again (and overwrite the checkpoint).
+    repeats : int, default 1
+        Ask each request `repeats` times; numeric answers are averaged and their spread reported
+        in ``{column}__std`` columns, with ``__repeats`` counting the asks that succeeded, and
+        ``{q}__agreement`` (``text__agreement`` for text) the share of a row's repeats that gave its
+        most common answer. Every repeat's own answer: ``result.repeats_frame()``, one row per (row,
+        repeat); ``gwlab.stability(result)`` per question (see gwlab/frames/evaluation/repeats.py).
+    blank : {"fail", "send"}, default "fail"
+        A row whose template reads an empty or whitespace-only value fails, as one reading NaN does
+        (a model asked about nothing invents an answer); "send" sends such rows. A text that is
+        blank as a whole is never sent.
+    errors : {"raise", "coerce"}, default "raise"
+        "coerce" turns a failed row into an error row (NaN answers, the reason in ``__error``);
+        never a default answer.
+    progress : bool, default True
+        A tqdm bar advanced per finished row.
+    join : bool, default True
+        Return the input columns followed by the answer columns; False: the answer columns only.
+    prefix : str, default ""
+        Prepended to every answer column (to run twice into one frame).
+
+    Returns
+    -------
+    BatchFrame
+        A new DataFrame on the input's index (MultiIndex and duplicate labels kept) whose repr
+        shows the run summary (``.run``). Meta columns per row: ``__input_tokens``,
+        ``__output_tokens``, ``__request_id``, ``__error`` and ``__status`` (sent, duplicate,
+        cached, error or not_run).
+"""

@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 
 from gwlab import InvalidRequest
-from gwlab.frames.run.config import DEFAULTS, RunConfig
+from gwlab.frames.accessor import GatewayAccessor
+from gwlab.frames.dask.partitions import DaskOptions
+from gwlab.frames.run.config import DEFAULTS, RUN_OPTIONS_DOC, ExtractOptions, RunConfig, RunOptions, TaskOptions
 
 
 def test_each_kind_takes_its_defaults_from_the_one_table() -> None:
@@ -53,3 +55,38 @@ def test_df_gw_rows_and_tasks_refuse_a_bad_option_before_sending_anything() -> N
     with pytest.raises(InvalidRequest) as refused:
         frame.gw.images("{q}", poll_interval=0, checkpoint=None)
     assert refused.value.field == "poll_interval"
+
+
+# --- the options declared once: the typed keywords and the docs' tables follow RunConfig (issue 32) ----------
+
+
+def _documented_names(doc: str) -> set[str]:
+    """The option names a numpydoc parameter table lists (`name : type` and `a, b : type` lines)."""
+    names = set()
+    for line in doc.splitlines():
+        head, colon, _ = line.strip().partition(" : ")
+        if colon and line.startswith(" " * 4) and not line.startswith(" " * 9):
+            names |= {name.strip() for name in head.split(",")}
+    return names
+
+
+def test_the_typed_row_and_task_options_are_the_config_s_own() -> None:
+    assert set(RunOptions.__annotations__) == RunConfig.options("rows")
+    assert set(TaskOptions.__annotations__) == RunConfig.options("tasks")
+    assert set(ExtractOptions.__annotations__) == RunConfig.options("rows") | {"max_reasks", "structured"}
+
+
+def test_the_dask_options_the_config_knows_are_ones_a_dask_run_takes() -> None:
+    config_fields = {f.name for f in dataclasses.fields(RunConfig)}
+    assert set(DaskOptions.__annotations__) & config_fields <= RunConfig.options("dask")
+
+
+def test_the_docs_tables_list_every_option_a_run_takes() -> None:
+    assert _documented_names(RUN_OPTIONS_DOC) == RunConfig.options("rows")
+    assert RunConfig.options("tasks") <= _documented_names(GatewayAccessor.tasks.__doc__ or "")
+
+
+def test_the_tie_sees_an_option_missing_from_the_docs() -> None:
+    """The check itself: a table without `pilot` is caught."""
+    without = "\n".join(line for line in RUN_OPTIONS_DOC.splitlines() if not line.strip().startswith("pilot"))
+    assert RunConfig.options("rows") - _documented_names(without) == {"pilot"}
