@@ -14,10 +14,9 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
-from gwlab.frames.evaluation import evidence
+from gwlab.frames.evaluation import evidence, tables
 from gwlab.frames.evaluation.targets import probability_columns
 from gwlab.frames.run import usage as _usage
-from gwlab.stats import metrics
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -69,7 +68,7 @@ def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = No
         ece = evaluation.metrics.loc[question, "ece"]
         if rows is not None:
             table = evidence.reliability_intervals(_reliability_of(evaluation, question, rows), level)
-            ece = metrics.ece(table)
+            ece = tables.ece(table)
         which = f"{label}, " if label else ""
         title = f"{question}: ECE {ece:.3f}\n({which}{int(table['count'].sum())} rows, {len(table)} bins)"
     _draw_reliability(ax, table, title, level)
@@ -85,7 +84,7 @@ def _reliability_of(evaluation: Evaluation, question: str, rows: Any) -> pd.Data
     if target.proba is None:
         raise InvalidRequest("question", f"{question!r} has no probabilities to plot")
     keep = _row_mask(frame, rows)[target.positions]
-    return metrics.reliability(target.proba[keep], target.y[keep], target.kind, evaluation.bins)
+    return tables.reliability(target.proba[keep], target.y[keep], target.kind, evaluation.bins)
 
 
 def _row_mask(frame: pd.DataFrame, rows: Any) -> np.ndarray:

@@ -137,3 +137,21 @@ def test_the_circle_check_finds_a_circle_through_a_lazy_import_and_passes_a_chai
                "gwlab.c": "import gwlab.a\n"}
     assert circles(import_graph(sources)) == [["gwlab.a", "gwlab.b"]]
     assert circles(import_graph({**sources, "gwlab.b": "X = 1\n"})) == []
+
+
+def test_stats_imports_numpy_and_the_standard_library_only() -> None:
+    """gwlab/stats/ is plain numpy (frames imports it as it imports wire): no pandas, nothing above it."""
+    import sys
+
+    allowed = {"numpy", "gwlab", "__future__", *sys.stdlib_module_names}
+    found = []
+    for path in (PACKAGE / "stats").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                top = name.split(".")[0]
+                inside = name.startswith(("gwlab.stats", "gwlab.errors")) or name == "gwlab"
+                if top not in allowed or (top == "gwlab" and not inside):
+                    found.append(f"{path.relative_to(PACKAGE)}: {name}")
+    assert found == []

@@ -21,6 +21,7 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
+from gwlab.frames.evaluation import tables
 from gwlab.frames.evaluation.labels import EvaluationWarning
 from gwlab.frames.evaluation.targets import ProbSpec, Target, resolve
 from gwlab.stats import metrics
@@ -282,8 +283,8 @@ def recalibrate(frame: pd.DataFrame, truth: str, prob: ProbSpec, *, method: str 
     result = Recalibration(
         target.question, kind, method, temperature, int(is_fit.sum()), int((~is_fit).sum()),
         metrics.log_loss(before, y[~is_fit]), metrics.log_loss(after, y[~is_fit]),
-        metrics.ece(metrics.reliability(before, y[~is_fit], kind, bins)),
-        metrics.ece(metrics.reliability(after, y[~is_fit], kind, bins)),
+        tables.ece(tables.reliability(before, y[~is_fit], kind, bins)),
+        tables.ece(tables.reliability(after, y[~is_fit], kind, bins)),
         pd.DataFrame(index=frame.index), fitted, dict(target.columns))
     calibrated = result.transform(frame)[list(target.columns.values())]
     object.__setattr__(result, "columns", calibrated)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
-from gwlab.frames.evaluation import evidence, repeats
+from gwlab.frames.evaluation import evidence, repeats, tables
 from gwlab.frames.evaluation.calibration import Recalibration, recalibrate
 from gwlab.frames.evaluation.fields import FieldEvaluation, evaluate_fields
 from gwlab.frames.evaluation.labels import EvaluationWarning, LabelMatch
@@ -43,7 +43,7 @@ class Evaluation:
     by_type: pd.DataFrame  # n-weighted means of the per-question metrics
     by_option_count: pd.DataFrame
     confusion: dict[str, pd.DataFrame]
-    reliability: dict[str, pd.DataFrame]  # per question: the ECE bins (see metrics.reliability)
+    reliability: dict[str, pd.DataFrame]  # per question: the ECE bins (see tables.reliability)
     thresholds: dict[str, pd.DataFrame]  # noul questions: P(true) >= t swept over [0, 1]
     coverage: dict[str, pd.DataFrame]  # accuracy when answering only the most confident rows
     bins: int = 10
@@ -228,15 +228,15 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
                                "accuracy": metrics.accuracy(t.y, t.pred),
                                "macro_f1": metrics.macro_f1(t.y, t.pred, k),
                                "kappa": metrics.cohen_kappa(t.y, t.pred)}
-        confusion[t.question] = metrics.confusion(t.y, t.pred, t.classes)
+        confusion[t.question] = tables.confusion(t.y, t.pred, t.classes)
         if t.proba is not None:
-            table = metrics.reliability(t.proba, t.y, t.kind, bins)
+            table = tables.reliability(t.proba, t.y, t.kind, bins)
             reliability[t.question] = table
             row |= {"brier": metrics.brier(t.proba, t.y, t.kind), "log_loss": metrics.log_loss(t.proba, t.y),
-                    "ece": metrics.ece(table)}
-            coverage[t.question] = metrics.coverage_curve(t.confidence, t.correct, steps)
+                    "ece": tables.ece(table)}
+            coverage[t.question] = tables.coverage_curve(t.confidence, t.correct, steps)
             if t.kind == "noul":
-                thresholds[t.question] = metrics.threshold_sweep(t.proba, t.y, steps + 1)
+                thresholds[t.question] = tables.threshold_sweep(t.proba, t.y, steps + 1)
         if t.kind == "score" and (t.proba is not None or len(t.y)):
             levels = np.array([float(c) for c in t.classes])
             expected = t.proba @ levels if t.proba is not None else levels[np.clip(t.pred, 0, None)]
