@@ -101,14 +101,15 @@ def test_interrupt_says_how_many_answers_are_saved_where_and_that_a_rerun_resume
     _, stderr = process.communicate(timeout=60)
     kept = answered(checkpoint)
     last = stderr.strip().splitlines()[-1]  # what a terminal or a notebook shows under the traceback
-    assert last.startswith("gwlab.frames.run.outcome.RunInterrupted: interrupted: ")
+    assert last.startswith("gwlab.RunInterrupted: interrupted: ")  # the name users import (gwlab.__all__)
     assert f"{kept} of {ROWS} answers are saved in the checkpoint {checkpoint} ({kept} received in this run)" in last
     assert f"run the same cell again to resume: saved answers are not sent again, only the {ROWS - kept} " in last
     assert process.returncode != 0  # still an interrupt: the script stopped
 
 
 def test_interrupt_is_still_a_keyboard_interrupt() -> None:
-    from gwlab.frames.run.outcome import RunInterrupted, RunSummary
+    from gwlab import RunInterrupted
+    from gwlab.frames.run.outcome import RunSummary
 
     summary = RunSummary(rows=5, requests=5, sent=2, cached=1, checkpoint="/tmp/a.sqlite")
     with pytest.raises(KeyboardInterrupt, match=r"3 of 5 answers are saved in the checkpoint /tmp/a\.sqlite"):
