@@ -231,7 +231,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
             table = metrics.reliability(t.proba, t.y, t.kind, bins)
             reliability[t.question] = table
             row |= {"brier": metrics.brier(t.proba, t.y, t.kind), "log_loss": metrics.log_loss(t.proba, t.y),
-                    "ece": metrics.ece(table)}
+                    "ece": metrics.ece(table), "ece_debiased": metrics.ece_debiased(t.proba, t.y, t.kind, bins)}
             coverage[t.question] = metrics.coverage_curve(t.confidence, t.correct, steps)
             if t.kind == "noul":
                 thresholds[t.question] = metrics.threshold_sweep(t.proba, t.y, steps + 1)
@@ -245,7 +245,9 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     for name in (*_SUMMED, "mae"):
         if name not in table.columns:
             table[name] = np.nan
-    table = table[["type", "options", "n", "n_missing", "n_unmatched", "label_shift", *_SUMMED, "mae"]]
+    if "ece_debiased" not in table.columns:
+        table["ece_debiased"] = np.nan
+    table = table[["type", "options", "n", "n_missing", "n_unmatched", "label_shift", *_SUMMED, "mae", "ece_debiased"]]
     # intervals (frames/evidence.py): added columns, the point estimates above unchanged
     level = intervals.check_level(level)
     table = table.join(evidence.interval_columns(targets, len(frame), level=level, bins=bins,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from gwlab.stats import calibration_error
+
 EPS = 1e-15  # log-loss clips probabilities to [EPS, 1 - EPS], as scikit-learn did
 
 
@@ -81,6 +83,20 @@ def log_loss(proba: np.ndarray, y: np.ndarray) -> float:
     return float(-np.mean(np.log(np.clip(p, EPS, 1 - EPS))))
 
 
+def calibration_pairs(proba: np.ndarray, y: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """What calibration is measured on, per row: (P(true), label is true) for noul, (top-label confidence,
+    top label is right) for choice and score."""
+    if kind == "noul":
+        return proba[:, 1], (y == 1).astype(float)
+    return proba.max(axis=1), (proba.argmax(axis=1) == y).astype(float)
+
+
+def ece_debiased(proba: np.ndarray, y: np.ndarray, kind: str, bins: int = 10) -> float:
+    """Kumar et al.'s debiased binned ECE (gwlab/stats/calibration_error.py): the plug-in `ece` less an
+    estimate of its upward bias (it removes part of it: a calibrated model's 0.059 reads 0.036 on 300 rows)."""
+    return calibration_error.debiased(calibration_error.binned(*calibration_pairs(proba, y, kind), bins))
+
+
 def reliability(proba: np.ndarray, y: np.ndarray, kind: str, bins: int = 10) -> pd.DataFrame:
     """Equal-width bins over [0, 1]; one row per bin with its count, mean prediction and observed rate.
 
@@ -88,10 +104,7 @@ def reliability(proba: np.ndarray, y: np.ndarray, kind: str, bins: int = 10) -> 
     reliability diagram). Choice and score: the top-label confidence, and `observed` the fraction of
     rows whose predicted class was right. The last bin is closed: a prediction of 1.0 falls in it.
     """
-    if kind == "noul":
-        value, hit = proba[:, 1], (y == 1).astype(float)
-    else:
-        value, hit = proba.max(axis=1), (proba.argmax(axis=1) == y).astype(float)
+    value, hit = calibration_pairs(proba, y, kind)
     edges = np.linspace(0.0, 1.0, bins + 1)
     which = np.clip(np.searchsorted(edges, value, side="right") - 1, 0, bins - 1)
     count = np.bincount(which, minlength=bins)
