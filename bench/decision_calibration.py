@@ -149,39 +149,43 @@ def validate() -> None:
     spec = json.loads(QUESTIONS.read_text())
     texts = messages["text"].tolist()
     print(f"held-out: {MESSAGES.relative_to(ROOT)} ({len(messages)} rows), never used in the fit")
-    print(f"{'question':<9}{'base rate':>10}{'AUC raw':>9}{'AUC cal':>9}   {'ECE raw [95%]':<24}{'ECE cal [95%]':<24}")
-    for q in ("refund", "urgent"):
-        raw = raw_noul(texts, spec[q].get("instructions"), spec[q].get("criteria"))
+    print(f"{'question':<36}{'base rate':>10}{'AUC raw':>9}{'AUC cal':>9}   {'ECE raw [95%]':<24}{'ECE cal [95%]':<24}")
+    asked = [("refund", spec["refund"]), ("urgent", spec["urgent"]),
+             ("refund", {"instructions": FILTER_CONDITION, "name": "refund, as the filter below asks"})]
+    for q, question in asked:
+        raw = raw_noul(texts, question.get("instructions"), question.get("criteria"))
+        filter_raw = raw
         cal = NOUL_CALIBRATION(raw)
         y = messages[q].to_numpy(dtype=bool)
         frame = pd.DataFrame({"truth": y, "raw__noul": raw, "cal__noul": cal})
         eces = [_ece_text(gwlab.evaluate(frame, truth="truth", prob=f"{name}__noul")) for name in ("raw", "cal")]
-        print(f"{q:<9}{y.mean():>10.3f}{auc(raw, y):>9.3f}{auc(cal, y):>9.3f}   {eces[0]:<24}{eces[1]:<24}")
-    _validate_filter(messages)
+        name = question.get("name", q)
+        print(f"{name:<36}{y.mean():>10.3f}{auc(raw, y):>9.3f}{auc(cal, y):>9.3f}   {eces[0]:<24}{eces[1]:<24}")
+    _validate_filter(messages, filter_raw >= 0.5)
 
 
 def _ece_text(evaluation: Any) -> str:
-    row = evaluation.table.set_index("metric").loc["ece"] if "metric" in evaluation.table else None
-    if row is None:
-        return "n/a"
-    return f"{row['value']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+    row = evaluation.metrics.iloc[0]
+    return f"{row['ece']:.3f} [{row['ece_low']:.3f}, {row['ece_high']:.3f}]"
 
 
-def _validate_filter(messages: pd.DataFrame) -> None:
+def _validate_filter(messages: pd.DataFrame, raw_keep: np.ndarray) -> None:
     import gwlab
 
     gwlab.connect()
-    kept = messages.gw.filter(FILTER_CONDITION, state="{text}", checkpoint=None)
+    kept = messages.gw.filter(FILTER_CONDITION, state="{text}", checkpoint=None, progress=False)
     y = messages["refund"].to_numpy(dtype=bool)
     keep = messages.index.isin(kept.index)
     print(f'\ndf.gw.filter("{FILTER_CONDITION}") at its default threshold, scored on the refund label:')
-    print(f"{'filter':<14}{'kept':>6}{'precision':>11}{'recall':>8}{'F1':>7}")
-    for name, chosen in (("gwlab", keep), ("always yes", np.ones_like(y)), ("always no", np.zeros_like(y))):
+    print(f"{'filter':<20}{'kept':>6}{'precision':>11}{'recall':>8}{'F1':>7}")
+    rules = (("gwlab", keep), ("raw model (before)", raw_keep), ("always yes", np.ones_like(y)),
+             ("always no", np.zeros_like(y)))
+    for name, chosen in rules:
         tp = int((chosen & y).sum())
         precision = tp / chosen.sum() if chosen.sum() else float("nan")
         recall = tp / y.sum()
         f1 = 2 * tp / (chosen.sum() + y.sum())
-        print(f"{name:<14}{int(chosen.sum()):>6}{precision:>11.3f}{recall:>8.3f}{f1:>7.3f}")
+        print(f"{name:<20}{int(chosen.sum()):>6}{precision:>11.3f}{recall:>8.3f}{f1:>7.3f}")
 
 
 def main() -> None:
