@@ -89,7 +89,21 @@ class Evaluation:
         shown = evidence.display(self.metrics.drop(columns=drop, errors="ignore"))
         table = shown.to_string(float_format="{:.3f}".format)
         notes = "".join(f"\nnote: {line}" for line in self.notes())
-        return f"Evaluation of {self._questions()} question(s){self._interval_note()}\n{table}{notes}"
+        head = "".join(f"\n{line}" for line in self.headlines())
+        return f"Evaluation of {self._questions()} question(s){self._interval_note()}{head}\n{table}{notes}"
+
+    def headlines(self) -> list[str]:
+        """Per question whose rows were not all scored: the accuracy beside its n and what was left out, so
+        a figure on the matched half is never read as the whole frame's."""
+        lines = []
+        for question, row in self.metrics.iterrows():
+            if isinstance(question, tuple) or not (row["n_missing"] or row["n_unmatched"]):
+                continue
+            total = int(row["n"] + row["n_missing"] + row["n_unmatched"])
+            lines.append(f"{question}: accuracy {row['accuracy']:.3f} on {int(row['n'])} of {total} rows "
+                         f"({int(row['n_unmatched'])} left out: label matches no option; "
+                         f"{int(row['n_missing'])} left out: no label or no answer)")
+        return lines
 
     def _questions(self) -> int:
         return self.metrics.index.get_level_values(0).nunique()
@@ -102,7 +116,8 @@ class Evaluation:
     def _repr_html_(self) -> str:
         head = (f"<b>Evaluation</b> of {self._questions()} question(s), ECE over {self.bins} equal-width bins"
                 f"{html.escape(self._interval_note())}")
-        parts = [head, *(f"<p>note: {html.escape(line)}</p>" for line in self.notes()),
+        parts = [head, *(f"<p><b>{html.escape(line)}</b></p>" for line in self.headlines()),
+                 *(f"<p>note: {html.escape(line)}</p>" for line in self.notes()),
                  evidence.display(self.metrics).to_html(float_format="{:.3f}".format, na_rep="–")]
         for question, table in list(self.confusion.items())[:4]:
             parts.append(f"<details><summary>confusion: {html.escape(question)}</summary>{table.to_html()}"
@@ -126,6 +141,7 @@ _SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": 
 def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
              questions: Mapping[str, Any] | None = None, levels_from: int | Mapping[str, int] | None = None,
              by: str | Sequence[str] | None = None, level: float = 0.95, kind: str = "decisions",
+             labels: Mapping[Any, Any] | None = None,
              **settings: Unpack[EvaluationSettings]) -> Evaluation | FieldEvaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
 
@@ -157,6 +173,10 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         level = label - 1); a dict gives it per question id. Not given: read from the labels, with a
         warning when they fit both (e.g. a slice whose labels are 2..4 of a 1..5 rubric), so state it
         to read a frame and any slice of it the same way.
+    labels : dict, optional
+        Synonyms: ``{label as written: what it means}`` (``{1: False, 2: True, 3: None}`` for a 1/2
+        coding with 3 = "unsure"; None leaves the row out as unlabelled), or ``{question id: {...}}``.
+        Keys are read by type (the bool True is never the number 1) and text up to case and spaces.
     kind : {"decisions", "fields"}, default "decisions"
         "fields": `truth` is ``{field: label column}`` and `pred` ``{field: extracted column}`` (default:
         the field's own name); a null label means "not in the text" and is scored like a value. Returns a
@@ -207,7 +227,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     """
     if kind == "fields":
         return _fields(frame, truth, pred, level, prob=prob, questions=questions, levels_from=levels_from,
-                       by=by, **settings)
+                       by=by, labels=labels, **settings)
     if kind != "decisions":
         raise InvalidRequest("kind", f"'decisions' or 'fields'; got {kind!r}")
     unknown = sorted(set(settings) - set(_SETTINGS))
@@ -215,7 +235,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
     bins, steps, resamples, seed, reduce = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
     frame, clusters = repeats.prepare(frame, reduce)
-    targets = resolve(frame, truth, prob, pred, questions, levels_from)
+    targets = resolve(frame, truth, prob, pred, questions, levels_from, labels)
     rows, confusion, reliability, thresholds, coverage = [], {}, {}, {}, {}
     for t in targets:
         _require_rows(t)
@@ -256,7 +276,8 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         # every slice reads score labels on the scale the whole frame was read on (stated or found)
         scales = {t.question: 1 if t.match.shift else 0 for t in targets if t.kind == "score" and t.match is not None}
         table = _sliced(frame, truth, prob, pred, by, [t.question for t in targets], questions=questions,
-                        levels_from=levels_from if levels_from is not None else scales or None, bins=bins,
+                        levels_from=levels_from if levels_from is not None else scales or None, labels=labels,
+                        bins=bins,
                         level=level, resamples=resamples, seed=seed)
     evidence.warn_small(table)
     source = None
@@ -272,12 +293,13 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
                       evidence.methods(resamples, seed, clustered=clusters is not None))
 
 
-def _fields(frame: pd.DataFrame, truth: Any, pred: Any, level: float, **unused: Any) -> FieldEvaluation:
+def _fields(frame: pd.DataFrame, truth: Any, pred: Any, level: float, labels: Any = None,
+            **unused: Any) -> FieldEvaluation:
     """The kind="fields" evaluation; an option of the decisions path given to it is an error naming it."""
     given = next((name for name, value in unused.items() if value is not None), None)
     if given is not None:
         raise InvalidRequest(given, "does not apply with kind='fields'")
-    return evaluate_fields(frame, truth, pred, level)
+    return evaluate_fields(frame, truth, pred, level, labels)
 
 
 def _sliced(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any, pred: Any,
