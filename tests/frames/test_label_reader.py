@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import gwlab
 from gwlab.errors import InvalidRequest
-from gwlab.frames.labels import EvaluationWarning, boolean
+from gwlab.frames.labels import EvaluationWarning
 
 WRITINGS = {
     "bool": (True, False), "int": (1, 0), "float": (1.0, 0.0), "yes": ("yes", "no"), "Yes": ("Yes", "No"),
@@ -176,6 +176,7 @@ def test_a_prediction_outside_the_options_is_counted_wrong_and_warned_naming_its
     (True, True), (np.bool_(False), False), (1, True), (0.0, False), (np.int64(1), True), (" Yes ", True),
     ("FALSE", False), ("n", False), (2, None), (0.7, None), ("unsure", None), (None, None), (float("nan"), None)])
 def test_boolean_reads_only_what_is_unambiguous(value, read):
+    from gwlab.frames.labels import boolean
     assert boolean(value) is read
 
 
