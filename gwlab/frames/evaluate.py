@@ -26,7 +26,7 @@ from gwlab.frames import evidence, intervals, metrics, repeats
 from gwlab.frames._targets import Target, resolve
 from gwlab.frames.calibration import Recalibration, recalibrate
 from gwlab.frames.fields import FieldEvaluation, evaluate_fields
-from gwlab.frames.labels import EvaluationWarning, LabelMatch
+from gwlab.frames.labels import EvaluationWarning, LabelMatch, synonyms, synonyms_for
 
 __all__ = ["Agreement", "Evaluation", "EvaluationWarning", "FieldEvaluation", "agreement", "evaluate", "recalibrate"]
 
@@ -51,6 +51,7 @@ class Evaluation:
         default=None, repr=False)  # (frame, truths, probs, questions, levels_from)
     level: float = 0.95  # confidence level of the `{metric}_low` / `{metric}_high` columns
     methods: dict[str, str] = field(default_factory=dict)  # metric -> how its interval was computed
+    synonyms: Mapping[Any, Any] | None = field(default=None, repr=False)  # the `labels=` given
 
     def __getitem__(self, question: str) -> pd.Series:
         return self.metrics.loc[question]
@@ -66,9 +67,14 @@ class Evaluation:
         if self._source is None:
             raise InvalidRequest("evaluation", "this evaluation kept no reference to its frame")
         frame, truths, probs, questions, levels_from = self._source
-        return {q: recalibrate(frame, truths[q], probs[q], method=method, fit=fit, seed=seed, bins=self.bins,
-                               questions=questions, levels_from=levels_from)
+        return {q: recalibrate(self._mapped(frame, q, truths[q]), truths[q], probs[q], method=method, fit=fit,
+                               seed=seed, bins=self.bins, questions=questions, levels_from=levels_from)
                 for q in truths if q in probs and self.targets[q].proba is not None}
+
+    def _mapped(self, frame: pd.DataFrame, question: str, column: str) -> pd.DataFrame:
+        """The frame with `labels=` synonyms applied to a question's label column, as it was scored."""
+        mapping = synonyms_for(self.synonyms, question)
+        return frame.assign(**{column: synonyms(frame[column], mapping)}) if mapping else frame
 
     def notes(self) -> list[str]:
         """One line per question whose labels were not read as written: mapped, shifted or unmatched."""
@@ -290,7 +296,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     return Evaluation(table, _grouped(whole, "type"), _grouped(whole, "options"), confusion, reliability,
                       thresholds, coverage, bins, {t.question: t for t in targets},
                       {t.question: t.match for t in targets if t.match is not None}, source, level,
-                      evidence.methods(resamples, seed, clustered=clusters is not None))
+                      evidence.methods(resamples, seed, clustered=clusters is not None), labels)
 
 
 def _fields(frame: pd.DataFrame, truth: Any, pred: Any, level: float, labels: Any = None,

@@ -185,3 +185,13 @@ def test_an_unknown_question_in_truth_is_named_as_truth_not_prob():
     with pytest.raises(InvalidRequest) as caught:
         gwlab.evaluate(frame, truth={"urgnet": "label"})
     assert caught.value.field == "truth" and "'urgnet'" in str(caught.value) and "urgent" in str(caught.value)
+
+
+def test_recalibration_reads_the_labels_as_the_evaluation_mapped_them():
+    rng = np.random.default_rng(1)
+    truth = rng.random(200) < 0.4
+    p = np.clip(np.where(truth, 0.7, 0.3) + rng.normal(0, 0.15, 200), 0.01, 0.99)
+    frame = pd.DataFrame({"coded": np.where(truth, 2, 1), "q__noul": p})
+    ev = gwlab.evaluate(frame, truth="coded", prob="q", labels={1: False, 2: True}, resamples=20)
+    fitted = ev.recalibrate("temperature")["q"]
+    assert fitted is not None and ev.frame is frame  # the frame as given, the labels read as mapped
