@@ -93,3 +93,15 @@ def test_an_evaluation_that_left_rows_out_shows_its_n_beside_the_headline() -> N
     acc = ev["team"]["accuracy"]
     assert f"team: accuracy {acc:.3f} on 27 of 59 rows (32 left out: label matches no option" in repr(ev)
     assert "27 of 59 rows" in ev._repr_html_()
+
+
+def test_stability_of_a_sampled_text_run_by_words_agrees_at_least_as_often_as_by_folded_text(gw: Gateway) -> None:
+    frame = pd.DataFrame({"q": ["Is the sky blue? Answer:", "Name a colour:", "Say hello:"]})
+    out = frame.gw.chat("{q}", model=TEXT_MODEL, max_tokens=6, params={"temperature": 1.0}, repeats=3, **quiet(gw))
+    folded, words = gwlab.stability(out), gwlab.stability(out, text="words", words=1)
+    assert folded.loc["text", "rows"] == words.loc["text", "rows"] == len(frame)
+    assert words.loc["text", "agreement"] >= folded.loc["text", "agreement"]  # fewer words can only merge answers
+    assert folded.loc["text", "agreement"] == pytest.approx(out["text__agreement"].mean())
+    with pytest.raises(InvalidRequest) as caught:
+        gwlab.stability(out, text="letters")
+    assert caught.value.field == "text"
