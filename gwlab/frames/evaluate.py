@@ -216,14 +216,17 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     ------
     InvalidRequest
         (field ``truth``) when no row of a question has a label that matches one of its options and
-        an answer, or when a label matches two options up to case.
+        an answer, when a label matches two options up to case, when a yes/no label is a number other
+        than 0 or 1 (a 1/2 coding: map it with ``labels=``; the message names the column and the
+        values), or when ``truth={question: ...}`` names a question the frame has no answer columns for.
 
     Warns
     -----
     EvaluationWarning
         When labels were left out because they match no option (named, with counts), a score's
         labels were read as a 1-based scale and shifted, or fit both scales and ``levels_from`` was
-        not given.
+        not given; or when predictions match none of the classes (counted wrong; column and values
+        named).
 
     Examples
     --------
