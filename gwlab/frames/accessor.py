@@ -36,7 +36,7 @@ from gwlab.wire.models import DEFAULT_MODELS  # written once, in wire
 from gwlab.wire.schema import Schema
 from gwlab.wire.tasks import TaskFamily, build_submit
 
-__all__ = ["ExtractOptions", "GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
+__all__ = ["ExtractOptions", "GatewayAccessor", "InputLimitWarning", "RepeatsWarning", "RunOptions", "TaskOptions"]
 
 
 TemplateSpec = str | Sequence[str] | Mapping[str, str]
@@ -777,6 +777,12 @@ class GatewayAccessor:
                                  f"row {label!r}: {message.split(': ', 1)[-1]} (errors='coerce' makes it an "
                                  "error row)")
         self._check_names(family, config)
+        greedy = repeats.deterministic(family.spec) if config.repeats > 1 else None
+        if greedy is not None:  # said before the first request, so nothing is paid k times unawares
+            warnings.warn(f"repeats={config.repeats} with {greedy}: the model is asked for its one most likely "
+                          f"answer, so every repeat gives the same and is sent and paid {config.repeats} times; "
+                          "use repeats=1, or sample (temperature > 0) to measure stability", RepeatsWarning,
+                          stacklevel=3)
         connection = _client.connection(config.gateway)
         over = await _over_limit(family, rows, connection, config)
         if over is not None and len(over.positions):
@@ -841,6 +847,10 @@ class GatewayAccessor:
             return answers
         answers.index = self._frame.index  # the same object: concat aligns nothing, duplicates stay put
         return pd.concat([self._frame, answers], axis=1)
+
+
+class RepeatsWarning(UserWarning):
+    """`repeats=k` on requests that ask for a deterministic answer: k requests paid for one answer."""
 
 
 class InputLimitWarning(UserWarning):

@@ -5,12 +5,21 @@ A null is an answer here ("not in the text"), so a null label is a label, not a 
 label is null; `missed` a null where the label has a value; `wrong` two different values. Accuracy is
 right / n with its Wilson interval (frames/intervals.py); `mae` is the mean absolute error over the
 rows where both are numbers (numeric fields only). Rows whose extraction failed (`__status` error or
-not run) have no answer: they are left out and counted in `n_missing`. Values are compared exactly
-(1 equals 1.0; text is case-sensitive): normalise the labels first if they are written differently.
+not run) have no answer: they are left out and counted in `n_missing`. The status column is found
+under any `prefix=` the extract was given (`{prefix}__status`, the one sharing the field column's
+prefix); a frame with no status column is scored only when no row lacks every scored value, since a
+failed extraction (all values null) cannot otherwise be told from a right "absent", and is refused
+naming `pred` when one does.
+
+Values are read by the labels' reader (frames/labels.py): a yes/no field meets True/False, 0/1,
+"yes"/"no" and "true"/"false" labels; text is compared up to case and surrounding/inner spaces; numbers
+by value (1 equals 1.0, "42" equals 42). A label a yes/no field cannot read ("unsure", 2) is counted
+wrong and warned of, naming the column and the values. `labels=` synonyms apply to the label columns.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +29,7 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import evidence, intervals
+from gwlab.frames.labels import EvaluationWarning, boolean, synonyms
 
 __all__ = ["FieldEvaluation", "evaluate_fields"]
 
@@ -48,7 +58,7 @@ class FieldEvaluation:
 
 
 def evaluate_fields(frame: pd.DataFrame, truth: Mapping[str, str], pred: Mapping[str, str] | None,
-                    level: float) -> FieldEvaluation:
+                    level: float, labels: Mapping[Any, Any] | None = None) -> FieldEvaluation:
     """Score each field's predicted column against its label column (`pred` defaults to the field's name)."""
     if not isinstance(truth, Mapping) or not truth:
         raise InvalidRequest("truth", "with kind='fields', a dict {field: label column}")
@@ -60,19 +70,43 @@ def evaluate_fields(frame: pd.DataFrame, truth: Mapping[str, str], pred: Mapping
         if unknown:
             raise InvalidRequest(name, f"column(s) not in the frame: {unknown}")
     level = intervals.check_level(level)
-    answered = _answered(frame)
-    rows = {field: _field_row(frame.loc[answered, truth[field]], frame.loc[answered, pred[field]],
-                              int((~answered).sum()), level) for field in truth}
+    rows = {}
+    for field in truth:
+        answered = _answered(frame, pred[field], list(pred.values()))
+        label = synonyms(frame.loc[answered, truth[field]], _for(labels, field))
+        rows[field] = _field_row(label, frame.loc[answered, pred[field]], int((~answered).sum()), level)
     table = pd.DataFrame.from_dict(rows, orient="index")[_COLUMNS].rename_axis("field")
     evidence.warn_small(table)
     return FieldEvaluation(table, level)
 
 
-def _answered(frame: pd.DataFrame) -> np.ndarray:
-    """Rows with an answer: all of them unless a `__status` column says a row failed or was not run."""
-    if "__status" not in frame.columns:
-        return np.ones(len(frame), dtype=bool)
-    return frame["__status"].astype(object).isin(ANSWERED).to_numpy()
+def _for(labels: Mapping[Any, Any] | None, field: str) -> Mapping[Any, Any] | None:
+    if labels and all(isinstance(v, Mapping) for v in labels.values()):
+        return labels.get(field)
+    return labels
+
+
+def _answered(frame: pd.DataFrame, column: str, scored: list[str]) -> np.ndarray:
+    """Rows with an answer, by the status column of the extract that wrote `column` (any prefix)."""
+    status = _status_column(frame, column)
+    if status is not None:
+        return frame[status].astype(object).isin(ANSWERED).to_numpy()
+    empty = frame[scored].isna().all(axis=1)
+    if empty.any():
+        raise InvalidRequest("pred", f"no __status column beside {column!r}, and {int(empty.sum())} of {len(frame)} "
+                                     "rows have no value in any scored field: a failed extraction cannot be told "
+                                     "from a right 'absent'. Keep the extract's `__status` column (df.join(out) "
+                                     "keeps it) or leave those rows out")
+    return np.ones(len(frame), dtype=bool)
+
+
+def _status_column(frame: pd.DataFrame, column: str) -> str | None:
+    """`{prefix}__status` for the longest prefix `column` starts with; the only status column else."""
+    found = [str(c) for c in frame.columns if str(c).endswith("__status")]
+    mine = [c for c in found if column.startswith(c.removesuffix("__status"))]
+    if mine:
+        return max(mine, key=len)
+    return found[0] if len(found) == 1 else None
 
 
 def _field_row(truth: pd.Series, pred: pd.Series, n_missing: int, level: float) -> dict[str, Any]:
@@ -81,7 +115,8 @@ def _field_row(truth: pd.Series, pred: pd.Series, n_missing: int, level: float) 
     labels, values = [_plain(v) for v in truth], [_plain(v) for v in pred]
     t_null = np.array([v is None for v in labels])
     p_null = np.array([v is None for v in values])
-    same = np.array([_same(a, b) for a, b in zip(labels, values, strict=True)])
+    same = np.array([_same(a, b) for a, b in zip(labels, values, strict=True)], dtype=bool)
+    _warn_unreadable(str(truth.name), labels, values)
     right = int(same.sum())
     low, high = intervals.wilson(right, len(labels), level)
     return {"n": len(labels), "n_missing": n_missing, "truth_null": int(t_null.sum()), "right": right,
@@ -111,9 +146,41 @@ def _number(value: Any) -> bool:
 
 
 def _same(label: Any, value: Any) -> bool:
-    """Equal, nulls included; numbers by value (1 == 1.0), never a bool against a number."""
+    """Equal by the labels' reader: nulls equal nulls; yes/no in any writing; numbers by value; text up
+    to case and spaces; anything else exactly."""
     if label is None or value is None:
         return label is None and value is None
-    if _number(label) and _number(value):
-        return float(label) == float(value)
+    if isinstance(value, bool) or isinstance(label, bool):
+        said, meant = boolean(value), boolean(label)
+        return said is not None and said == meant
+    a, b = _numeric(label), _numeric(value)
+    if a is not None and b is not None:
+        return a == b
+    if isinstance(label, str) and isinstance(value, str):
+        return _fold(label) == _fold(value)
     return type(label) is type(value) and label == value
+
+
+def _numeric(value: Any) -> float | None:
+    if _number(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _warn_unreadable(column: str, labels: list[Any], values: list[Any]) -> None:
+    """A yes/no field's label that reads as neither (2, "unsure") is counted wrong: say so, naming them."""
+    if not any(isinstance(v, bool) for v in values):
+        return
+    odd = sorted({repr(a) for a in labels if a is not None and boolean(a) is None})
+    if odd:
+        warnings.warn(f"label column {column!r}: {', '.join(odd[:8])} cannot be read as yes/no and count as wrong; "
+                      "map them with labels=", EvaluationWarning, stacklevel=5)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -25,7 +26,7 @@ from gwlab.frames.run_config import RunConfig
 from gwlab.frames.templates import Template
 from gwlab.wire.limits import MAX_CHOICE_OPTIONS, MAX_QUESTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS
 
-__all__ = ["Blocking", "MergePlan", "OperatorFrame", "OperatorSummary", "tfidf_similarity"]
+__all__ = ["Blocking", "FilterWarning", "MergePlan", "OperatorFrame", "OperatorSummary", "tfidf_similarity"]
 
 # the small side of a merge leaves room under the choice limit: one option is "none", and a few spare
 # keep a right frame that grows by a row or two on the same strategy (and the same checkpointed answers)
@@ -58,6 +59,7 @@ class OperatorSummary:
     comparisons: int = 0  # topk: pairwise comparisons asked
     levels: int = 0  # aggregate: map-reduce levels run
     strategy: str = ""  # merge: "choice" or "pairwise"
+    kept: int | None = None  # filter: rows that passed
     stopped: str | None = None
     runs: list[dict[str, Any]] = field(default_factory=list)  # each run's RunSummary, as a dict
 
@@ -77,7 +79,9 @@ class OperatorSummary:
         extra = {"comparisons": self.comparisons, "levels": self.levels}
         shown = "".join(f", {value} {name}" for name, value in extra.items() if value)
         strategy = f" ({self.strategy})" if self.strategy else ""
-        line = (f"{self.operator}{strategy}: {self.rows} rows, {self.requests} requests in {len(self.runs)} runs: "
+        kept = f", kept {self.kept} of {self.rows}" if self.kept is not None else ""
+        line = (f"{self.operator}{strategy}: {self.rows} rows{kept}, {self.requests} requests in "
+                f"{len(self.runs)} runs: "
                 f"{self.sent} sent, {self.cached} cached{shown} · {self.input_tokens} in / {self.output_tokens} "
                 "out tokens")
         return line + (f" · stopped: {self.stopped}" if self.stopped else "")
@@ -204,10 +208,25 @@ async def filter_rows(frame: pd.DataFrame, condition: str, state: Any, threshold
     if cascade is not None:  # the cascade's answer decides: a missing one (unpaid, failed) is never kept
         keep = answers[f"{name}__answer"].map(lambda v: v is True or v == True).to_numpy(dtype=bool)  # noqa: E712
         shown += [f"{name}__answer", f"{name}__source"]
-    summary = OperatorSummary("filter", rows=len(frame))
+    summary = OperatorSummary("filter", rows=len(frame), kept=int(keep.sum()))
     summary.add(answers.run)
+    _warn_none_kept(summary, probability, threshold)
     out = finish(frame, answers[shown], config)
     return OperatorFrame.of(out[keep], summary, pd.DataFrame(answers))
+
+
+class FilterWarning(UserWarning):
+    """A filter ran, but what it kept needs a second look (no row passed)."""
+
+
+def _warn_none_kept(summary: OperatorSummary, probability: pd.Series, threshold: float) -> None:
+    """No row passing is rarely what the user meant: say so, with the highest probability seen."""
+    if summary.kept or not summary.rows:
+        return
+    top = probability.max()
+    seen = f"the highest P(true) is {top:.2f}" if top == top else "no row was answered"
+    warnings.warn(f"filter kept 0 of {summary.rows} rows: {seen}, below threshold={threshold}; see .answers "
+                  "for every row's probability", FilterWarning, stacklevel=4)
 
 
 # --- merge -------------------------------------------------------------------------------------------
@@ -501,7 +520,8 @@ def _groups(frame: pd.DataFrame, spec: AggregateSpec, config: RunConfig) -> dict
     if failed and config.errors == "raise":
         position, message = min(failed.items())
         raise InvalidRequest("text", f"row {frame.index[position]!r}: {message}")
-    positions = {"all": np.arange(len(frame))} if not by else frame.groupby(spec.by, sort=False).indices
+    # dropna=False: a row whose key is missing is its own group (NaN), never silently dropped
+    positions = {"all": np.arange(len(frame))} if not by else frame.groupby(spec.by, sort=False, dropna=False).indices
     return {key: [(frame.index[i], row_texts[i]) for i in where if row_texts[i] is not None]
             for key, where in positions.items()}
 

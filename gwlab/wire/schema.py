@@ -11,6 +11,7 @@ prompt, the absent rule, the re-ask) is here too. Pydantic is imported only when
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import types
 import typing
@@ -61,7 +62,8 @@ class Schema:
         if not isinstance(spec, Mapping) or not spec:
             raise InvalidRequest("schema", "a Pydantic model, a JSON Schema or a {field: type} mapping; got "
                                            f"{type(spec).__name__}")
-        if spec.get("type") == "object" and isinstance(spec.get("properties"), Mapping):
+        if spec.get("type") == "object" or "$schema" in spec:  # a JSON Schema, never a {field: type} mapping
+            _require_properties(spec)
             _check_json_schema(spec)
             return cls(_strict(_inline(dict(spec), spec.get("$defs", {}))), name or "answer")
         properties = {str(field): _of_type(kind, f"schema.{field}") for field, kind in spec.items()}
@@ -249,6 +251,19 @@ def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
     if isinstance(node, list):
         return [_inline(v, defs) for v in node]
     return node
+
+
+def _require_properties(spec: Mapping[str, Any]) -> None:
+    """An object's JSON Schema names its fields under `properties`: a typo ("proprties") is named, not
+    read as a field called "type" of a `{field: type}` mapping."""
+    if isinstance(spec.get("properties"), Mapping):
+        return
+    near = difflib.get_close_matches("properties", [str(k) for k in spec], n=1, cutoff=0.7)
+    if near and near[0] != "properties":
+        raise InvalidRequest(f"schema.{near[0]}", "not a JSON Schema keyword; did you mean 'properties'? (an "
+                                                  "object's schema lists its fields under 'properties')")
+    raise InvalidRequest("schema.properties", "a JSON Schema of an object lists its fields under 'properties' "
+                                              "(a mapping of field -> schema); this one has none")
 
 
 def _check_json_schema(spec: Mapping[str, Any]) -> None:
