@@ -6,11 +6,13 @@ label is null; `missed` a null where the label has a value; `wrong` two differen
 right / n with its Wilson interval (frames/intervals.py); `mae` is the mean absolute error over the
 rows where both are numbers (numeric fields only). Rows whose extraction failed (`__status` error or
 not run) have no answer: they are left out and counted in `n_missing`. Values are compared exactly
-(1 equals 1.0; text is case-sensitive): normalise the labels first if they are written differently.
+(1 equals 1.0; text is case-sensitive), dates by calendar day (a naive date label meets a UTC midnight):
+normalise the labels first if they are written differently.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -116,4 +118,19 @@ def _same(label: Any, value: Any) -> bool:
         return label is None and value is None
     if _number(label) and _number(value):
         return float(label) == float(value)
+    days = _day(label), _day(value)
+    if None not in days:
+        return days[0] == days[1]
     return type(label) is type(value) and label == value
+
+
+def _day(value: Any) -> dt.date | None:
+    """The calendar day of a date (a `datetime.date`, or a timestamp at midnight, naive or UTC, as a
+    `datetime.date` field's column holds it); None for anything else, a time of day included, which
+    is compared exactly."""
+    if isinstance(value, np.datetime64):
+        value = pd.Timestamp(value)
+    if isinstance(value, dt.datetime):
+        utc = value.tzinfo is None or value.utcoffset() == dt.timedelta(0)
+        return value.date() if utc and value.time() == dt.time(0) else None
+    return value if isinstance(value, dt.date) else None
