@@ -5,6 +5,7 @@ real embedded gateway and its local models."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,7 @@ import pytest
 import gwlab
 import gwlab.frames.accessor
 from gwlab.client.gateway import Gateway
+from gwlab.frames import _client
 from gwlab.frames.usage import summarize
 from tests.support.models import TEXT_MODEL
 
@@ -95,3 +97,28 @@ def test_the_row_counts_keep_their_meaning_on_a_re_run(gw: Gateway, tmp_path: Pa
     assert again["__input_tokens"].tolist() == first["__input_tokens"].tolist()  # a cached row's original cost
     listed = gwlab.runs(store)
     assert listed[["sent_rows", "cached_rows", "duplicate_rows"]].values.tolist() == [[3, 0, 2], [0, 3, 2]]
+
+
+def test_the_paid_ask_before_a_failed_re_ask_is_in_the_runs_tokens(gw: Gateway) -> None:
+    # fault injected: every re-ask fails before reaching the gateway; each row's first ask was answered
+    # (invalid, 3 tokens cannot hold the object) and billed, so it counts although the row failed
+    real = _client.connection(gw)
+    calls = []
+
+    async def send(family, body):
+        calls.append(len(body["messages"]))
+        if len(calls) % 2 == 0:  # concurrency=1: ask, re-ask, ask, re-ask
+            raise RuntimeError("injected: the re-ask was lost")
+        return await real.send(family, body)
+
+    faulty = dataclasses.replace(real, send=send)
+    frame = pd.DataFrame({"text": ["The kettle broke.", "Refund please."]})
+    out = frame.gw.extract("Summarise: {text}", {"product": str, "refund": bool}, protocol="chat",
+                           model=TEXT_MODEL, max_tokens=3, max_reasks=1, gateway=faulty, checkpoint=None,
+                           prices=PRICES, concurrency=1, errors="coerce", progress=False)
+    assert calls[0] < calls[1] and (out["__status"] == "error").all()
+    assert out["__error"].str.contains("injected").all()
+    ledger = _ledger_rows(gw, out.run.run_id)
+    assert len(ledger) == 2 and ledger["input_tokens"].sum() > 0
+    record = gwlab.runs(False).set_index("run_id").loc[out.run.run_id]
+    _same_figures(out.run, record, ledger)
