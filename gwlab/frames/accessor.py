@@ -575,10 +575,10 @@ class GatewayAccessor:
             run = TaskRun(client, family, model, self._frame.index, bodies, errors, config, origin=origin,
                           checkpoint=checkpoint)
             _client.stop_on_interrupt(run)
-            with _client.run_tag(None, family.name):
+            with _client.run_tag(None, family.name) as run_label:
                 frame, summary = await run.run()
-            records.record_tasks(checkpoint, run, frame, summary, records.Described({"prompt": prompt},
-                                                                                   self._frame.index, prefix))
+            described = records.Described({"prompt": prompt}, self._frame.index, prefix, run_label)
+            records.record_tasks(checkpoint, run, frame, summary, described)
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()
@@ -792,10 +792,10 @@ class GatewayAccessor:
         runner = Runner(family, connection.send, config, retry_delay=connection.retry_delay, checkpoint=checkpoint,
                         description=f"{family.name} {family.model}", gateway=origin)
         try:
-            with _client.run_tag(connection, family.name):
+            with _client.run_tag(connection, family.name) as run_label:
                 result = await _client.stoppable(runner, Batch(rows))
             records.record_rows(checkpoint, runner, result, records.Described(template, self._frame.index,
-                                                                              config.prefix))
+                                                                              config.prefix, run_label))
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()

@@ -13,12 +13,14 @@ naming `pred` when one does.
 
 Values are read by the labels' reader (frames/labels.py): a yes/no field meets True/False, 0/1,
 "yes"/"no" and "true"/"false" labels; text is compared up to case and surrounding/inner spaces; numbers
-by value (1 equals 1.0, "42" equals 42). A label a yes/no field cannot read ("unsure", 2) is counted
+by value (1 equals 1.0, "42" equals 42); dates by calendar day (a naive date label meets a UTC
+midnight). A label a yes/no field cannot read ("unsure", 2) is counted
 wrong and warned of, naming the column and the values. `labels=` synonyms apply to the label columns.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -156,6 +158,9 @@ def _same(label: Any, value: Any) -> bool:
     a, b = _numeric(label), _numeric(value)
     if a is not None and b is not None:
         return a == b
+    days = _day(label), _day(value)
+    if None not in days:
+        return days[0] == days[1]
     if isinstance(label, str) and isinstance(value, str):
         return _fold(label) == _fold(value)
     return type(label) is type(value) and label == value
@@ -184,3 +189,15 @@ def _warn_unreadable(column: str, labels: list[Any], values: list[Any]) -> None:
     if odd:
         warnings.warn(f"label column {column!r}: {', '.join(odd[:8])} cannot be read as yes/no and count as wrong; "
                       "map them with labels=", EvaluationWarning, stacklevel=5)
+
+
+def _day(value: Any) -> dt.date | None:
+    """The calendar day of a date (a `datetime.date`, or a timestamp at midnight, naive or UTC, as a
+    `datetime.date` field's column holds it); None for anything else, a time of day included, which
+    is compared exactly."""
+    if isinstance(value, np.datetime64):
+        value = pd.Timestamp(value)
+    if isinstance(value, dt.datetime):
+        utc = value.tzinfo is None or value.utcoffset() == dt.timedelta(0)
+        return value.date() if utc and value.time() == dt.time(0) else None
+    return value if isinstance(value, dt.date) else None
