@@ -42,7 +42,7 @@ def with_header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[a
             if self._header_timer is None and self._between_requests():
                 self._arm()  # the first byte of a request on a kept-alive connection
             super().data_received(data)
-            if not self._between_requests():
+            if not self._between_requests() or self.transport.get_protocol() is not self:
                 self._disarm()
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -64,6 +64,8 @@ def with_header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[a
 
         def _expire(self, cycle: Any) -> None:
             self._header_timer = None
+            if self.transport.get_protocol() is not self:
+                return  # upgraded to a WebSocket, whose protocol now owns the connection
             if getattr(self, "cycle", None) is cycle and self._between_requests() and not self.transport.is_closing():
                 self.transport.close()  # no request began in time: nothing to answer, nobody waiting
 

@@ -129,3 +129,15 @@ def test_requests_past_the_concurrency_limit_are_refused_503_until_connections_f
     # the server counts a connection once it has accepted it: ask until it has
     wait_until(lambda: status(CONCURRENCY) == 503, timeout=BOUND, interval=0.2, what="a 503 at the limit")
     assert wait_until(lambda: status(0) == 200, timeout=BOUND, interval=0.2, what="a 200 below the limit")
+
+
+async def test_a_websocket_session_outlives_the_header_deadline(gateway) -> None:
+    """The header deadline ends with the upgrade: a realtime session stays open past it."""
+    import asyncio
+
+    from tests.support.realtime import connect
+
+    async with connect(gateway) as rt:
+        await asyncio.sleep(3 * max(HEADER_S, IDLE_S))
+        await rt.send({"type": "session.update", "session": {"instructions": "Be brief."}})
+        assert (await rt.recv())["type"] == "session.updated"
