@@ -52,7 +52,7 @@ class _Exchange:
                 raise  # cancelled from outside (shutdown): not ours to swallow
             self.scope.setdefault("state", {})["client_closed"] = True
         finally:
-            _charge(self.scope)
+            self._charge()
             if self._watcher is not None:
                 self._watcher.cancel()
                 with contextlib.suppress(BaseException):
@@ -83,7 +83,16 @@ class _Exchange:
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.body" and not message.get("more_body", False):
             self._response_done = True
+            self._charge()  # before the last chunk leaves: a client holding its answer sees its budget spent
         await self._send(message)
+
+    def _charge(self) -> None:
+        """The tokens this request used, charged once to its key's token budget (ratelimit.py)."""
+        state, app = self.scope.get("state", {}), self.scope.get("app")
+        usage, key_id = state.get("usage"), state.get("key_id")
+        if usage and key_id is not None and app is not None and not state.get("charged"):
+            state["charged"] = True
+            app.state.limiter.spend(key_id, sum(n or 0 for n in usage))
 
     async def _watch(self) -> None:
         """Wait for the disconnect (uvicorn also reports one once the response is complete: then it is moot)."""
@@ -95,10 +104,3 @@ class _Exchange:
         if self._task is not None and not self._task.done():
             self._task.cancel()
 
-
-def _charge(scope: Scope) -> None:
-    """The tokens this request used, charged to its key's token budget (ratelimit.py), however it ended."""
-    state, app = scope.get("state", {}), scope.get("app")
-    usage, key_id = state.get("usage"), state.get("key_id")
-    if usage and key_id is not None and app is not None:
-        app.state.limiter.spend(key_id, sum(n or 0 for n in usage))
