@@ -129,7 +129,8 @@ def test_an_answer_handed_over_mid_way_resumes_valid_against_its_grammar(gateway
     # both sides, so the long answer's sequence is really evicted from the model's context and restored
     items, model = 24, RESUME_MODEL
     result: dict[str, httpx.Response] = {}
-    worker = threading.Thread(target=lambda: result.update(long=_chat(gateway, gateway.api_key, _numbers(items, model), 600)))
+    body = _numbers(items, model)
+    worker = threading.Thread(target=lambda: result.update(long=_chat(gateway, gateway.api_key, body, 600)))
     worker.start()
     try:
         wait_until(lambda: TURNS.holder() == me, timeout=ANSWER_S, what="the long request generating")
