@@ -5,6 +5,7 @@ many sessions at once (a 429 at the handshake). A gateway of the test's own, in 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,7 +54,7 @@ async def test_an_append_past_the_buffer_cap_is_an_error_event_naming_it(gateway
 async def test_a_key_holds_at_most_its_sessions_and_gets_one_back_when_it_closes(gateway: LocalGateway) -> None:
     store = Store(gateway.db_path)
     try:
-        other = store.create_key("rt-other")
+        other = store.create_key(f"rt-other-{uuid.uuid4().hex[:6]}")
     finally:
         store.close()
     async with connect(gateway):

@@ -4,6 +4,7 @@ test's own, in this process, with a small budget (`Limits.tokens_per_minute`, do
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,18 +37,22 @@ def _chat(gateway: LocalGateway, key: str) -> httpx.Response:
                       timeout=httpx.Timeout(120))
 
 
+def _new_key(gateway: LocalGateway) -> str:
+    store = Store(gateway.db_path)
+    try:
+        return store.create_key(f"budget-{uuid.uuid4().hex[:6]}")
+    finally:
+        store.close()
+
+
 def test_a_key_past_its_token_budget_gets_a_429_and_another_key_does_not(gateway: LocalGateway) -> None:
-    first = _chat(gateway, gateway.api_key)
+    key = _new_key(gateway)  # a fresh budget
+    first = _chat(gateway, key)
     assert first.status_code == 200, first.text[:300]
     assert first.json()["usage"]["prompt_tokens"] > BUDGET  # the answer overdraws the budget
     assert first.headers["x-ratelimit-limit-tokens"] == str(BUDGET)
-    refused = _chat(gateway, gateway.api_key)
+    refused = _chat(gateway, key)
     assert refused.status_code == 429, refused.text[:300]
     assert refused.json()["error"]["type"] == "tokens" and int(refused.headers["retry-after"]) >= 1
     assert refused.headers["x-ratelimit-remaining-tokens"] == "0"
-    store = Store(gateway.db_path)
-    try:
-        other = store.create_key("budget-other")
-    finally:
-        store.close()
-    assert _chat(gateway, other).status_code == 200
+    assert _chat(gateway, _new_key(gateway)).status_code == 200
