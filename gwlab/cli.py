@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from gwlab.errors import InvalidRequest
 
 if TYPE_CHECKING:
+    from gwlab.local.limits import Limits
     from gwlab.local.settings import Settings
 
 
@@ -27,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="pace of the video preview renderer (10 steps per video)")
     serve.add_argument("--gguf", action="append", default=[], metavar="NAME=PATH",
                        help="serve a GGUF chat model under the id NAME (repeatable; adds to $GWLAB_GGUF)")
+    _limit_flags(serve)
 
     keys = sub.add_parser("keys", help="create, list, disable and delete keys")
     keys_sub = keys.add_subparsers(dest="action", required=True)
@@ -57,12 +59,45 @@ def main(argv: list[str] | None = None) -> int:
             options["video_seconds_per_step"] = args.video_seconds_per_step
         try:
             options["gguf"] = tuple(_gguf_options(args.gguf).items())
+            options["limits"] = _limits(args)
             serve(args.host, args.port, Settings(db_path=args.db or "", **options))
         except InvalidRequest as exc:  # a bad --gguf or GWLAB_GGUF entry: one line naming it, nothing served
             print(f"gwlab: {exc}", file=sys.stderr)
             return 2
         return 0
     return _keys(args, settings)
+
+
+def _limit_flags(serve: argparse.ArgumentParser) -> None:
+    """One flag per field of `Limits` (docs/security.md): a number, or `off` where the limit may be off."""
+    from gwlab.local.limits import FLAGS, Limits
+
+    defaults = Limits()
+    for name, flag in FLAGS.items():
+        default = getattr(defaults, name)
+        serve.add_argument(flag, default=None, metavar="N", help=f"default {default if default else 'off'}")
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    """The `Limits` the flags give; a value that is not a number (or `off`) is an error naming its flag."""
+    import dataclasses
+
+    from gwlab.local.limits import FLAGS, Limits
+
+    chosen = {}
+    for f in dataclasses.fields(Limits):
+        text = getattr(args, f.name)
+        if text is None:
+            continue
+        kind = float if f.name.endswith("_s") else int
+        try:
+            chosen[f.name] = None if text == "off" else kind(text)
+        except ValueError:
+            raise InvalidRequest(FLAGS[f.name], f"expected a number or 'off', got {text!r}") from None
+    try:
+        return Limits(**chosen)
+    except InvalidRequest as exc:
+        raise InvalidRequest(FLAGS[exc.field.removeprefix("limits.")], str(exc).partition(": ")[2]) from None
 
 
 def _gguf_options(flags: list[str]) -> dict[str, str]:

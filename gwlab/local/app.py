@@ -14,7 +14,9 @@ from gwlab.errors import InvalidRequest
 from gwlab.local.body import BodyTooLarge
 from gwlab.local.cors import BrowserAccess
 from gwlab.local.errors import APIError, error_response
+from gwlab.local.guard import BodyTimeout, ConnectionGuard
 from gwlab.local.ratelimit import RateLimiter
+from gwlab.local.realtime.slots import SessionSlots
 from gwlab.local.request_log import RequestContext
 from gwlab.local.routes import chat, decisions, embeddings, images, messages, models, realtime, responses, videos
 from gwlab.local.settings import Settings
@@ -41,12 +43,14 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     store = store or Store(settings.resolved_db())
     app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None)
     app.state.settings, app.state.store = settings, store
-    app.state.limiter = RateLimiter(settings.rate_limit_rpm)
+    app.state.limiter = RateLimiter(settings.rate_limit_rpm, settings.limits.tokens_per_minute)
+    app.state.realtime_slots = SessionSlots(settings.limits.realtime_sessions_per_key)
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
     for setup in SETUPS:
         setup(app)
     _install_error_handlers(app)
+    app.add_middleware(ConnectionGuard, body_timeout_s=settings.limits.body_timeout_s)  # inside the log
     app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(BrowserAccess)  # outermost: a preflight is answered before anything else runs
     return app
@@ -68,6 +72,13 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
         limit = request.app.state.settings.max_body_bytes
         return render(request, APIError(413, f"The request body exceeds {limit} bytes", param="body"))
+
+    @app.exception_handler(BodyTimeout)
+    async def body_timeout(request: Request, exc: BodyTimeout) -> JSONResponse:
+        # the connection is closed after the answer: the rest of the body may still be on its way
+        limit = request.app.state.settings.limits.body_timeout_s
+        return render(request, APIError(408, f"The request body did not arrive within {limit:g} s",
+                                        param="body", code="request_timeout", headers={"connection": "close"}))
 
     @app.exception_handler(ClientDisconnect)
     async def client_left(request: Request, exc: ClientDisconnect) -> JSONResponse:

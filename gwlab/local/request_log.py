@@ -74,7 +74,8 @@ class RequestContext:
             if scope["type"] == "websocket":  # no status: closed before accepting, which servers send as 403
                 self._log(scope, state, status or 403, started)
             else:  # a stream the client cut, or a crash answered outside this middleware: logged all the same
-                self._log(scope, state, status or 500, started)
+                # (499, nginx's "client closed request": the client left before any answer, guard.py)
+                self._log(scope, state, status or (499 if state.get("client_closed") else 500), started)
 
     def _log(self, scope: Scope, state: dict[str, Any], status: int, started: float) -> None:
         if state.get("logged"):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gwlab.errors import InvalidRequest
+from gwlab.local.limits import Limits
 from gwlab.wire.limits import MAX_BODY_BYTES_DEFAULT
 
 GGUF_ENV = "GWLAB_GGUF"  # "NAME=PATH;NAME2=PATH2": the user's GGUF models, for notebooks and Binder
@@ -25,6 +26,7 @@ class Settings:
     video_seconds_per_step: float = 0.2  # pace of the preview renderer's progress, for polling tests
     # the user's GGUF models as (id, path) pairs; None: whatever GWLAB_GGUF names (none when it is unset)
     gguf: tuple[tuple[str, str], ...] | None = None
+    limits: Limits = field(default_factory=Limits)  # caps on work, realtime and connections (limits.py)
 
     def resolved_db(self) -> str:
         return self.db_path or default_db_path()
