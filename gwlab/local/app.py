@@ -16,9 +16,23 @@ from gwlab.local.cors import BrowserAccess
 from gwlab.local.errors import APIError, error_response
 from gwlab.local.ratelimit import RateLimiter
 from gwlab.local.request_log import RequestContext
-from gwlab.local.routes import chat, decisions, embeddings, images, messages, models, realtime, responses, videos
+from gwlab.local.routes import (
+    batches,
+    chat,
+    decisions,
+    embeddings,
+    files,
+    images,
+    message_batches,
+    messages,
+    models,
+    realtime,
+    responses,
+    videos,
+)
 from gwlab.local.settings import Settings
 from gwlab.local.store import Store
+from gwlab.wire.batches import ANTHROPIC_BATCHES
 from gwlab.wire.limits import API_PREFIX
 
 log = logging.getLogger("gwlab.local")
@@ -26,8 +40,8 @@ log = logging.getLogger("gwlab.local")
 # the families served, as data (Starlette's `Router(routes=[...])`): one router per protocol family, all
 # under the one API prefix; a family with its own worker also gives the hook that starts it with the app
 ROUTERS = (models.router, chat.router, responses.router, messages.router, decisions.router, embeddings.router,
-           videos.router, images.router, realtime.router)
-SETUPS = (videos.setup, images.setup)
+           videos.router, images.router, realtime.router, files.router, batches.router, message_batches.router)
+SETUPS = (videos.setup, images.setup, batches.setup)
 
 
 # import names of the `local` extra's packages (pyproject.toml): a core install lacks them, which is a 503
@@ -41,13 +55,17 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     store = store or Store(settings.resolved_db())
     app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None)
     app.state.settings, app.state.store = settings, store
+    app.state.files_root = settings.resolved_files_dir()
     app.state.limiter = RateLimiter(settings.rate_limit_rpm)
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
     for setup in SETUPS:
         setup(app)
     _install_error_handlers(app)
-    app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes)
+    # batch inputs are larger than any single request: their two paths get the providers' caps
+    caps = {f"{API_PREFIX}/files": files.upload_cap(settings),
+            f"{API_PREFIX}/messages/batches": ANTHROPIC_BATCHES.max_bytes}
+    app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes, path_caps=caps)
     app.add_middleware(BrowserAccess)  # outermost: a preflight is answered before anything else runs
     return app
 
