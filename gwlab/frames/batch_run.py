@@ -32,7 +32,7 @@ class _JobsBar:
         self.enabled, self.description, self.bar = enabled, description, None
 
     def __call__(self, entries: list[Any]) -> None:
-        if not self.enabled:
+        if not self.enabled or not entries:
             return
         total = sum(len(e.custom_ids) for e in entries)
         if self.bar is None:
