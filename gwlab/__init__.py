@@ -41,6 +41,7 @@ from gwlab.errors import (
     Timeout,
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
+from gwlab.frames.batch import BatchOptions, batches
 from gwlab.frames.budget import Budget
 from gwlab.frames.cascade import Cascade
 from gwlab.frames.compare import compare
@@ -60,6 +61,7 @@ __all__ = [
     "AsyncGateway",
     "AuthenticationFailed",
     "BadRequest",
+    "BatchOptions",
     "Budget",
     "Cascade",
     "ChatCompletion",
@@ -87,6 +89,7 @@ __all__ = [
     "Task",
     "TaskFamily",
     "Timeout",
+    "batches",
     "compare",
     "connect",
     "current_gateway",

@@ -26,6 +26,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-body-bytes", type=int, default=None)
     serve.add_argument("--video-seconds-per-step", type=float, default=None,
                        help="pace of the video preview renderer (10 steps per video)")
+    serve.add_argument("--batch-file-max-bytes", type=int, default=None,
+                       help="cap of a batch input file upload (default: the providers' 200 MB)")
+    serve.add_argument("--batch-window-seconds", type=float, default=None,
+                       help="a batch's window instead of the 24 h it asks for (tests: expiry)")
+    serve.add_argument("--batch-seconds-per-request", type=float, default=None,
+                       help="a pause before each batch line (tests: cancel part-way)")
+    serve.add_argument("--batch-expire-after", type=int, default=None,
+                       help="expire a batch once this many of its lines ran (tests: expiry part-way)")
     serve.add_argument("--gguf", action="append", default=[], metavar="NAME=PATH",
                        help="serve a GGUF chat model under the id NAME (repeatable; adds to $GWLAB_GGUF)")
     _limit_flags(serve)
@@ -57,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
             options["max_body_bytes"] = args.max_body_bytes
         if args.video_seconds_per_step is not None:
             options["video_seconds_per_step"] = args.video_seconds_per_step
+        for name in ("batch_file_max_bytes", "batch_window_seconds", "batch_seconds_per_request",
+                     "batch_expire_after"):
+            if getattr(args, name) is not None:
+                options[name] = getattr(args, name)
         try:
             options["gguf"] = tuple(_gguf_options(args.gguf).items())
             options["limits"] = _limits(args)

@@ -253,6 +253,20 @@ def task_client(gateway: Any, family: Any) -> tuple[Any, str]:
     return AsyncTasks(transport, family), _origin(transport)
 
 
+def batch_client(gateway: Any, family: str) -> Any:
+    """The async batch client a run of `family` sends its jobs through: Anthropic message batches for
+    messages rows, OpenAI files + batches for the others."""
+    from gwlab.client.gateway import AsyncGateway, Gateway
+
+    if gateway is None:
+        gateway = _default_gateway()
+    if isinstance(gateway, Gateway):
+        gateway = gateway.twin
+    if not isinstance(gateway, AsyncGateway):
+        raise TypeError(f"batch= needs a gwlab Gateway or AsyncGateway; got {type(gateway).__name__}")
+    return gateway.message_batches if family == "messages" else gateway.batches
+
+
 def stop_on_interrupt(run: Any) -> None:
     """Let a first Ctrl-C of the synchronous call running this coroutine stop `run` (it has `stop()`)."""
     stopper = _STOPPER.get()

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, operators, recipes, records, repeats
+from gwlab.frames import _client, batch_run, operators, recipes, records, repeats
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.cascade import Cascade
 from gwlab.frames.cascade_run import run_cascade
@@ -61,6 +61,7 @@ class RunOptions(TypedDict, total=False):
     progress: bool
     join: bool
     prefix: str
+    batch: Any
 
 
 class ExtractOptions(RunOptions, total=False):
@@ -137,6 +138,11 @@ _RUN_OPTIONS_DOC = """
         Return the input columns followed by the answer columns; False: the answer columns only.
     prefix : str, default ""
         Prepended to every answer column (to run twice into one frame).
+    batch : bool, dict or BatchOptions, optional
+        Text runs (chat, respond, messages, extract): send the unanswered rows as provider batch
+        jobs (OpenAI batches; Anthropic message batches for messages) at the batch price, and return
+        the same columns once they end. ``BatchOptions(wait=False)`` submits and returns; the same
+        call run again, from any kernel on the same checkpoint, collects. See docs/guide/batches.md.
 
     Returns
     -------
@@ -789,11 +795,17 @@ class GatewayAccessor:
             warnings.warn(_over_limit_text(over, self._labels(over.positions)), InputLimitWarning, stacklevel=2)
         checkpoint, owned = open_for_run(config.checkpoint)
         origin = await _client.checkpoint_origin(connection) if checkpoint is not None else connection.origin
-        runner = Runner(family, connection.send, config, retry_delay=connection.retry_delay, checkpoint=checkpoint,
+        send, retry_delay, phase = connection.send, connection.retry_delay, None
+        if config.batch is not None and config.batch is not False:  # provider batch jobs (frames/batch_run.py)
+            phase, send, retry_delay, config = await batch_run.prepare(family, Batch(rows), config, connection,
+                                                                       checkpoint, origin)
+        runner = Runner(family, send, config, retry_delay=retry_delay, checkpoint=checkpoint,
                         description=f"{family.name} {family.model}", gateway=origin)
         try:
             with _client.run_tag(connection, family.name) as run_label:
                 result = await _client.stoppable(runner, Batch(rows))
+            if phase is not None:
+                batch_run.finish(result.summary, phase, send)
             records.record_rows(checkpoint, runner, result, records.Described(template, self._frame.index,
                                                                               config.prefix, run_label))
         finally:

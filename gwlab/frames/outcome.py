@@ -71,6 +71,8 @@ class RunSummary:
     # with cascade=: who answered how many rows, the oracle calls, the threshold and the quality bound
     # (keys in gwlab/frames/cascade_run.py `summary`)
     cascade: dict[str, Any] | None = None
+    # with batch=: the jobs, counts, what they billed and whether rows are still pending (frames/batch.py)
+    batch: dict[str, Any] | None = None
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""

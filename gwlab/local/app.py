@@ -18,9 +18,23 @@ from gwlab.local.guard import BodyTimeout, ConnectionGuard
 from gwlab.local.ratelimit import RateLimiter
 from gwlab.local.realtime.slots import SessionSlots
 from gwlab.local.request_log import RequestContext
-from gwlab.local.routes import chat, decisions, embeddings, images, messages, models, realtime, responses, videos
+from gwlab.local.routes import (
+    batches,
+    chat,
+    decisions,
+    embeddings,
+    files,
+    images,
+    message_batches,
+    messages,
+    models,
+    realtime,
+    responses,
+    videos,
+)
 from gwlab.local.settings import Settings
 from gwlab.local.store import Store
+from gwlab.wire.batches import ANTHROPIC_BATCHES
 from gwlab.wire.limits import API_PREFIX
 
 log = logging.getLogger("gwlab.local")
@@ -28,8 +42,8 @@ log = logging.getLogger("gwlab.local")
 # the families served, as data (Starlette's `Router(routes=[...])`): one router per protocol family, all
 # under the one API prefix; a family with its own worker also gives the hook that starts it with the app
 ROUTERS = (models.router, chat.router, responses.router, messages.router, decisions.router, embeddings.router,
-           videos.router, images.router, realtime.router)
-SETUPS = (videos.setup, images.setup)
+           videos.router, images.router, realtime.router, files.router, batches.router, message_batches.router)
+SETUPS = (videos.setup, images.setup, batches.setup)
 
 
 # import names of the `local` extra's packages (pyproject.toml): a core install lacks them, which is a 503
@@ -43,6 +57,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     store = store or Store(settings.resolved_db())
     app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None)
     app.state.settings, app.state.store = settings, store
+    app.state.files_root = settings.resolved_files_dir()
     app.state.limiter = RateLimiter(settings.rate_limit_rpm, settings.limits.tokens_per_minute)
     app.state.realtime_slots = SessionSlots(settings.limits.realtime_sessions_per_key)
     for router in ROUTERS:
@@ -51,7 +66,10 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         setup(app)
     _install_error_handlers(app)
     app.add_middleware(ConnectionGuard, body_timeout_s=settings.limits.body_timeout_s)  # inside the log
-    app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes)
+    # batch inputs are larger than any single request: their two paths get the providers' caps
+    caps = {f"{API_PREFIX}/files": files.upload_cap(settings),
+            f"{API_PREFIX}/messages/batches": ANTHROPIC_BATCHES.max_bytes}
+    app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes, path_caps=caps)
     app.add_middleware(BrowserAccess)  # outermost: a preflight is answered before anything else runs
     return app
 

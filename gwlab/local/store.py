@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE TABLE IF NOT EXISTS task_content (
     task_id TEXT NOT NULL, variant TEXT NOT NULL, media_type TEXT NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (task_id, variant));
+CREATE TABLE IF NOT EXISTS files (
+    id TEXT PRIMARY KEY, key_id INTEGER NOT NULL, created_at REAL NOT NULL, body TEXT NOT NULL, path TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ephemeral_tokens (
     hash TEXT PRIMARY KEY, key_id INTEGER NOT NULL, model TEXT, session TEXT NOT NULL,
     expires_at REAL NOT NULL, used INTEGER NOT NULL DEFAULT 0);
@@ -112,6 +114,10 @@ class Store:
         rows = self._query("SELECT * FROM keys WHERE hash = ?", (hash_secret(secret),))
         return _key(rows[0]) if rows else None
 
+    def key_by_id(self, key_id: int) -> KeyRecord | None:
+        rows = self._query("SELECT * FROM keys WHERE id = ?", (key_id,))
+        return _key(rows[0]) if rows else None
+
     def list_keys(self) -> list[KeyRecord]:
         return [_key(r) for r in self._query("SELECT * FROM keys ORDER BY created_at, id")]
 
@@ -171,6 +177,32 @@ class Store:
         rows = self._query("SELECT media_type, data FROM task_content WHERE task_id = ? AND variant = ?",
                            (task_id, variant))
         return (rows[0]["media_type"], bytes(rows[0]["data"])) if rows else None
+
+    # --- files (batch inputs and results; the bytes live on disk at `path`) ---------------------------
+    def save_file(self, file_id: str, key_id: int, body: dict[str, Any], path: str) -> None:
+        with self._tx() as conn:
+            conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?)",
+                         (file_id, key_id, body.get("created_at", time.time()), json.dumps(body), path))
+
+    def load_file(self, file_id: str, key_id: int) -> tuple[dict[str, Any], str] | None:
+        rows = self._query("SELECT body, path FROM files WHERE id = ? AND key_id = ?", (file_id, key_id))
+        return (json.loads(rows[0]["body"]), rows[0]["path"]) if rows else None
+
+    def list_files(self, key_id: int) -> list[dict[str, Any]]:
+        rows = self._query("SELECT body FROM files WHERE key_id = ? ORDER BY created_at, id", (key_id,))
+        return [json.loads(r["body"]) for r in rows]
+
+    def delete_file(self, file_id: str, key_id: int) -> str | None:
+        """Forget a file; its path is returned so the caller removes the bytes."""
+        with self._tx() as conn:
+            row = conn.execute("SELECT path FROM files WHERE id = ? AND key_id = ?", (file_id, key_id)).fetchone()
+            conn.execute("DELETE FROM files WHERE id = ? AND key_id = ?", (file_id, key_id))
+        return row["path"] if row else None
+
+    def tasks_of_kind(self, kind: str) -> list[tuple[str, int, dict[str, Any]]]:
+        """Every task of a kind, all keys, oldest first (the batch worker resumes from these)."""
+        rows = self._query("SELECT id, key_id, body FROM tasks WHERE kind = ? ORDER BY created_at, id", (kind,))
+        return [(r["id"], r["key_id"], json.loads(r["body"])) for r in rows]
 
     # --- ephemeral realtime tokens ----------------------------------------------------------------
     def create_ephemeral(self, key_id: int, model: str | None, session: dict[str, Any],
