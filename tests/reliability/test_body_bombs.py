@@ -77,6 +77,7 @@ def _assert_refused_within_memory(gateway: RunningGateway, body: bytes, encoding
     before = _peak_rss(gateway)
     r = _post(gateway, body, encoding)
     rise = _peak_rss(gateway) - before
+    print(f"\n{encoding} body of {len(body) / 1024:.0f} KiB: {r.status_code}, peak memory +{rise / MiB:.0f} MiB")
     assert r.status_code == 413 and r.json()["error"]["param"] == "body", r.text[:300]
     assert rise < RISE_BOUND, f"peak memory rose by {rise / MiB:.0f} MiB for a {len(body) / 1024:.0f} KiB body"
 
