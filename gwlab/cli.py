@@ -19,7 +19,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the local gateway in the foreground")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="interface to bind; beyond loopback it warns (plain HTTP: keys cross in clear)")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="also answer requests whose Host is NAME (repeatable; '*': any, behind a proxy)")
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     serve.add_argument("--db", default=None, help="SQLite file (default: $GWLAB_DB or ~/.cache/gwlab)")
     serve.add_argument("--rate-limit-rpm", type=int, default=None, help="per-key requests per minute")
@@ -60,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from gwlab.local.server import serve
 
-        options = {"rate_limit_rpm": args.rate_limit_rpm}
+        options = {"rate_limit_rpm": args.rate_limit_rpm, "allowed_hosts": tuple(args.allow_host)}
         if args.max_body_bytes:
             options["max_body_bytes"] = args.max_body_bytes
         if args.video_seconds_per_step is not None:

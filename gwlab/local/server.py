@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import signal
 import socket
+import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,7 @@ import uvicorn
 
 from gwlab.local import deadlines
 from gwlab.local.app import create_app
+from gwlab.local.hosts import exposure_warning
 from gwlab.local.limits import Limits
 from gwlab.local.settings import Settings
 from gwlab.local.store import Store
@@ -63,6 +66,8 @@ def serve(host: str = "127.0.0.1", port: int = 0, settings: Settings | None = No
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _exit_cleanly)
     load_gguf(settings)  # before binding: a bad file stops the command with nothing listening
+    if warning := exposure_warning(host):
+        print(warning, file=sys.stderr, flush=True)
     sock = bind(host, port)
     app = create_app(settings)
     print(base_url(sock), flush=True)  # the first line of stdout, for scripts and tests
@@ -113,6 +118,8 @@ def start(db_path: str | None = None, *, host: str = "127.0.0.1", port: int = 0,
     db_path = db_path or str(Path(tempfile.mkdtemp(prefix="gwlab-")) / "gateway.sqlite")
     if not settings.db_path:
         settings = dataclasses.replace(settings, db_path=db_path)
+    if warning := exposure_warning(host):
+        warnings.warn(warning, stacklevel=2)
     store = Store(db_path)
     api_key = store.create_key(key_name or f"session-{threading.get_ident():x}-{id(store):x}")
     sock = bind(host, port)

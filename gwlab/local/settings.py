@@ -35,6 +35,8 @@ class Settings:
     batch_seconds_per_request: float = 0.0  # a pause before each line, so tests can act part-way
     batch_expire_after: int | None = None  # expire once this many lines ran (tests: expiry part-way)
     files_dir: str = ""  # uploaded and result files; "" : a `files` folder beside the database
+    # Host names served besides the connection's own address and, on loopback, localhost; "*": any
+    allowed_hosts: tuple[str, ...] = ()
 
     def resolved_db(self) -> str:
         return self.db_path or default_db_path()
