@@ -77,7 +77,7 @@ def _send_raw(gateway: LocalGateway, key: str, body: dict[str, Any]) -> socket.s
     url = urlsplit(gateway.base_url)
     data = json.dumps(body).encode()
     sock = socket.create_connection((url.hostname, url.port), timeout=30)
-    sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+    sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
                  f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
     return sock
 

@@ -65,13 +65,13 @@ def test_a_connection_that_sends_nothing_is_closed(gateway) -> None:
 
 def test_headers_trickled_a_line_at_a_time_are_cut_off(gateway) -> None:
     with closing(_connect(gateway)) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         # a new header line every 0.3 s, forever: the whole head never arrives in time
         assert _closed_while(sock, b"X-Slow: 1\r\n", 0.3) == b""
 
 
 def test_a_body_trickled_a_byte_at_a_time_is_answered_408_and_closed(gateway) -> None:
-    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {gateway.api_key}\r\n"
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {gateway.api_key}\r\n"
             "Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n{").encode()
     with closing(_connect(gateway)) as sock:
         sock.sendall(head)
@@ -82,14 +82,14 @@ def test_a_body_trickled_a_byte_at_a_time_is_answered_408_and_closed(gateway) ->
 
 def test_an_idle_kept_alive_connection_is_closed(gateway) -> None:
     with closing(_connect(gateway)) as sock:
-        sock.sendall(f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {gateway.api_key}\r\n\r\n"
+        sock.sendall(f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {gateway.api_key}\r\n\r\n"
                      .encode())
         answer = _closed_while(sock, None, 0.2)
     assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]  # answered, kept alive, then closed when idle
 
 
 def test_a_kept_alive_connection_serves_a_second_request_sent_in_time(gateway) -> None:
-    request = f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {gateway.api_key}\r\n\r\n".encode()
+    request = f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {gateway.api_key}\r\n\r\n".encode()
     with closing(_connect(gateway)) as sock:
         for _ in range(2):
             sock.sendall(request)
@@ -112,7 +112,7 @@ def _read_status(sock: socket.socket) -> int:
 
 
 def test_requests_past_the_concurrency_limit_are_refused_503_until_connections_free(gateway) -> None:
-    request = f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {gateway.api_key}\r\n\r\n".encode()
+    request = f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {gateway.api_key}\r\n\r\n".encode()
 
     def status(holding: int) -> int:
         """A request's status while `holding` other connections are open (silent: the header deadline
