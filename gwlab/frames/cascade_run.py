@@ -8,7 +8,7 @@ and the proxy's answers are checkpointed, so the same rows reach the oracle agai
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -57,7 +57,8 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     before = oracle.estimate(len(routed))  # the runner then checks each request against the budget left
     said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
     final = final_answers(mine, answered, said_by_row, cascade.metric)
-    out = with_cascade_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached)
+    out = with_cascade_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached,
+                               frame.columns if options.get("join", True) else ())
     proxy.run.cascade = summary(cascade, threshold, int(reached.sum()), answered, (len(asked), len(routed)), oracle)
     proxy.run.cascade["routed_estimate"] = before
     if proxy.run.pilot is not None:
@@ -125,12 +126,14 @@ PROXY = "__proxy"  # the cheap model's own columns of the cascaded question: {q}
 
 
 def with_cascade_columns(proxy: pd.DataFrame, question: CascadeQuestion, prefix: str, final: np.ndarray,
-                         answered: np.ndarray, score: np.ndarray, reached: np.ndarray | None = None) -> pd.DataFrame:
+                         answered: np.ndarray, score: np.ndarray, reached: np.ndarray | None = None,
+                         given: Iterable[Any] = ()) -> pd.DataFrame:
     """The delivered frame: the question's own columns hold the cascade's answers, the cheap model's are
     kept as `{q}__proxy__*`, and `CASCADE_COLUMNS` are added; a row the proxy never `reached` (a
-    pilot's, a budget's: None means every row) has no source. See docs/guide/cascades.md, "Columns"."""
-    own = f"{prefix}{question.name}__"
-    mine = [c for c in proxy.columns if str(c).startswith(own) and not str(c).endswith(CASCADE_COLUMNS)]
+    pilot's, a budget's: None means every row) has no source; the frame's own columns (`given`, joined
+    in front) are never renamed. See docs/guide/cascades.md, "Columns"."""
+    own, given = f"{prefix}{question.name}__", set(given)
+    mine = [c for c in proxy.columns if str(c).startswith(own) and c not in given]
     out = pd.DataFrame(proxy).rename(columns={c: f"{prefix}{question.name}{PROXY}__{c[len(own):]}" for c in mine})
     options = [c[len(own) + 3:] for c in mine if c.startswith(f"{own}p__") and not c.endswith("__std")]
     for name, values in delivered_columns(question, final, options).items():
