@@ -1,11 +1,13 @@
 """The cascade's guarantee on real proxy scores: the local decision model's answers on the 312 labelled
 support messages (computed once per module on the embedded gateway), the labels as the oracle, the array
-core over `SEEDS` seeds, checked as tests/stats/test_cascade_guarantee.py checks synthetic frames; and
+core over `SEEDS` seeds, checked as tests/stats/test_cascade_guarantee.py checks synthetic frames
+(tests/support/guarantee.py); and
 one real `df.gw.decide(cascade=...)` run of issue 31's case: what it delivers is what gwlab.evaluate scores."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +16,7 @@ import pytest
 import gwlab
 from gwlab.client.gateway import Gateway
 from gwlab.stats import cascade as core
-from tests.stats.test_cascade_guarantee import SEEDS, Goal, Regime, misses, misses_allowed
+from tests.support.guarantee import SEEDS, Goal, Regime, misses, misses_allowed
 from tests.support.messages import QUESTIONS, support_messages
 
 ASKED = {"refund": QUESTIONS["refund"], "team": QUESTIONS["team"]}
@@ -26,9 +28,14 @@ def messages() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def proxy(messages: pd.DataFrame, gw: Gateway) -> pd.DataFrame:
-    """The cheap model's answers on every message, once for the module."""
-    return messages.gw.decide("{text}", ASKED, gateway=gw, progress=False, checkpoint=None)
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cascade") / "answers.sqlite"
+
+
+@pytest.fixture(scope="module")
+def proxy(messages: pd.DataFrame, gw: Gateway, store: Path) -> pd.DataFrame:
+    """The cheap model's answers on every message, once for the module (checkpointed for the cascade)."""
+    return messages.gw.decide("{text}", ASKED, gateway=gw, progress=False, checkpoint=store)
 
 
 def regime(proxy: pd.DataFrame, messages: pd.DataFrame, goal: Goal) -> Regime:
@@ -62,12 +69,13 @@ def test_the_issues_recall_case_claims_no_more_than_it_delivers(
         assert threshold.bound < 1.0 or recall == 1.0  # a claimed 1 is exact
 
 
-def test_evaluate_after_a_cascade_scores_the_delivered_answers(messages: pd.DataFrame, gw: Gateway) -> None:
+def test_evaluate_after_a_cascade_scores_the_delivered_answers(messages: pd.DataFrame, gw: Gateway, store: Path,
+                                                               proxy: pd.DataFrame) -> None:
     """Issue 31's case: the team question, labels as oracle, target 0.9. `gwlab.evaluate` on the cascade's
     frame scores what it delivered; the cheap model alone is scored by naming its columns."""
-    cascade = gwlab.Cascade(oracle=messages["team"], target=0.9, delta=0.1, sample=60)
-    out = messages.gw.decide("{text}", {"team": QUESTIONS["team"]}, gateway=gw, progress=False, checkpoint=None,
-                             cascade=cascade)
+    cascade = gwlab.Cascade(oracle=messages["team"], question="team", target=0.9, delta=0.1, sample=60)
+    out = messages.gw.decide("{text}", ASKED, gateway=gw, progress=False, checkpoint=store, cascade=cascade)
+    assert out.run.sent == 0  # the cheap model's answers come from the module's checkpoint
     delivered = (out["team__answer"] == messages["team"]).mean()
     cheap = (out["team__proxy__choice"] == messages["team"]).mean()
     assert (out["team__choice"] == out["team__answer"]).all()

@@ -15,79 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from gwlab.frames.intervals import binom_cdf
 from gwlab.stats import cascade as core
-
-SEEDS = 300
-LEVEL = 0.001  # the binomial test's level: a correct certificate fails the check about once in 1,000 suites
-
-
-def misses_allowed(seeds: int, delta: float) -> int:
-    """The most misses a correct certificate may show: the largest m with P(Bin(seeds, delta) >= m) >= LEVEL."""
-    m = int(seeds * delta)
-    while 1 - binom_cdf(m, seeds, delta)[0] >= LEVEL:  # P(X >= m + 1)
-        m += 1
-    return m
-
-
-@dataclass(frozen=True)
-class Goal:
-    metric: str
-    target: float
-    delta: float
-    sample: int
-    seed: int = 0
-    candidates: int = 20
-
-
-@dataclass(frozen=True)
-class Regime:
-    """A frame and a goal: `score` per row (what the threshold is on), `good` per row (accuracy: the
-    proxy is right; precision, recall: the oracle says true)."""
-
-    name: str
-    score: np.ndarray
-    good: np.ndarray
-    goal: Goal
-
-
-def achieved(regime: Regime, seed: int, choose: Callable[..., core.Threshold]) -> float:
-    """What the guarantee speaks of, on the whole frame: accuracy of the delivered answers; precision of
-    the rows the proxy answers true; recall of the delivered answers."""
-    goal = replace(regime.goal, seed=seed)
-    sampled = core.sample_rows(regime.score, goal)
-    threshold = choose(regime.score, sampled, regime.good[sampled], goal)
-    proxy = core.proxy_answers(regime.score, threshold, goal.metric)
-    proxy[sampled] = False  # the oracle answered these
-    if goal.metric == "accuracy":
-        return float(1 - (proxy & ~regime.good).mean())
-    if goal.metric == "precision":
-        return float(regime.good[proxy].mean()) if proxy.any() else 1.0
-    return float(1 - (proxy & regime.good).sum() / regime.good.sum())
-
-
-def misses(regime: Regime, choose: Callable[..., core.Threshold] | None = None) -> int:
-    """Seeds in which the target was missed (the real certificate's count is computed once per regime)."""
-    real = choose is None and (core.lower_bound, core.corrected_target) == (_BOUND, _CORRECTED)
-    if real and regime.name in _REAL:
-        return _REAL[regime.name]
-    found = sum(achieved(regime, seed, choose or core.choose_threshold) < regime.goal.target for seed in range(SEEDS))
-    if real:
-        _REAL[regime.name] = found
-    return found
-
-
-_REAL: dict[str, int] = {}
-_BOUND, _CORRECTED = core.lower_bound, core.corrected_target
-
-
-def holds(regime: Regime, choose: Callable[..., core.Threshold] | None = None) -> bool:
-    return misses(regime, choose) <= misses_allowed(SEEDS, regime.goal.delta)
+from tests.support.guarantee import LEVEL, REAL_CORRECTION, SEEDS, Goal, Regime, holds, misses, misses_allowed
 
 
 def boundary(metric: str, sample: int, delta: float, rows: int = 50_000) -> Regime:
@@ -158,7 +92,7 @@ def no_correction(a: np.ndarray, mass: np.ndarray, target: float, delta: float) 
 
 def no_saturation(a: np.ndarray, mass: np.ndarray, target: float, delta: float) -> float:
     """The bug of issue 31: a saturated target keeps the lowest sampled positive as the threshold."""
-    return min(_CORRECTED(a, mass, target, delta), 1 - 1e-9)
+    return min(REAL_CORRECTION(a, mass, target, delta), 1 - 1e-9)
 
 
 @pytest.mark.parametrize(("mutant", "regimes"), [
