@@ -1,6 +1,6 @@
 """Cascades on the 312 labelled support messages, the labels as the oracle (keyless, on the embedded gateway).
 
-    python bench/cascade.py                 # refund: accuracy 0.8/0.85/0.9, precision 0.8, recall 0.9; 1,000 seeds
+    python bench/cascade.py                 # refund: accuracy 0.8/0.85/0.9, precision 0.8, recall 0.9/0.95; 1,000 seeds
     python bench/cascade.py --question team --specs accuracy:0.8 accuracy:0.9
 
 The cheap model (`local/decide-e5-small`) answers every row once (checkpointed). Each cascade spec then
@@ -36,13 +36,14 @@ from gwlab.frames.cascade_oracle import CascadeQuestion
 from gwlab.frames.cascade_run import final_answers, sample_positions, threshold_for
 
 DATA = Path(__file__).resolve().parents[1] / "notebooks" / "data"
-NOUL_SPECS = ["accuracy:0.8", "accuracy:0.85", "accuracy:0.9", "precision:0.8", "recall:0.9"]
+NOUL_SPECS = ["accuracy:0.8", "accuracy:0.85", "accuracy:0.9", "precision:0.8", "precision:0.8:150", "recall:0.9",
+              "recall:0.95:150"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--question", default="refund")
-    parser.add_argument("--specs", nargs="+", help="metric:target, e.g. recall:0.9")
+    parser.add_argument("--specs", nargs="+", help="metric:target[:sample], e.g. recall:0.9 or recall:0.95:150")
     parser.add_argument("--delta", type=float, default=0.1)
     parser.add_argument("--sample", type=int, default=40)
     parser.add_argument("--seeds", type=int, default=1000)
@@ -60,9 +61,9 @@ def main() -> None:
                   f"{args.seeds} seeds; the oracle is the label column\n")
             real, seeds = {}, []
             for spec in specs:
-                metric, target = spec.split(":")
+                metric, target, *sample = spec.split(":")
                 cascade = gwlab.Cascade(oracle=labels, metric=metric, target=float(target), delta=args.delta,
-                                        sample=args.sample)
+                                        sample=int(sample[0]) if sample else args.sample)
                 real[spec] = messages.gw.decide("{text}", asked, cascade=cascade, **options)
                 seeds.append((spec, over_seeds(cheap, labels, cascade, args.seeds, real[spec])))
             quality_table(cheap, labels, real, args.question)

@@ -1,6 +1,7 @@
 """gwlab's operators beside LOTUS' on the same rows of the 312 labelled support messages, keyless.
 
     .venv/bin/python bench/lotus_side_by_side.py [--rows 60] [--join-rows 20] [--topk-rows 40] [--k 5]
+        [--only filter join topk]
 
 Sets up LOTUS in its own venv (`.venv-lotus`: lotus-ai with the CPU torch wheel, never a CUDA build;
 not part of `make test`), starts the embedded gateway, and runs each pair of operators on the same rows:
@@ -200,14 +201,17 @@ def main() -> None:
     parser.add_argument("--topk-rows", type=int, default=40, help="messages the top k is taken from")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--only", nargs="+", choices=["filter", "join", "topk"], default=["filter", "join", "topk"],
+                        help="the operator pairs to run (default: all three)")
     args = parser.parse_args()
 
     messages = pd.read_csv(DATA, index_col="id")
     server = local.start()
     bench = Bench(server, gwlab.Gateway(server.base_url, server.api_key), lotus_python(), args.concurrency)
     try:
-        results = filters(bench, messages.head(args.rows)) + joins(bench, messages.head(args.join_rows))
-        ranked, overlap = topks(bench, messages.head(args.topk_rows), args.k)
+        results = filters(bench, messages.head(args.rows)) if "filter" in args.only else []
+        results += joins(bench, messages.head(args.join_rows)) if "join" in args.only else []
+        ranked, overlap = topks(bench, messages.head(args.topk_rows), args.k) if "topk" in args.only else ([], "")
     finally:
         bench.gw.close()
         server.stop()
