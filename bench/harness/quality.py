@@ -55,7 +55,7 @@ def baselines(truth: Iterable[bool]) -> list[tuple[str, Binary]]:
 def majority_share(labels: Iterable[object]) -> tuple[object, float]:
     """The most frequent label and its share: what answering it for every row scores."""
     values, counts = np.unique(np.asarray([str(v) for v in labels]), return_counts=True)
-    return values[counts.argmax()], float(counts.max() / counts.sum())
+    return str(values[counts.argmax()]), float(counts.max() / counts.sum())
 
 
 def spread(values: Iterable[float]) -> str:
