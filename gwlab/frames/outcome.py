@@ -139,14 +139,22 @@ def recorded_where(recorded: str | None) -> str:
 
 def _cascade_text(c: dict[str, Any]) -> str:
     calls = c["oracle_calls"]
-    low, high = c["interval"]
-    interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
     return (f"cascade ({c['metric']} >= {c['target']} with prob. >= {1 - c['delta']:.3g}): proxy answered "
             f"{c['proxy_rows']} rows, oracle ({c['oracle']}) {c['oracle_rows']}; oracle calls {calls['total']} "
             f"({calls['sampled']} sampled + {calls['routed']} routed) vs {c['all_oracle_calls']} all-oracle "
-            f"({c['saving']:.1f}x fewer); threshold {c['threshold']:.3f}; sample estimate {c['estimate']:.3f}"
-            f"{interval}, bound {c['bound']:.3f}" + _cascade_budget_text(c.get("routed_estimate"))
-            + _cascade_pilot_text(c.get("pilot")))
+            f"({c['saving']:.1f}x fewer); threshold {c['threshold']:.3f}; " + _certificate_text(c)
+            + _cascade_budget_text(c.get("routed_estimate")) + _cascade_pilot_text(c.get("pilot")))
+
+
+def _certificate_text(c: dict[str, Any]) -> str:
+    """What is certified, in words: the bound, or why nothing (or everything, to the oracle) was."""
+    if math.isnan(c["bound"]):
+        return f"NOT certified: {c.get('note', 'no threshold passed')}"
+    low, high = c["interval"]
+    interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
+    estimate = "" if math.isnan(c["estimate"]) else f" (sample estimate {c['estimate']:.3f}{interval})"
+    note = f"; {c['note']}" if c.get("note") else ""
+    return f"certified {c['metric']} >= {c['bound']:.3f}{estimate}{note}"
 
 
 def _cascade_budget_text(e: dict[str, Any] | None) -> str:
