@@ -7,6 +7,11 @@ right / n with its Wilson interval (frames/intervals.py); `mae` is the mean abso
 rows where both are numbers (numeric fields only). Rows whose extraction failed (`__status` error or
 not run) have no answer: they are left out and counted in `n_missing`. Values are compared exactly
 (1 equals 1.0; text is case-sensitive): normalise the labels first if they are written differently.
+
+When the extracted column has its grounding beside it (`{pred}__grounding`, frames/grounding.py), four
+more counts: `grounded` and `ungrounded` values (exact or fuzzy; not_found), `invented_ungrounded` (the
+invented values grounding caught) and `right_ungrounded` (right values it flagged; with "drop", a right
+value dropped counts as missed instead): NA for a field without grounding, left out when no field has it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ __all__ = ["FieldEvaluation", "evaluate_fields"]
 ANSWERED = ("sent", "cached", "duplicate")  # the `__status` labels of a row that has an answer
 _COLUMNS = ["n", "n_missing", "truth_null", "right", "accuracy", "accuracy_low", "accuracy_high",
             "invented", "missed", "wrong", "mae", "small"]
+_GROUNDING = ["grounded", "ungrounded", "invented_ungrounded", "right_ungrounded"]
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,11 @@ def evaluate_fields(frame: pd.DataFrame, truth: Mapping[str, str], pred: Mapping
     level = intervals.check_level(level)
     answered = _answered(frame)
     rows = {field: _field_row(frame.loc[answered, truth[field]], frame.loc[answered, pred[field]],
-                              int((~answered).sum()), level) for field in truth}
-    table = pd.DataFrame.from_dict(rows, orient="index")[_COLUMNS].rename_axis("field")
+                              int((~answered).sum()), level)
+            | _grounding_counts(frame.loc[answered], truth[field], pred[field]) for field in truth}
+    table = pd.DataFrame.from_dict(rows, orient="index")[_COLUMNS + _GROUNDING].rename_axis("field")
+    if table[_GROUNDING].isna().all().all():
+        table = table[_COLUMNS]  # no field was grounded: no grounding counts
     evidence.warn_small(table)
     return FieldEvaluation(table, level)
 
@@ -89,6 +98,21 @@ def _field_row(truth: pd.Series, pred: pd.Series, n_missing: int, level: float) 
             "invented": int((t_null & ~p_null).sum()), "missed": int((~t_null & p_null).sum()),
             "wrong": int((~t_null & ~p_null & ~same).sum()), "mae": _mae(labels, values, pred.dtype),
             "small": len(labels) < intervals.MIN_ROWS}
+
+
+def _grounding_counts(frame: pd.DataFrame, truth: str, pred: str) -> dict[str, Any]:
+    """Grounded and ungrounded values, and how the ungrounded split into invented and right ones."""
+    status = frame.get(f"{pred}__grounding")
+    if status is None:
+        return dict.fromkeys(_GROUNDING, pd.NA)
+    found = status.astype(object).isin(("exact", "fuzzy")).to_numpy()
+    lost = (status.astype(object) == "not_found").to_numpy()
+    labels = [_plain(v) for v in frame[truth]]
+    values = [_plain(v) for v in frame[pred]]
+    t_null = np.array([v is None for v in labels])
+    right = np.array([a is not None and _same(a, b) for a, b in zip(labels, values, strict=True)])
+    return {"grounded": int(found.sum()), "ungrounded": int(lost.sum()),
+            "invented_ungrounded": int((lost & t_null).sum()), "right_ungrounded": int((lost & right).sum())}
 
 
 def _mae(labels: list[Any], values: list[Any], dtype: Any) -> float:

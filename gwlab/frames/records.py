@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import grounding
 from gwlab.frames.checkpoint import (
     AnswerStore,
     canonical,
@@ -100,13 +101,15 @@ class Described:
     template: Mapping[str, Any]
     index: pd.Index
     prefix: str
+    derived: Mapping[str, Any] | None = None  # columns computed after the run (grounding: frames/grounding.py)
 
 
 def record_rows(store: AnswerStore | None, runner: Runner, result: RunResult, described: Described) -> None:
     """Append the record of a finished (or stopped) row run; its id and where it is kept go on the summary."""
     facts = {"kind": "rows", **_facts(result.summary, runner, described)}
     _append(store, result.summary, facts, lambda: {"answers": _answers(runner, result),
-                                                   "index": _index_spec(described.index)})
+                                                   "index": _index_spec(described.index),
+                                                   **({"derived": described.derived} if described.derived else {})})
 
 
 def record_tasks(store: AnswerStore | None, run: TaskRun, frame: pd.DataFrame, summary: TaskSummary,
@@ -328,6 +331,8 @@ def _rebuild(record: Mapping[str, Any], detail: Mapping[str, Any], store: Any) -
         result.error[r, j], result.request_id[r, j] = error, request_id
     frame = result.frame(index)
     frame = frame if schema is None else typed_columns(frame, schema)
+    if detail.get("derived"):
+        frame = grounding.restore(frame, detail["derived"])
     if record["prefix"]:
         frame.columns = [f"{record['prefix']}{c}" for c in frame.columns]
     return frame

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = ["EXACT", "EXEMPT", "FLAG", "FUZZY", "FUZZY_THRESHOLD", "NOT_FOUND", "STATUSES", "TOKEN_SIMILARITY",
-           "Grounding", "Kind", "ground", "kind_of"]
+           "Grounding", "Kind", "ground", "ground_fields", "kind_of"]
 
 EXACT, FUZZY, NOT_FOUND, EXEMPT = "exact", "fuzzy", "not_found", "exempt"
 STATUSES = (EXACT, FUZZY, NOT_FOUND, EXEMPT)
@@ -71,6 +71,13 @@ def kind_of(prop: Mapping[str, Any]) -> Kind:
         formats = {s.get("format") for s in subs}
         return "date" if formats & {"date", "date-time"} else "string"
     return "exempt"  # booleans, arrays, objects, mixed types
+
+
+def ground_fields(values: Mapping[str, Any], text: str | None, properties: Mapping[str, Mapping[str, Any]]
+                  ) -> dict[str, Grounding | None]:
+    """Per field of an answer that the text may quote (not exempt), its grounding (None: no value)."""
+    kinds = {field: kind_of(prop) for field, prop in properties.items()}
+    return {field: ground(values.get(field), text, kind) for field, kind in kinds.items() if kind != "exempt"}
 
 
 def ground(value: Any, text: str | None, kind: Kind = "string") -> Grounding | None:
@@ -190,8 +197,10 @@ def _similar(a: _Token, b: _Token) -> bool:
 # --- numbers -------------------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"\d+(?:[.,']\d+)*")
-_WORDS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
-_WORDS.update({w: i for i, w in enumerate("null eins zwei drei vier fünf sechs sieben acht neun zehn".split()) if i})
+_WORDS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                                      "nine", "ten", "eleven", "twelve"])}
+_WORDS.update({w: i for i, w in enumerate(["null", "eins", "zwei", "drei", "vier", "fünf", "sechs", "sieben",
+                                           "acht", "neun", "zehn"]) if i})
 
 
 def _ground_number(value: float, text: str) -> Grounding:
