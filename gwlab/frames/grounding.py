@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.wire.grounding import NOT_FOUND, STATUSES, Kind, ground, kind_of
+from gwlab.wire.grounding import EXACT, FUZZY, NOT_FOUND, Kind, ground, kind_of
 from gwlab.wire.schema import Schema
 
 __all__ = ["GROUNDING", "NOTES", "GroundingMode", "GroundingPlan", "restore", "span_column", "status_column"]
@@ -26,6 +26,7 @@ __all__ = ["GROUNDING", "NOTES", "GroundingMode", "GroundingPlan", "restore", "s
 GROUNDING = ("flag", "drop", "off")
 GroundingMode = Literal["flag", "drop", "off"]
 NOTES = "__notes"
+STATUSES = (EXACT, FUZZY, NOT_FOUND)  # the categories of `{field}__grounding` (exempt fields have no column)
 
 
 def status_column(field: str) -> str:
