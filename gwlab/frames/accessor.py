@@ -361,7 +361,7 @@ class GatewayAccessor:
         grounding : {"flag", "drop", "off"}, optional
             Default: "flag" when `prompt` reads one column or `source` is given, else "off".
             Align each extracted string, number and date with the row's source text (exact, fuzzy or
-            not_found, and its span; see docs/guide/extraction.md). "flag" keeps a value not found and
+            not_found, and its span; see docs/pandas.md, "Grounding"). "flag" keeps a value not found and
             says so in ``{field}__grounding`` and ``__notes``; "drop" makes it missing (its reason in
             ``__notes``, the value still in ``__raw``); "off" aligns nothing. Booleans, categories, lists
             and fields whose schema says ``"x-grounding": false`` are exempt. Not found does not prove a
