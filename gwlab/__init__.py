@@ -46,6 +46,7 @@ from gwlab.frames.budget import Budget
 from gwlab.frames.cascade import Cascade
 from gwlab.frames.compare import compare
 from gwlab.frames.evaluate import evaluate
+from gwlab.frames.grounding_view import show_grounding
 from gwlab.frames.records import run_answers, runs
 from gwlab.frames.repeats import stability
 from gwlab.wire.chat import ChatCompletion
@@ -98,6 +99,7 @@ __all__ = [
     "label_calls",
     "run_answers",
     "runs",
+    "show_grounding",
     "stability",
 ]
 

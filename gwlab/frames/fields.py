@@ -16,6 +16,11 @@ Values are read by the labels' reader (frames/labels.py): a yes/no field meets T
 by value (1 equals 1.0, "42" equals 42); dates by calendar day (a naive date label meets a UTC
 midnight). A label a yes/no field cannot read ("unsure", 2) is counted
 wrong and warned of, naming the column and the values. `labels=` synonyms apply to the label columns.
+
+When the extracted column has its grounding beside it (`{pred}__grounding`, frames/grounding.py), four
+more counts: `grounded` and `ungrounded` values (exact or fuzzy; not_found), `invented_ungrounded` (the
+invented values grounding caught) and `right_ungrounded` (right values it flagged; with "drop", a right
+value dropped counts as missed instead): NA for a field without grounding, left out when no field has it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ __all__ = ["FieldEvaluation", "evaluate_fields"]
 ANSWERED = ("sent", "cached", "duplicate")  # the `__status` labels of a row that has an answer
 _COLUMNS = ["n", "n_missing", "truth_null", "right", "accuracy", "accuracy_low", "accuracy_high",
             "invented", "missed", "wrong", "mae", "small"]
+_GROUNDING = ["grounded", "ungrounded", "invented_ungrounded", "right_ungrounded"]
 
 
 @dataclass(frozen=True)
@@ -76,8 +82,11 @@ def evaluate_fields(frame: pd.DataFrame, truth: Mapping[str, str], pred: Mapping
     for field in truth:
         answered = _answered(frame, pred[field], list(pred.values()))
         label = synonyms(frame.loc[answered, truth[field]], _for(labels, field))
-        rows[field] = _field_row(label, frame.loc[answered, pred[field]], int((~answered).sum()), level)
-    table = pd.DataFrame.from_dict(rows, orient="index")[_COLUMNS].rename_axis("field")
+        rows[field] = (_field_row(label, frame.loc[answered, pred[field]], int((~answered).sum()), level)
+                       | _grounding_counts(frame.loc[answered], truth[field], pred[field]))
+    table = pd.DataFrame.from_dict(rows, orient="index")[_COLUMNS + _GROUNDING].rename_axis("field")
+    if table[_GROUNDING].isna().all().all():
+        table = table[_COLUMNS]  # no field was grounded: no grounding counts
     evidence.warn_small(table)
     return FieldEvaluation(table, level)
 
@@ -126,6 +135,21 @@ def _field_row(truth: pd.Series, pred: pd.Series, n_missing: int, level: float) 
             "invented": int((t_null & ~p_null).sum()), "missed": int((~t_null & p_null).sum()),
             "wrong": int((~t_null & ~p_null & ~same).sum()), "mae": _mae(labels, values, pred.dtype),
             "small": len(labels) < intervals.MIN_ROWS}
+
+
+def _grounding_counts(frame: pd.DataFrame, truth: str, pred: str) -> dict[str, Any]:
+    """Grounded and ungrounded values, and how the ungrounded split into invented and right ones."""
+    status = frame.get(f"{pred}__grounding")
+    if status is None:
+        return dict.fromkeys(_GROUNDING, pd.NA)
+    found = status.astype(object).isin(("exact", "fuzzy")).to_numpy()
+    lost = (status.astype(object) == "not_found").to_numpy()
+    labels = [_plain(v) for v in frame[truth]]
+    values = [_plain(v) for v in frame[pred]]
+    t_null = np.array([v is None for v in labels])
+    right = np.array([a is not None and _same(a, b) for a, b in zip(labels, values, strict=True)])
+    return {"grounded": int(found.sum()), "ungrounded": int(lost.sum()),
+            "invented_ungrounded": int((lost & t_null).sum()), "right_ungrounded": int((lost & right).sum())}
 
 
 def _mae(labels: list[Any], values: list[Any], dtype: Any) -> float:

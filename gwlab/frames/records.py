@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import grounding
 from gwlab.frames.checkpoint import (
     AnswerStore,
     canonical,
@@ -105,13 +106,16 @@ class Described:
     index: pd.Index
     prefix: str
     label: RunLabel | None = None  # the run's id and its calls' ledger label (None: a fresh id, no calls)
+    derived: Mapping[str, Any] | None = None  # columns computed after the run (grounding: frames/grounding.py)
 
 
 def record_rows(store: AnswerStore | None, runner: Runner, result: RunResult, described: Described) -> None:
     """Append the record of a finished (or stopped) row run; its id and where it is kept go on the summary."""
     facts = {"kind": "rows", **_facts(result.summary, runner, described)}
     _append(store, result.summary, facts, described.label, lambda: {"answers": _answers(runner, result),
-                                                                    "index": _index_spec(described.index)})
+                                                                    "index": _index_spec(described.index),
+                                                                    **({"derived": described.derived}
+                                                                       if described.derived else {})})
 
 
 def record_tasks(store: AnswerStore | None, run: TaskRun, frame: pd.DataFrame, summary: TaskSummary,
@@ -343,6 +347,8 @@ def _rebuild(record: Mapping[str, Any], detail: Mapping[str, Any], store: Any) -
         result.error[r, j], result.request_id[r, j] = error, request_id
     frame = result.frame(index)
     frame = frame if schema is None else typed_columns(frame, schema)
+    if detail.get("derived"):
+        frame = grounding.restore(frame, detail["derived"])
     if record["prefix"]:
         frame.columns = [f"{record['prefix']}{c}" for c in frame.columns]
     return frame
