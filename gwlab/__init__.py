@@ -41,10 +41,12 @@ from gwlab.errors import (
     Timeout,
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
+from gwlab.frames.batch import BatchOptions, batches
 from gwlab.frames.budget import Budget
 from gwlab.frames.cascade import Cascade
 from gwlab.frames.compare import compare
 from gwlab.frames.evaluate import evaluate
+from gwlab.frames.grounding_view import show_grounding
 from gwlab.frames.records import run_answers, runs
 from gwlab.frames.repeats import stability
 from gwlab.wire.chat import ChatCompletion
@@ -60,6 +62,7 @@ __all__ = [
     "AsyncGateway",
     "AuthenticationFailed",
     "BadRequest",
+    "BatchOptions",
     "Budget",
     "Cascade",
     "ChatCompletion",
@@ -87,6 +90,7 @@ __all__ = [
     "Task",
     "TaskFamily",
     "Timeout",
+    "batches",
     "compare",
     "connect",
     "current_gateway",
@@ -95,6 +99,7 @@ __all__ = [
     "label_calls",
     "run_answers",
     "runs",
+    "show_grounding",
     "stability",
 ]
 

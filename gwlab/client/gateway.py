@@ -11,6 +11,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Unpack
 
 from gwlab.client._loop import LoopThread
+from gwlab.client.batches import AsyncBatches, AsyncMessageBatches, Batches, MessageBatches
 from gwlab.client.chat import AsyncChat, Chat
 from gwlab.client.config import ClientConfig, ClientOptions
 from gwlab.client.decisions import AsyncDecisions, Decisions, Questions, State
@@ -76,6 +77,8 @@ class AsyncGateway:
         self.videos = AsyncVideos(self.transport)
         self.images = AsyncImages(self.transport)
         self.tools = AsyncTools(self.transport)
+        self.batches = AsyncBatches(self.transport)  # OpenAI files + batches
+        self.message_batches = AsyncMessageBatches(self.transport)  # Anthropic message batches
         self.migrate = Migrate()  # pure conversions: one object serves both faces
         self._owned: list[Any] = []  # what `own` was given: stopped by aclose
 
@@ -170,6 +173,8 @@ class Gateway:
         self.videos = Videos(self._twin.videos, self._loop)
         self.images = Images(self._twin.images, self._loop)
         self.tools = Tools(self._twin.tools, self._loop)
+        self.batches = Batches(self._twin.batches, self._loop)
+        self.message_batches = MessageBatches(self._twin.message_batches, self._loop)
         self.migrate = self._twin.migrate
 
     @property

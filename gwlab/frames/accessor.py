@@ -16,12 +16,13 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import _client, operators, recipes, records, repeats
+from gwlab.frames import _client, batch_run, operators, recipes, records, repeats
 from gwlab.frames.budget import BYTES_PER_TOKEN, OverLimit, over_limit
 from gwlab.frames.cascade import Cascade
 from gwlab.frames.cascade_run import run_cascade
 from gwlab.frames.checkpoint import AnswerStore, open_for_run
 from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
+from gwlab.frames.grounding import GroundingMode, GroundingPlan
 from gwlab.frames.limiter import Limiter
 from gwlab.frames.operators import OperatorFrame
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
@@ -61,6 +62,7 @@ class RunOptions(TypedDict, total=False):
     progress: bool
     join: bool
     prefix: str
+    batch: Any
 
 
 class ExtractOptions(RunOptions, total=False):
@@ -68,6 +70,8 @@ class ExtractOptions(RunOptions, total=False):
 
     max_reasks: int
     structured: Structured
+    grounding: GroundingMode
+    source: str | None
 
 
 class TaskOptions(TypedDict, total=False):
@@ -137,6 +141,11 @@ _RUN_OPTIONS_DOC = """
         Return the input columns followed by the answer columns; False: the answer columns only.
     prefix : str, default ""
         Prepended to every answer column (to run twice into one frame).
+    batch : bool, dict or BatchOptions, optional
+        Text runs (chat, respond, messages, extract): send the unanswered rows as provider batch
+        jobs (OpenAI batches; Anthropic message batches for messages) at the batch price, and return
+        the same columns once they end. ``BatchOptions(wait=False)`` submits and returns; the same
+        call run again, from any kernel on the same checkpoint, collects. See docs/guide/batches.md.
 
     Returns
     -------
@@ -355,12 +364,24 @@ class GatewayAccessor:
             prompt and parses the text; "auto" asks natively until the gateway answers a 400 naming
             that form's field, then resends in the prompt, says so once (a warning and ``.run``) and
             remembers it for that gateway for the life of the process.
+        grounding : {"flag", "drop", "off"}, optional
+            Default: "flag" when `prompt` reads one column or `source` is given, else "off".
+            Align each extracted string, number and date with the row's source text (exact, fuzzy or
+            not_found, and its span; see docs/pandas.md, "Grounding"). "flag" keeps a value not found and
+            says so in ``{field}__grounding`` and ``__notes``; "drop" makes it missing (its reason in
+            ``__notes``, the value still in ``__raw``); "off" aligns nothing. Booleans, categories, lists
+            and fields whose schema says ``"x-grounding": false`` are exempt. Not found does not prove a
+            value wrong: a right value may be paraphrased.
+        source : str, optional
+            The column whose text values are grounded in (default: the one column `prompt` reads).
         {run_options}
         Columns: one per top-level field, named as the field, in pandas' nullable dtypes (``Int64``,
         ``Float64``, ``boolean``, ``string``, ``category`` with the allowed values as categories,
         ``datetime64[ns]``; lists and nested objects one ``object`` column of lists/dicts), then
         ``__raw`` (the answer as written) and ``__reasks``. A row still invalid after its re-asks has
-        status ``error``, its fields missing and the validation error in ``__error``.
+        status ``error``, its fields missing and the validation error in ``__error``. With grounding,
+        per grounded field ``{field}__grounding`` (category: exact, fuzzy, not_found; NA for a missing
+        value) and ``{field}__span`` (``(start, end)`` into the source text, or None), then ``__notes``.
 
         Examples
         --------
@@ -377,14 +398,28 @@ class GatewayAccessor:
         """The async twin of `extract`: await it in a running loop (with an AsyncGateway)."""
         max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # the rest are the run's options
         structured: Structured = options.pop("structured", "auto")
+        grounding: GroundingMode | None = options.pop("grounding", None)
+        source = options.pop("source", None)
         parsed = Schema.of(schema)
+        read = Template.parse(prompt, self._frame.columns, field="prompt").columns
+        plan = GroundingPlan.of(grounding, source, parsed, read, self._frame.columns)
         origin = _client.connection(options.get("gateway")).origin
         recipe, mode = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
                                       structured=structured, gateway=origin)
         template = {"prompt": prompt, "system": system, "schema": parsed.json}
-        out = await self._run(recipe, self._prompts(prompt, system), options, template,
-                              convert=lambda answers: typed_columns(answers, parsed))
+        if plan is not None:
+            template["grounding"] = {"mode": plan.mode, "source": plan.source}
+        texts = None if plan is None else self._frame[_column_named(self._frame, plan.source)].tolist()
+
+        def convert(answers: pd.DataFrame) -> pd.DataFrame:
+            answers = typed_columns(answers, parsed)
+            return answers if plan is None else plan.apply(answers, texts)
+
+        out = await self._run(recipe, self._prompts(prompt, system), options, template, convert=convert,
+                              derived=None if plan is None else plan)
         out.run.structured = out.attrs["gwlab_run"]["structured"] = mode.note(origin)
+        if plan is not None:
+            out.attrs["gwlab_run"]["grounding"] = template["grounding"]
         return out
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
@@ -575,10 +610,10 @@ class GatewayAccessor:
             run = TaskRun(client, family, model, self._frame.index, bodies, errors, config, origin=origin,
                           checkpoint=checkpoint)
             _client.stop_on_interrupt(run)
-            with _client.run_tag(None, family.name):
+            with _client.run_tag(None, family.name) as run_label:
                 frame, summary = await run.run()
-            records.record_tasks(checkpoint, run, frame, summary, records.Described({"prompt": prompt},
-                                                                                   self._frame.index, prefix))
+            described = records.Described({"prompt": prompt}, self._frame.index, prefix, run_label)
+            records.record_tasks(checkpoint, run, frame, summary, described)
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()
@@ -766,8 +801,10 @@ class GatewayAccessor:
         return prompts.zip(system_rows)
 
     async def _run(self, family: RowRecipe, rows: Rows, options: RunOptions,
-                   template: Mapping[str, Any], convert: Callable[[pd.DataFrame], pd.DataFrame] | None = None
-                   ) -> BatchFrame:
+                   template: Mapping[str, Any], convert: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+                   derived: GroundingPlan | None = None) -> BatchFrame:
+        """Run the rows; `convert` types the answers, and `derived` names the columns it adds that the
+        run's record keeps (the grounding: `run_answers` has no source text to align again)."""
         config = RunConfig.of("rows", options)
         if rows.errors and config.errors == "raise":
             position, message = next(iter(sorted(rows.errors.items())))
@@ -776,7 +813,7 @@ class GatewayAccessor:
             raise InvalidRequest(message.split(":", 1)[0],
                                  f"row {label!r}: {message.split(': ', 1)[-1]} (errors='coerce' makes it an "
                                  "error row)")
-        self._check_names(family, config)
+        self._check_names(family, config, derived.columns() if derived is not None else ())
         greedy = repeats.deterministic(family.spec) if config.repeats > 1 else None
         if greedy is not None:  # said before the first request, so nothing is paid k times unawares
             warnings.warn(f"repeats={config.repeats} with {greedy}: the model is asked for its one most likely "
@@ -789,13 +826,22 @@ class GatewayAccessor:
             warnings.warn(_over_limit_text(over, self._labels(over.positions)), InputLimitWarning, stacklevel=2)
         checkpoint, owned = open_for_run(config.checkpoint)
         origin = await _client.checkpoint_origin(connection) if checkpoint is not None else connection.origin
-        runner = Runner(family, connection.send, config, retry_delay=connection.retry_delay, checkpoint=checkpoint,
+        send, retry_delay, phase = connection.send, connection.retry_delay, None
+        if config.batch is not None and config.batch is not False:  # provider batch jobs (frames/batch_run.py)
+            phase, send, retry_delay, config = await batch_run.prepare(family, Batch(rows), config, connection,
+                                                                       checkpoint, origin)
+        runner = Runner(family, send, config, retry_delay=retry_delay, checkpoint=checkpoint,
                         description=f"{family.name} {family.model}", gateway=origin)
         try:
-            with _client.run_tag(connection, family.name):
+            with _client.run_tag(connection, family.name) as run_label:
                 result = await _client.stoppable(runner, Batch(rows))
-            records.record_rows(checkpoint, runner, result, records.Described(template, self._frame.index,
-                                                                              config.prefix))
+            if phase is not None:
+                batch_run.finish(result.summary, phase, send)
+            answers = None if result.failure is not None else result.frame(self._frame.index)
+            answers = convert(answers) if answers is not None and convert is not None else answers
+            kept = derived.record(answers) if derived is not None and answers is not None else None
+            records.record_rows(checkpoint, runner, result, records.Described(
+                template, self._frame.index, config.prefix, label=run_label, derived=kept))
         finally:
             if owned and checkpoint is not None:
                 checkpoint.close()
@@ -805,9 +851,6 @@ class GatewayAccessor:
                 "rows": self._labels(over.positions[:20]), "estimated_tokens": over.tokens[:20].tolist()}
         if result.failure is not None:
             raise result.failure
-        answers = result.frame(self._frame.index)
-        if convert is not None:
-            answers = convert(answers)
         long = self._wrap_repeats(result.repeats_frame(self._frame.index), config) if config.repeats > 1 else None
         return BatchFrame.wrap(self._wrap(answers, config), result.summary, long)
 
@@ -816,12 +859,12 @@ class GatewayAccessor:
         labels = self._frame.index[positions]
         return [tuple(map(json_value, label)) if isinstance(label, tuple) else json_value(label) for label in labels]
 
-    def _check_names(self, family: RowRecipe, config: RunConfig) -> None:
+    def _check_names(self, family: RowRecipe, config: RunConfig, extra: Sequence[str] = ()) -> None:
         """Refuse a column clash before anything is sent, not after the run has been paid for."""
         if not config.join:
             return
         prefix = config.prefix
-        names = [*family.columns, *META_COLUMNS]
+        names = [*family.columns, *META_COLUMNS, *extra]
         if config.repeats > 1:
             names += [f"{c}__std" for c in family.spread] + ["__repeats"]
             names += [f"{repeats.stem(c)}__agreement" for c in family.decided]
@@ -847,6 +890,11 @@ class GatewayAccessor:
             return answers
         answers.index = self._frame.index  # the same object: concat aligns nothing, duplicates stay put
         return pd.concat([self._frame, answers], axis=1)
+
+
+def _column_named(frame: pd.DataFrame, name: str) -> Any:
+    """The frame's column whose name reads `name` (templates name columns by their text)."""
+    return next(c for c in frame.columns if str(c) == name)
 
 
 class RepeatsWarning(UserWarning):

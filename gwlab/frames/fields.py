@@ -13,12 +13,19 @@ naming `pred` when one does.
 
 Values are read by the labels' reader (frames/labels.py): a yes/no field meets True/False, 0/1,
 "yes"/"no" and "true"/"false" labels; text is compared up to case and surrounding/inner spaces; numbers
-by value (1 equals 1.0, "42" equals 42). A label a yes/no field cannot read ("unsure", 2) is counted
+by value (1 equals 1.0, "42" equals 42); dates by calendar day (a naive date label meets a UTC
+midnight). A label a yes/no field cannot read ("unsure", 2) is counted
 wrong and warned of, naming the column and the values. `labels=` synonyms apply to the label columns.
+
+When the extracted column has its grounding beside it (`{pred}__grounding`, frames/grounding.py), four
+more counts: `grounded` and `ungrounded` values (exact or fuzzy; not_found), `invented_ungrounded` (the
+invented values grounding caught) and `right_ungrounded` (right values it flagged; with "drop", a right
+value dropped counts as missed instead): NA for a field without grounding, left out when no field has it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +43,7 @@ __all__ = ["FieldEvaluation", "evaluate_fields"]
 ANSWERED = ("sent", "cached", "duplicate")  # the `__status` labels of a row that has an answer
 _COLUMNS = ["n", "n_missing", "truth_null", "right", "accuracy", "accuracy_low", "accuracy_high",
             "invented", "missed", "wrong", "mae", "small"]
+_GROUNDING = ["grounded", "ungrounded", "invented_ungrounded", "right_ungrounded"]
 
 
 @dataclass(frozen=True)
@@ -74,8 +82,11 @@ def evaluate_fields(frame: pd.DataFrame, truth: Mapping[str, str], pred: Mapping
     for field in truth:
         answered = _answered(frame, pred[field], list(pred.values()))
         label = synonyms(frame.loc[answered, truth[field]], _for(labels, field))
-        rows[field] = _field_row(label, frame.loc[answered, pred[field]], int((~answered).sum()), level)
-    table = pd.DataFrame.from_dict(rows, orient="index")[_COLUMNS].rename_axis("field")
+        rows[field] = (_field_row(label, frame.loc[answered, pred[field]], int((~answered).sum()), level)
+                       | _grounding_counts(frame.loc[answered], truth[field], pred[field]))
+    table = pd.DataFrame.from_dict(rows, orient="index")[_COLUMNS + _GROUNDING].rename_axis("field")
+    if table[_GROUNDING].isna().all().all():
+        table = table[_COLUMNS]  # no field was grounded: no grounding counts
     evidence.warn_small(table)
     return FieldEvaluation(table, level)
 
@@ -126,6 +137,21 @@ def _field_row(truth: pd.Series, pred: pd.Series, n_missing: int, level: float) 
             "small": len(labels) < intervals.MIN_ROWS}
 
 
+def _grounding_counts(frame: pd.DataFrame, truth: str, pred: str) -> dict[str, Any]:
+    """Grounded and ungrounded values, and how the ungrounded split into invented and right ones."""
+    status = frame.get(f"{pred}__grounding")
+    if status is None:
+        return dict.fromkeys(_GROUNDING, pd.NA)
+    found = status.astype(object).isin(("exact", "fuzzy")).to_numpy()
+    lost = (status.astype(object) == "not_found").to_numpy()
+    labels = [_plain(v) for v in frame[truth]]
+    values = [_plain(v) for v in frame[pred]]
+    t_null = np.array([v is None for v in labels])
+    right = np.array([a is not None and _same(a, b) for a, b in zip(labels, values, strict=True)])
+    return {"grounded": int(found.sum()), "ungrounded": int(lost.sum()),
+            "invented_ungrounded": int((lost & t_null).sum()), "right_ungrounded": int((lost & right).sum())}
+
+
 def _mae(labels: list[Any], values: list[Any], dtype: Any) -> float:
     """Mean absolute error over the rows where both are numbers; NaN for a field that is not numeric."""
     if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
@@ -156,6 +182,9 @@ def _same(label: Any, value: Any) -> bool:
     a, b = _numeric(label), _numeric(value)
     if a is not None and b is not None:
         return a == b
+    days = _day(label), _day(value)
+    if None not in days:
+        return days[0] == days[1]
     if isinstance(label, str) and isinstance(value, str):
         return _fold(label) == _fold(value)
     return type(label) is type(value) and label == value
@@ -184,3 +213,15 @@ def _warn_unreadable(column: str, labels: list[Any], values: list[Any]) -> None:
     if odd:
         warnings.warn(f"label column {column!r}: {', '.join(odd[:8])} cannot be read as yes/no and count as wrong; "
                       "map them with labels=", EvaluationWarning, stacklevel=5)
+
+
+def _day(value: Any) -> dt.date | None:
+    """The calendar day of a date (a `datetime.date`, or a timestamp at midnight, naive or UTC, as a
+    `datetime.date` field's column holds it); None for anything else, a time of day included, which
+    is compared exactly."""
+    if isinstance(value, np.datetime64):
+        value = pd.Timestamp(value)
+    if isinstance(value, dt.datetime):
+        utc = value.tzinfo is None or value.utcoffset() == dt.timedelta(0)
+        return value.date() if utc and value.time() == dt.time(0) else None
+    return value if isinstance(value, dt.date) else None

@@ -33,7 +33,8 @@ BLANKS = ("fail", "send")  # a template that reads a blank value: the row fails 
 BLANK_DEFAULT = BLANKS[0]
 # the options only one kind takes (every other field is shared)
 _ONLY: dict[str, tuple[Kind, ...]] = {"tokens_per_minute": ("rows", "dask"), "repeats": ("rows",),
-                                      "folder": ("tasks",), "poll_interval": ("tasks",), "timeout": ("tasks",)}
+                                      "folder": ("tasks",), "poll_interval": ("tasks",), "timeout": ("tasks",),
+                                      "batch": ("rows",)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,7 @@ class RunConfig:
     folder: str | Path | None = None
     poll_interval: float = DEFAULT_POLL_INTERVAL
     timeout: float = DEFAULT_TIMEOUT
+    batch: Any = None  # True, a dict or a frames.batch.BatchOptions: send as provider batch jobs
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

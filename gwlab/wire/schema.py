@@ -121,22 +121,28 @@ class Schema:
 
     def request_fields(self, form: str | None) -> dict[str, Any]:
         """The request fields asking for JSON of this schema in a family's `structured_output` form."""
+        sent = self.sent()
         if form == "response_format":
             return {"response_format": {"type": "json_schema",
-                                        "json_schema": {"name": self.name, "schema": self.json, "strict": True}}}
+                                        "json_schema": {"name": self.name, "schema": sent, "strict": True}}}
         if form == "text.format":
-            return {"text": {"format": {"type": "json_schema", "name": self.name, "schema": self.json,
+            return {"text": {"format": {"type": "json_schema", "name": self.name, "schema": sent,
                                         "strict": True}}}
         if form == "tools":
             return {"tools": [{"name": self.name, "description": "Record the answer's fields.",
-                               "input_schema": self.json}],
+                               "input_schema": sent}],
                     "tool_choice": {"type": "tool", "name": self.name}}
         raise InvalidRequest("protocol", f"this family has no structured-output form ({form!r})")
+
+    def sent(self) -> dict[str, Any]:
+        """The schema as a gateway sees it: without gwlab's own keywords (`"x-grounding"`, which says a
+        field is exempt from grounding: gwlab/wire/grounding.py), which a strict validator may refuse."""
+        return _without(self.json, _OWN_KEYWORDS)
 
     def instructions(self) -> str:
         """The prompt text asking for JSON when the gateway has no structured output (with `absent_rule`)."""
         ask = ("Answer with only a JSON object, no other text, matching this JSON Schema: "
-               f"{json.dumps(self.json, separators=(',', ':'))}.")
+               f"{json.dumps(self.sent(), separators=(',', ':'))}.")
         rule = self.absent_rule()
         return f"{ask} {rule}" if rule else ask
 
@@ -184,6 +190,18 @@ def refuses_form(form: str | None, error: BaseException) -> bool:
     param = str(getattr(error, "param", None) or "")
     return any(param == n or param.startswith(n + ".") for n in names) or any(
         n in str(error) for n in names if n != "text")
+
+
+_OWN_KEYWORDS = ("x-grounding",)
+
+
+def _without(node: Any, keys: Sequence[str]) -> Any:
+    """`node` without the boolean keywords `keys` anywhere in the tree (a property so named is an object: kept)."""
+    if isinstance(node, Mapping):
+        return {k: _without(v, keys) for k, v in node.items() if not (k in keys and isinstance(v, bool))}
+    if isinstance(node, list):
+        return [_without(v, keys) for v in node]
+    return node
 
 
 def _of_type(kind: Any, field: str) -> dict[str, Any]:
