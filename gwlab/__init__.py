@@ -25,8 +25,10 @@ from gwlab.errors import (
     AnswerInvalid,
     AuthenticationFailed,
     BadRequest,
+    BatchRowError,
     ConnectionFailed,
     EvaluationWarning,
+    FilterWarning,
     GatewayError,
     IncompleteStream,
     InputLimitWarning,
@@ -37,6 +39,7 @@ from gwlab.errors import (
     ProtocolError,
     RateLimited,
     RealtimeError,
+    RepeatsWarning,
     RunInterrupted,
     RunRecordWarning,
     ServerError,
@@ -47,17 +50,19 @@ from gwlab.errors import (
     Timeout,
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
+from gwlab.frames.batch.jobs import BatchOptions, batches
 from gwlab.frames.cascade.spec import Cascade
 from gwlab.frames.evaluation.compare import compare
 from gwlab.frames.evaluation.evaluate import evaluate
 from gwlab.frames.evaluation.repeats import stability
+from gwlab.frames.grounding.view import show_grounding
 from gwlab.frames.run.budget import Budget
 from gwlab.frames.run.records import run_answers, runs
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
+from gwlab.wire.jobs.tasks import Task, TaskFamily
 from gwlab.wire.messages import Message
 from gwlab.wire.responses import Response
-from gwlab.wire.tasks import Task, TaskFamily
 
 __version__ = "0.1.0"
 
@@ -67,6 +72,8 @@ __all__ = [
     "AsyncGateway",
     "AuthenticationFailed",
     "BadRequest",
+    "BatchOptions",
+    "BatchRowError",
     "Budget",
     "Cascade",
     "ChatCompletion",
@@ -76,6 +83,7 @@ __all__ = [
     "Dialect",
     "EvaluationWarning",
     "EventStream",
+    "FilterWarning",
     "Gateway",
     "GatewayError",
     "IncompleteStream",
@@ -88,6 +96,7 @@ __all__ = [
     "ProtocolError",
     "RateLimited",
     "RealtimeError",
+    "RepeatsWarning",
     "Response",
     "RunInterrupted",
     "RunRecordWarning",
@@ -99,6 +108,7 @@ __all__ = [
     "Task",
     "TaskFamily",
     "Timeout",
+    "batches",
     "compare",
     "connect",
     "current_gateway",
@@ -107,6 +117,7 @@ __all__ = [
     "label_calls",
     "run_answers",
     "runs",
+    "show_grounding",
     "stability",
 ]
 

@@ -20,7 +20,8 @@ GatewayError
 
 Not GatewayErrors, by design: `RunInterrupted`, a KeyboardInterrupt (Ctrl-C during a `df.gw` run, after
 the answers in flight were saved), and the warnings a run or an evaluation may give: `InputLimitWarning`,
-`StructuredFallbackWarning`, `EvaluationWarning`, `RunRecordWarning`. All are here, exported from `gwlab`.
+`StructuredFallbackWarning`, `EvaluationWarning`, `FilterWarning`, `RepeatsWarning`,
+`RunRecordWarning`. All are here, exported from `gwlab`.
 
 The module is a leaf: any layer may import it, it imports nothing of ours (a realtime error event is
 described by the fields it reads, `ErrorEventFields`, which gwlab/wire/realtime/events.py's
@@ -36,6 +37,7 @@ __all__ = [
     "AnswerInvalid",
     "AuthenticationFailed",
     "BadRequest",
+    "BatchRowError",
     "ConnectionFailed",
     "GatewayError",
     "IncompleteStream",
@@ -52,7 +54,8 @@ __all__ = [
     "StreamInterrupted",
     "Timeout",
 ]
-__all__ += ["EvaluationWarning", "InputLimitWarning", "RunInterrupted", "RunRecordWarning",  # not GatewayErrors
+__all__ += ["EvaluationWarning", "FilterWarning", "InputLimitWarning", "RepeatsWarning", "RunInterrupted",
+            "RunRecordWarning",  # not GatewayErrors
             "StructuredFallbackWarning"]
 
 
@@ -154,6 +157,10 @@ class ProtocolError(GatewayError):
         where = f"{method} {path} " if method else ""
         rid = f" [request {request_id}]" if request_id else ""
         super().__init__(f"{where}{message}{rid}")
+
+
+class BatchRowError(GatewayError):
+    """A row the batch job answered with an error, or did not finish (its row's `__error`)."""
 
 
 class AnswerInvalid(GatewayError, ValueError):
@@ -261,6 +268,10 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__(summary.interrupted_text())
 
 
+class RepeatsWarning(UserWarning):
+    """`repeats=k` on requests that ask for a deterministic answer: k requests paid for one answer."""
+
+
 class InputLimitWarning(UserWarning):
     """Rows that look longer than the model's documented input limit, found before anything is sent."""
 
@@ -271,6 +282,10 @@ class StructuredFallbackWarning(UserWarning):
 
 class EvaluationWarning(UserWarning):
     """An evaluation or recalibration ran, but its numbers need a caveat the user must see."""
+
+
+class FilterWarning(UserWarning):
+    """A filter ran, but what it kept needs a second look (no row passed)."""
 
 
 class RunRecordWarning(RuntimeWarning):

@@ -10,6 +10,8 @@ read only the older `max_tokens`. A `Dialect` names those choices:
 - `decisions_shape`: "systemone" (spec: `state` + a `questions` map) | "openai"
 - `token_cap`: "both" (send `max_completion_tokens` and `max_tokens` with the same value: every
   server we know reads one of them and none refuses the pair) | "max_completion_tokens" | "max_tokens"
+- `batches`: "both" (OpenAI files + batches and Anthropic message batches) | "openai" | "anthropic" |
+  "none": a batch API the gateway lacks is refused by `gwlab.client.batches` before anything is sent
 
 Each setting carries its provenance: "explicit" (the user's `dialect=`), "default", or
 "detected: <the evidence>". Explicit settings win and are never re-detected. A detected setting is
@@ -58,8 +60,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "decisions_path": (DECISIONS_PATH, SYSTEM_ONE_PATH),
     "decisions_shape": ("systemone", "openai"),
     "token_cap": ("both", *wire_chat.TOKEN_CAP_FIELDS),
+    "batches": ("both", "openai", "anthropic", "none"),  # which provider batch APIs the gateway serves
 }
-DEFAULTS: dict[str, str] = {"decisions_path": DECISIONS_PATH, "decisions_shape": "systemone", "token_cap": "both"}
+DEFAULTS: dict[str, str] = {"decisions_path": DECISIONS_PATH, "decisions_shape": "systemone", "token_cap": "both",
+                            "batches": "both"}
 EXPLICIT, DEFAULT = "explicit", "default"
 
 
@@ -71,6 +75,7 @@ class Dialect:
     decisions_path: str | None = None
     decisions_shape: str | None = None
     token_cap: str | None = None
+    batches: str | None = None
     provenance: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, Unpack
 
+from gwlab.client.batches import AsyncBatches, AsyncMessageBatches, Batches, MessageBatches
 from gwlab.client.chat import AsyncChat, Chat
 from gwlab.client.config import ClientConfig, ClientOptions
 from gwlab.client.decisions import AsyncDecisions, Decisions, Questions, State
@@ -29,7 +30,7 @@ from gwlab.client.transport.choice import TransportChoice
 from gwlab.client.transport.core import AsyncTransport
 from gwlab.client.videos import AsyncVideos, Videos
 from gwlab.wire.decisions import DecisionResult
-from gwlab.wire.tasks import TaskFamily
+from gwlab.wire.jobs.tasks import TaskFamily
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,6 +77,8 @@ class AsyncGateway:
         self.videos = AsyncVideos(self.transport)
         self.images = AsyncImages(self.transport)
         self.tools = AsyncTools(self.transport)
+        self.batches = AsyncBatches(self.transport)  # OpenAI files + batches
+        self.message_batches = AsyncMessageBatches(self.transport)  # Anthropic message batches
         self.migrate = Migrate()  # pure conversions: one object serves both faces
         self._owned: list[Any] = []  # what `own` was given: stopped by aclose
 
@@ -170,6 +173,8 @@ class Gateway:
         self.videos = Videos(self._twin.videos, self._loop)
         self.images = Images(self._twin.images, self._loop)
         self.tools = Tools(self._twin.tools, self._loop)
+        self.batches = Batches(self._twin.batches, self._loop)
+        self.message_batches = MessageBatches(self._twin.message_batches, self._loop)
         self.migrate = self._twin.migrate
 
     @property

@@ -11,8 +11,8 @@ from gwlab.client.transport.core import AsyncTransport
 from gwlab.errors import GatewayError
 from gwlab.wire import images
 from gwlab.wire.images import IMAGES
+from gwlab.wire.jobs.tasks import Task, TaskPage
 from gwlab.wire.models import DEFAULT_MODELS
-from gwlab.wire.tasks import Task, TaskPage
 
 __all__ = ["AsyncImages", "Images"]
 

@@ -4,6 +4,11 @@ The family's row says the form (`structured_output`, gwlab/wire/families.py); `g
 turns it into request fields and reads the answer, so this module names no family. The result is the
 last answer with `.parsed` set (a Pydantic instance when a model was given, else a dict). An answer
 still invalid after `max_reasks` re-asks raises AnswerInvalid, its last reply on `.reply`.
+
+Grounding (as `df.gw.extract`'s, gwlab/wire/grounding.py): `.grounding` maps each field the text may quote
+to where the source text has it. The source is `source=` if given, else the user's text as passed (a
+string, or the last user turn's text). `grounding="flag"` (default) keeps a value not found, "drop" makes it
+None in `.parsed`, "off" aligns nothing (`.grounding` stays None).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.families import ProtocolFamily
+from gwlab.wire.grounding import NOT_FOUND, ground_fields
 from gwlab.wire.schema import AnswerInvalid, Schema
 
 __all__ = ["ask"]
@@ -25,6 +31,12 @@ async def ask(create: Callable[..., Awaitable[Any]], family: ProtocolFamily, mes
     1 + `max_reasks` requests)."""
     if not isinstance(max_reasks, int) or isinstance(max_reasks, bool) or max_reasks < 0:
         raise InvalidRequest("max_reasks", f"a non-negative integer; got {max_reasks!r}")
+    params = dict(params)
+    mode, source = params.pop("grounding", "flag"), params.pop("source", None)
+    if mode not in ("flag", "drop", "off"):
+        raise InvalidRequest("grounding", f"one of flag, drop, off; got {mode!r}")
+    if source is not None and not isinstance(source, str):
+        raise InvalidRequest("source", f"the text the values are grounded in, a string; got {type(source).__name__}")
     shape = Schema.of(schema)
     asks = shape.request_fields(family.structured_output)
     clash = next((key for key in asks if key in params), None)
@@ -35,14 +47,41 @@ async def ask(create: Callable[..., Awaitable[Any]], family: ProtocolFamily, mes
         reply = await create(turns, **params, **asks)
         calls = [{"name": c.name, "arguments": _arguments(c)} for c in reply.tool_calls]
         try:
-            return dataclasses.replace(reply, parsed=shape.parse(shape.answer_text(family.structured_output,
-                                                                                   reply.text, calls)))
+            parsed = shape.parse(shape.answer_text(family.structured_output, reply.text, calls))
         except AnswerInvalid as exc:
             if asked == max_reasks:
                 exc.reply = reply  # type: ignore[attr-defined]
                 raise
             turns = [*turns, *Schema.reask_turns(exc)]
+            continue
+        if mode == "off":
+            return dataclasses.replace(reply, parsed=parsed)
+        found = _grounded(parsed, shape, source if source is not None else _user_text(messages))
+        return dataclasses.replace(reply, parsed=_drop(parsed, found) if mode == "drop" else parsed, grounding=found)
     raise AssertionError("unreachable")
+
+
+def _grounded(parsed: Any, shape: Schema, text: str | None) -> dict[str, Any]:
+    values = parsed.model_dump(mode="json") if shape.model is not None else parsed
+    return ground_fields(values, text, shape.json["properties"])
+
+
+def _drop(parsed: Any, found: Mapping[str, Any]) -> Any:
+    """The answer with each value not found in the text made None."""
+    lost = {field: None for field, g in found.items() if g is not None and g.status == NOT_FOUND}
+    if not lost:
+        return parsed
+    return parsed.model_copy(update=lost) if hasattr(parsed, "model_copy") else {**parsed, **lost}
+
+
+def _user_text(messages: str | Sequence[Any]) -> str | None:
+    """The user's text as given: the string, or the last user turn whose content is a string."""
+    if isinstance(messages, str):
+        return messages
+    for turn in reversed(list(messages)):
+        if isinstance(turn, Mapping) and turn.get("role") == "user" and isinstance(turn.get("content"), str):
+            return turn["content"]
+    return None
 
 
 def _with_rule(messages: str | Sequence[Any], rule: str | None) -> list[Any]:

@@ -113,16 +113,33 @@ def _default_gateway() -> Any:
     return current_gateway()
 
 
+@dataclass(frozen=True)
+class RunLabel:
+    """A run's one id, and the label its calls carry in the client ledger (`gw.usage["run"]`): the same
+    id, unless the caller labelled the calls itself (`gwlab.label_calls`), whose label is kept."""
+
+    run_id: str
+    ledger: str
+
+
+def new_run_id(family: str) -> str:
+    """`{family}-{UTC time}-{random}`: unique, sortable by time within a family, readable in a ledger."""
+    return f"{family}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.urandom(4).hex()}"
+
+
 @contextlib.contextmanager
-def run_tag(conn: Connection | None, name: str) -> Iterator[None]:
-    """Label the client ledger's rows of this run (`run` column), unless the caller already named one."""
+def run_tag(conn: Connection | None, name: str) -> Iterator[RunLabel]:
+    """Label the client ledger's rows of this run (`run` column) with the run's id, which its record
+    (`gwlab.runs()`) takes too, so the two join; a label the caller already set stays on the calls."""
     from gwlab.client import ledger
 
-    if ledger.current_run() is not None:
-        yield
+    run_id = new_run_id(name)
+    outer = ledger.current_run()
+    if outer is not None:
+        yield RunLabel(run_id, outer)
         return
-    with ledger.label_calls(f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"):
-        yield
+    with ledger.label_calls(run_id):
+        yield RunLabel(run_id, run_id)
 
 
 # --- running on a loop, and stopping cleanly ----------------------------------------------------
@@ -236,6 +253,20 @@ def task_client(gateway: Any, family: Any) -> tuple[Any, str]:
         raise TypeError(f"gateway= takes a gwlab Gateway or AsyncGateway for task batches; "
                         f"got {type(gateway).__name__}")
     return AsyncTasks(transport, family), _origin(transport)
+
+
+def batch_client(gateway: Any, family: str) -> Any:
+    """The async batch client a run of `family` sends its jobs through: Anthropic message batches for
+    messages rows, OpenAI files + batches for the others."""
+    from gwlab.client.gateway import AsyncGateway, Gateway
+
+    if gateway is None:
+        gateway = _default_gateway()
+    if isinstance(gateway, Gateway):
+        gateway = gateway.twin
+    if not isinstance(gateway, AsyncGateway):
+        raise TypeError(f"batch= needs a gwlab Gateway or AsyncGateway; got {type(gateway).__name__}")
+    return gateway.message_batches if family == "messages" else gateway.batches
 
 
 def stop_on_interrupt(run: Any) -> None:

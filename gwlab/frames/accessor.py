@@ -13,11 +13,11 @@ from typing import Any, Literal, TypeVar, Unpack
 
 import pandas as pd
 
-from gwlab.errors import InputLimitWarning, InvalidRequest
+from gwlab.errors import InputLimitWarning, InvalidRequest, RepeatsWarning
 from gwlab.frames import _client, recipes, steps
 from gwlab.frames.cascade.run import run_cascade
 from gwlab.frames.cascade.spec import Cascade
-from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe, typed_columns
+from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe
 from gwlab.frames.operators.aggregate import AggregateSpec, aggregate
 from gwlab.frames.operators.blocking import Blocking
 from gwlab.frames.operators.filter import filter_rows
@@ -25,6 +25,7 @@ from gwlab.frames.operators.merge import MergePlan, MergeSpec, merge, plan
 from gwlab.frames.operators.shared import OperatorFrame
 from gwlab.frames.operators.topk import topk
 from gwlab.frames.run.config import (
+    EXTRACT_OPTIONS_DOC,
     RUN_OPTIONS_DOC,
     ExtractOptions,
     RunOptions,
@@ -35,11 +36,11 @@ from gwlab.frames.steps import TemplateSpec
 from gwlab.frames.task_batch import TaskFrame
 from gwlab.frames.templates import Template
 from gwlab.wire import images, videos
+from gwlab.wire.jobs.tasks import TaskFamily, build_submit
 from gwlab.wire.models import DEFAULT_MODELS  # written once, in wire
 from gwlab.wire.schema import Schema
-from gwlab.wire.tasks import TaskFamily, build_submit
 
-__all__ = ["ExtractOptions", "GatewayAccessor", "InputLimitWarning", "RunOptions", "TaskOptions"]
+__all__ = ["ExtractOptions", "GatewayAccessor", "InputLimitWarning", "RepeatsWarning", "RunOptions", "TaskOptions"]
 
 T = TypeVar("T")
 
@@ -55,6 +56,7 @@ def _documented(method: Any) -> Any:
     lines = RUN_OPTIONS_DOC.strip("\n").split("\n")
     options = "\n".join(("    " + line if line.strip() else "") for line in lines)
     method.__doc__ = method.__doc__.replace("        {run_options}\n", options + "\n")
+    method.__doc__ = method.__doc__.replace("        {extract_options}\n", EXTRACT_OPTIONS_DOC.lstrip("\n"))
     return method
 
 
@@ -240,21 +242,14 @@ class GatewayAccessor:
             The family's token cap per request (required by messages and with a budget).
         params : dict, optional
             Further request fields; the structured-output field itself is set by `schema`.
-        max_reasks : int, default 1
-            How many times an invalid answer (not JSON, a missing field, a wrong type, an extra field,
-            an unknown category) is asked again, with the validation error shown to the model. Each
-            re-ask is a request: its tokens are added to the row's usage, budget and checkpoint.
-        structured : {"auto", "native", "prompt"}, default "auto"
-            "native" asks in the family's structured-output form; "prompt" puts the schema in the
-            prompt and parses the text; "auto" asks natively until the gateway answers a 400 naming
-            that form's field, then resends in the prompt, says so once (a warning and ``.run``) and
-            remembers it for that gateway for the life of the process.
+        {extract_options}
         {run_options}
         Columns: one per top-level field, named as the field, in pandas' nullable dtypes (``Int64``,
         ``Float64``, ``boolean``, ``string``, ``category`` with the allowed values as categories,
         ``datetime64[ns]``; lists and nested objects one ``object`` column of lists/dicts), then
         ``__raw`` (the answer as written) and ``__reasks``. A row still invalid after its re-asks has
-        status ``error``, its fields missing and the validation error in ``__error``.
+        status ``error``, its fields missing and the validation error in ``__error``. With grounding,
+        its columns (above), then ``__notes``.
 
         Examples
         --------
@@ -271,14 +266,16 @@ class GatewayAccessor:
         max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # the rest are the run's options
         structured: Structured = options.pop("structured", "auto")
         parsed = Schema.of(schema)
+        plan = steps.grounding_plan(self._frame, prompt, parsed, options)  # pops grounding= and source=
         origin = _client.connection(options.get("gateway")).origin
         recipe, mode = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
                                       structured=structured, gateway=origin)
-        template = {"prompt": prompt, "system": system, "schema": parsed.json}
-        rows = steps.prompts(self._frame, prompt, system)
-        out = await steps.run_rows(self._frame, recipe, rows, options, template,
-                                   convert=lambda answers: typed_columns(answers, parsed))
+        template = {"prompt": prompt, "system": system, "schema": parsed.json, **steps.grounding_note(plan)}
+        out = await steps.run_rows(self._frame, recipe, steps.prompts(self._frame, prompt, system), options, template,
+                                   convert=steps.typed_and_grounded(self._frame, parsed, plan), derived=plan)
         out.run.structured = out.attrs["gwlab_run"]["structured"] = mode.note(origin)
+        if plan is not None:
+            out.attrs["gwlab_run"]["grounding"] = template["grounding"]
         return out
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
@@ -429,7 +426,7 @@ class GatewayAccessor:
                      params: Mapping[str, Any] | None = None, **options: Unpack[TaskOptions]) -> TaskFrame:
         """The async twin of `tasks`: await it in a running loop (with an AsyncGateway)."""
         if not isinstance(family, TaskFamily):
-            raise InvalidRequest("family", f"a gwlab.wire.tasks.TaskFamily; got {type(family).__name__}")
+            raise InvalidRequest("family", f"a gwlab.wire.jobs.tasks.TaskFamily; got {type(family).__name__}")
 
         def build(text: str) -> dict[str, Any]:
             return build_submit(family, text, model, params)

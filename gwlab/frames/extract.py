@@ -10,6 +10,7 @@ the error in `__error`: no value is invented.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -176,18 +177,25 @@ def typed_columns(answers: pd.DataFrame, schema: Schema) -> pd.DataFrame:
         if dtype == "category":
             answers[field] = pd.Categorical(values, categories=schema.categories(field))
         elif dtype == "datetime64[ns]":
-            answers[field] = _datetimes(pd.Series(values, index=answers.index, dtype=object))
+            fmt = schema.json["properties"][field].get("format")
+            answers[field] = _datetimes(pd.Series(values, index=answers.index, dtype=object), fmt)
         elif dtype != "object":
             answers[field] = pd.array(values, dtype=dtype)
     return answers
 
 
-def _datetimes(values: pd.Series) -> pd.Series:
-    """ISO dates and datetimes as datetime64[ns]; answers with UTC offsets as UTC (none is dropped)."""
-    try:
-        return pd.to_datetime(values, format="ISO8601").astype("datetime64[ns]")
-    except (TypeError, ValueError):  # offsets (or a mix of naive and offset): one zone, UTC
-        return pd.to_datetime(values, format="ISO8601", utc=True)
+def _datetimes(values: pd.Series, fmt: str | None) -> pd.Series:
+    """Dates as datetime64[ns] at midnight (a date has no zone: never UTC); datetimes as datetime64[ns],
+    or datetime64[ns, UTC] when an answer carries an offset (none is dropped; naive ones then read as UTC).
+    Read as the schema validated them (Python's `fromisoformat`), so every valid answer converts, an ISO
+    week date such as 2026-W03-4 included, and the unit is ns whatever pandas infers."""
+    parse = dt.date.fromisoformat if fmt == "date" else dt.datetime.fromisoformat
+    parsed = [parse(v) if isinstance(v, str) else v for v in values]
+    if fmt == "date":  # a date field: its calendar day, whatever form the value came in
+        parsed = [None if v is None else dt.datetime.combine(pd.Timestamp(v).date(), dt.time()) for v in parsed]
+    aware = any(getattr(v, "tzinfo", None) is not None for v in parsed)
+    out = pd.to_datetime(pd.Series(parsed, index=values.index, dtype=object), utc=aware)
+    return out.astype("datetime64[ns, UTC]" if aware else "datetime64[ns]")
 
 
 def _missing(value: Any) -> bool:

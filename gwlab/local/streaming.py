@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -46,7 +47,8 @@ async def iterate_in_thread(make: Callable[[threading.Event], Iterator[T]]) -> A
         finally:
             loop.call_soon_threadsafe(queue.put_nowait, _END)
 
-    worker = loop.run_in_executor(None, pump)
+    # in the caller's context: the engine reads whose turn it is from it (engines/turns.py)
+    worker = loop.run_in_executor(None, contextvars.copy_context().run, pump)
     try:
         while (item := await queue.get()) is not _END:
             if isinstance(item, BaseException):

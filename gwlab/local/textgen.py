@@ -30,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 
 from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage, Question, TokenLogprob
 from gwlab.local.errors import APIError
+from gwlab.local.limits import Limits
 from gwlab.local.streaming import iterate_in_thread
 from gwlab.wire.generation import Tool, ToolChoice
 from gwlab.wire.generation import named_choice as named_choice  # the realtime session's tool choice, too
@@ -185,6 +186,28 @@ def plan_for(request: Any, tools: Sequence[ToolSpec], *, model: str, call_prefix
     plan.max_tokens = request.max_tokens or plan.max_tokens
     plan.temperature = request.sampling.get("temperature", plan.temperature)
     return plan
+
+
+def check_tools(body: Mapping[str, Any], limits: Limits) -> None:
+    """More than `limits.max_tools` tools is a 400 naming `tools`, before any tool is read: each one is
+    validated, compiled to a grammar and described to the routing model (issue 30: 3,000 took 40 s)."""
+    tools = body.get("tools")
+    if limits.max_tools is not None and isinstance(tools, list) and len(tools) > limits.max_tools:
+        raise APIError(400, f"'tools' holds {len(tools)} tools; the gateway takes at most {limits.max_tools} "
+                       "per request", param="tools")
+
+
+def check_tokens(plan: Plan, limits: Limits, *, cap_field: str, choices: int = 1) -> None:
+    """More than `limits.max_request_tokens` generated tokens over all choices (n x the token cap) is a 400
+    before any token: naming `n` when several choices pass the cap, else the family's token cap field."""
+    cap, total = limits.max_request_tokens, choices * plan.max_tokens
+    if cap is None or total <= cap:
+        return
+    if choices > 1:
+        raise APIError(400, f"'n' x '{cap_field}' is {choices} x {plan.max_tokens} = {total} tokens; the "
+                       f"gateway generates at most {cap} per request", param="n")
+    raise APIError(400, f"'{cap_field}' is {plan.max_tokens}; the gateway generates at most {cap} tokens per "
+                   "request", param=cap_field)
 
 
 def text_of_parts(content: str | Sequence[Mapping[str, Any]], param: str, kinds: Mapping[str, str]) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gwlab.stats import calibration_error
+
 EPS = 1e-15  # log-loss clips probabilities to [EPS, 1 - EPS], as scikit-learn did
 
 
@@ -70,3 +72,17 @@ def log_loss(proba: np.ndarray, y: np.ndarray) -> float:
         return float("nan")
     p = np.where(y >= 0, proba[np.arange(len(y)), np.clip(y, 0, None)], 0.0)
     return float(-np.mean(np.log(np.clip(p, EPS, 1 - EPS))))
+
+
+def calibration_pairs(proba: np.ndarray, y: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """What calibration is measured on, per row: (P(true), label is true) for noul, (top-label confidence,
+    top label is right) for choice and score."""
+    if kind == "noul":
+        return proba[:, 1], (y == 1).astype(float)
+    return proba.max(axis=1), (proba.argmax(axis=1) == y).astype(float)
+
+
+def ece_debiased(proba: np.ndarray, y: np.ndarray, kind: str, bins: int = 10) -> float:
+    """Kumar et al.'s debiased binned ECE (gwlab/stats/calibration_error.py): the plug-in `ece` less an
+    estimate of its upward bias (it removes part of it: a calibrated model's 0.059 reads 0.036 on 300 rows)."""
+    return calibration_error.debiased(calibration_error.binned(*calibration_pairs(proba, y, kind), bins))

@@ -68,6 +68,8 @@ class Reply(Kept):
     usage: Any = field(default=None, kw_only=True)  # the family's Usage, or None when not reported
     request_id: str | None = field(default=None, kw_only=True)
     parsed: Any = field(default=None, kw_only=True)  # with `schema=`: the validated answer (client/structured.py)
+    # with `schema=`: per field the text may quote, where the source text has it (gwlab/wire/grounding.py)
+    grounding: Any = field(default=None, kw_only=True)
 
 
 class Answer:

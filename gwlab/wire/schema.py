@@ -11,6 +11,7 @@ prompt, the absent rule, the re-ask) is here too. Pydantic is imported only when
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import types
 import typing
@@ -51,7 +52,8 @@ class Schema:
         if not isinstance(spec, Mapping) or not spec:
             raise InvalidRequest("schema", "a Pydantic model, a JSON Schema or a {field: type} mapping; got "
                                            f"{type(spec).__name__}")
-        if spec.get("type") == "object" and isinstance(spec.get("properties"), Mapping):
+        if spec.get("type") == "object" or "$schema" in spec:  # a JSON Schema, never a {field: type} mapping
+            _require_properties(spec)
             _check_json_schema(spec)
             return cls(_strict(_inline(dict(spec), spec.get("$defs", {}))), name or "answer")
         properties = {str(field): _of_type(kind, f"schema.{field}") for field, kind in spec.items()}
@@ -111,22 +113,28 @@ class Schema:
 
     def request_fields(self, form: str | None) -> dict[str, Any]:
         """The request fields asking for JSON of this schema in a family's `structured_output` form."""
+        sent = self.sent()
         if form == "response_format":
             return {"response_format": {"type": "json_schema",
-                                        "json_schema": {"name": self.name, "schema": self.json, "strict": True}}}
+                                        "json_schema": {"name": self.name, "schema": sent, "strict": True}}}
         if form == "text.format":
-            return {"text": {"format": {"type": "json_schema", "name": self.name, "schema": self.json,
+            return {"text": {"format": {"type": "json_schema", "name": self.name, "schema": sent,
                                         "strict": True}}}
         if form == "tools":
             return {"tools": [{"name": self.name, "description": "Record the answer's fields.",
-                               "input_schema": self.json}],
+                               "input_schema": sent}],
                     "tool_choice": {"type": "tool", "name": self.name}}
         raise InvalidRequest("protocol", f"this family has no structured-output form ({form!r})")
+
+    def sent(self) -> dict[str, Any]:
+        """The schema as a gateway sees it: without gwlab's own keywords (`"x-grounding"`, which says a
+        field is exempt from grounding: gwlab/wire/grounding.py), which a strict validator may refuse."""
+        return _without(self.json, _OWN_KEYWORDS)
 
     def instructions(self) -> str:
         """The prompt text asking for JSON when the gateway has no structured output (with `absent_rule`)."""
         ask = ("Answer with only a JSON object, no other text, matching this JSON Schema: "
-               f"{json.dumps(self.json, separators=(',', ':'))}.")
+               f"{json.dumps(self.sent(), separators=(',', ':'))}.")
         rule = self.absent_rule()
         return f"{ask} {rule}" if rule else ask
 
@@ -174,6 +182,18 @@ def refuses_form(form: str | None, error: BaseException) -> bool:
     param = str(getattr(error, "param", None) or "")
     return any(param == n or param.startswith(n + ".") for n in names) or any(
         n in str(error) for n in names if n != "text")
+
+
+_OWN_KEYWORDS = ("x-grounding",)
+
+
+def _without(node: Any, keys: Sequence[str]) -> Any:
+    """`node` without the boolean keywords `keys` anywhere in the tree (a property so named is an object: kept)."""
+    if isinstance(node, Mapping):
+        return {k: _without(v, keys) for k, v in node.items() if not (k in keys and isinstance(v, bool))}
+    if isinstance(node, list):
+        return [_without(v, keys) for v in node]
+    return node
 
 
 def _of_type(kind: Any, field: str) -> dict[str, Any]:
@@ -241,6 +261,19 @@ def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
     if isinstance(node, list):
         return [_inline(v, defs) for v in node]
     return node
+
+
+def _require_properties(spec: Mapping[str, Any]) -> None:
+    """An object's JSON Schema names its fields under `properties`: a typo ("proprties") is named, not
+    read as a field called "type" of a `{field: type}` mapping."""
+    if isinstance(spec.get("properties"), Mapping):
+        return
+    near = difflib.get_close_matches("properties", [str(k) for k in spec], n=1, cutoff=0.7)
+    if near and near[0] != "properties":
+        raise InvalidRequest(f"schema.{near[0]}", "not a JSON Schema keyword; did you mean 'properties'? (an "
+                                                  "object's schema lists its fields under 'properties')")
+    raise InvalidRequest("schema.properties", "a JSON Schema of an object lists its fields under 'properties' "
+                                              "(a mapping of field -> schema); this one has none")
 
 
 def _check_json_schema(spec: Mapping[str, Any]) -> None:

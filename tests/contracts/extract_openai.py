@@ -17,7 +17,8 @@ from typing import Any
 
 ROOTS = ("CreateChatCompletionRequest", "CreateChatCompletionResponse", "CreateChatCompletionStreamResponse",
          "CreateResponse", "Response", "ResponseStreamEvent", "ListModelsResponse", "ErrorResponse",
-         "CreateEmbeddingRequest", "CreateEmbeddingResponse")
+         "CreateEmbeddingRequest", "CreateEmbeddingResponse", "CreateBatchRequest", "Batch", "ListBatchesResponse",
+         "OpenAIFile", "ListFilesResponse", "DeleteFileResponse")
 OUT = Path(__file__).parent / "openai" / "schemas.json"
 REF = "#/components/schemas/"
 MAPS = {"properties", "patternProperties", "$defs", "dependentSchemas"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -231,3 +232,61 @@ def test_an_oversized_multipart_video_is_413(small_gateway: RunningGateway) -> N
                    files={"input_reference": ("a.png", b"\x89PNG" + b"0" * 8192, "image/png")},
                    headers={"Authorization": f"Bearer {small_gateway.api_key}"})
     assert r.status_code == 413
+
+
+# --- lone surrogates (issue 30, finding 6: a tokenizer's UnicodeEncodeError was a 500) ----------------------
+def _text_fields(value: Any, where: str = "") -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """(dotted name, key path) of every string in a body."""
+    if isinstance(value, str):
+        yield where, ()
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        name = f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key
+        for inner, path in _text_fields(item, name):
+            yield inner, (key, *path)
+
+
+def _with(body: Any, path: tuple[Any, ...], text: str) -> Any:
+    copy = json.loads(json.dumps(body))
+    target = copy
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = text
+    return copy
+
+
+TEXT_FIELDS = [(post, name, path) for post in POSTS for name, path in _text_fields(post.valid)]
+
+
+@pytest.mark.parametrize(("post", "name", "path"), TEXT_FIELDS, ids=[f"{p.name}:{n}" for p, n, _ in TEXT_FIELDS])
+def test_a_lone_surrogate_in_any_text_field_is_400_naming_it(gateway: RunningGateway, post: Post, name: str,
+                                                             path: tuple[Any, ...]) -> None:
+    body = _with(post.valid, path, "hi \ud800 there")
+    r = _send(gateway, post, _dumps(body))  # json.dumps writes it escaped, as \ud800
+    assert r.status_code == 400 and name in _named(r, post) and "surrogate" in _named(r, post), r.text
+
+
+@pytest.mark.parametrize("post", POSTS, ids=ids)
+def test_a_lone_surrogate_sent_as_raw_bytes_is_400(gateway: RunningGateway, post: Post) -> None:
+    _name, path = next(_text_fields(post.valid))
+    marked = _dumps(_with(post.valid, path, "MARK"))
+    r = _send(gateway, post, marked.replace(b"MARK", b"\xed\xa0\x80"))  # json.loads reads with surrogatepass
+    assert r.status_code == 400, r.text
+
+
+def test_a_lone_surrogate_in_a_field_name_is_400(gateway: RunningGateway) -> None:
+    post = next(p for p in POSTS if p.name == "chat")
+    r = _send(gateway, post, _dumps({**post.valid, "metadata": {"\udfff": "x"}}))
+    assert r.status_code == 400 and "metadata" in _named(r, post)
+
+
+def test_a_surrogate_pair_is_ordinary_text(gateway: RunningGateway) -> None:
+    post = next(p for p in POSTS if p.name == "embeddings")
+    r = _send(gateway, post, b'{"model": "%s", "input": "cat \\ud83d\\ude00"}' % DECIDE.encode())
+    assert r.status_code == 200, r.text
+
+
+def test_a_truncated_gzip_body_is_400_naming_content_encoding(gateway: RunningGateway) -> None:
+    post = next(p for p in POSTS if p.name == "chat")
+    r = _send(gateway, post, gzip.compress(_dumps(post.valid))[:-12], **{"Content-Encoding": "gzip"})
+    assert r.status_code == 400 and "Content-Encoding" in _named(r, post)

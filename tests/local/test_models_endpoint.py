@@ -25,3 +25,12 @@ def test_models_lists_each_abilitys_default_first(gateway) -> None:
     r = httpx.get(f"{gateway.base_url}/models", headers={"Authorization": f"Bearer {gateway.api_key}"})
     chat_models = [m["id"] for m in r.json()["data"] if "chat" in m["supports"]]
     assert chat_models[0] == DEFAULT_MODELS["text"]  # a client taking the first chat model gets the default
+
+
+def test_models_say_whether_each_decision_models_probabilities_are_calibrated_and_on_what(gateway) -> None:
+    r = httpx.get(f"{gateway.base_url}/models", headers={"Authorization": f"Bearer {gateway.api_key}"})
+    calibration = {m["id"]: m.get("calibration") for m in r.json()["data"]}["local/decide-e5-small"]
+    assert calibration["noul"]["calibrated"] is True and calibration["noul"]["method"] == "platt"
+    assert calibration["noul"]["fitted_on"].endswith("decision_calibration.json")
+    assert calibration["noul"]["examples"] >= 300 and "support" not in calibration["noul"]["domains"]
+    assert calibration["choice"]["calibrated"] is False and calibration["score"]["calibrated"] is False

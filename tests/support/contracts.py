@@ -120,7 +120,9 @@ def _anthropic_validator(name: str) -> jsonschema.Draft202012Validator:
 
     kinds = {"MessageCreateParamsNonStreaming": params.MessageCreateParamsNonStreaming,
              "MessageCreateParamsStreaming": params.MessageCreateParamsStreaming, "Message": types.Message,
-             "RawMessageStreamEvent": types.RawMessageStreamEvent, "ErrorResponse": types.ErrorResponse}
+             "RawMessageStreamEvent": types.RawMessageStreamEvent, "ErrorResponse": types.ErrorResponse,
+             "MessageBatch": types.messages.MessageBatch,
+             "MessageBatchIndividualResponse": types.messages.MessageBatchIndividualResponse}
     return jsonschema.Draft202012Validator(_closed(TypeAdapter(kinds[name]).json_schema()))
 
 

@@ -48,13 +48,13 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           check=True, timeout=120)
 
 
-def start_gateway(db: Path, *extra: str, key: str | None = None) -> RunningGateway:
+def start_gateway(db: Path, *extra: str, key: str | None = None, stderr: int | None = None) -> RunningGateway:
     """`gwlab serve` on `db` with `extra` arguments, once it has printed its URL. `key` reuses a key already in
     the database; by default one is made in-process (the CLI's subprocess costs seconds on a busy machine),
     with a unique name, so a restarted gateway can share the database."""
     key = key or make_key(db, "tests")
     process = subprocess.Popen([sys.executable, "-m", "gwlab.cli", "serve", "--db", str(db), *extra],
-                               stdout=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=stderr, text=True)
     assert process.stdout is not None
     url = process.stdout.readline().strip()
     if not url.startswith("http://"):

@@ -1,9 +1,12 @@
-"""Waiting on a process a test started: its progress, bounded, and never past its death."""
+"""Processes a test starts: they die with the test process, and waiting on one is bounded and never past its death."""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -26,3 +29,27 @@ def wait_while_running(process: subprocess.Popen[str], predicate: Callable[[], A
     except AssertionError:
         process.kill()
         raise AssertionError(f"{what} not reached within {timeout:g} s: {process.communicate()}") from None
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> None:
+    """`preexec_fn` of a test's server: the kernel SIGKILLs it when the process that started it dies.
+
+    A suite killed by a time limit (SIGKILL: no fixture teardown runs) otherwise left llama-cpp-python's
+    server, laya-serve and LiteLLM's proxy running as orphans (NOTES.md). Runs in the child between fork
+    and exec, after `start_new_session` made it its own group; if the parent already died in between, the
+    signal would never come, so the child exits at once.
+    """
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        os._exit(125)
+    if os.getppid() != parent:
+        os._exit(125)
+
+
+def start_owned(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+    """`Popen(argv)` in its own process group (so a stop signals its workers too) that dies with this process."""
+    return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=die_with_parent, **options)

@@ -23,6 +23,7 @@ import httpx
 
 import gwlab
 from bench.harness.loopback import free_port, wait_until
+from tests.support.processes import start_owned
 
 REPO = Path(__file__).resolve().parents[2]  # tests/support/..
 BYO_VENV = REPO / ".venv-byo"  # LiteLLM's own venv, built by `make byo` (tests/byo/requirements-litellm.txt)
@@ -73,8 +74,8 @@ def start(name: str, argv: Sequence[str], env: Mapping[str, str], port: int, key
           log: Path, *, ready_seconds: float = READY_SECONDS) -> RunningServer:
     """Start `argv`, wait for an authorised `GET /v1/models` to answer 200, and return the running server."""
     with log.open("wb") as out:
-        process = subprocess.Popen(list(argv), env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        process = start_owned(argv, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)  # dies with the test process, even when it is killed
     server = RunningServer(name, f"http://127.0.0.1:{port}/v1", key, tuple(models), process, log)
     try:
         _wait_ready(server, ready_seconds)

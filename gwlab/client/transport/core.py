@@ -297,11 +297,14 @@ class AsyncTransport:
 
     async def check_answers(self, path: str = FAMILIES["models"].path) -> None:
         """ConnectionFailed (scrubbed) unless the address answers HTTP at all: one GET of `path`, without the
-        key, no retry, not in the ledger (`connect()`'s check; any status counts as an answer)."""
+        key, no retry, not in the ledger (`connect()`'s check; any status line counts as an answer, so the
+        body is never read: a server that cuts its bodies is still reached, and its cut streams are then
+        reported as interrupted streams, not as "no answer")."""
         try:
-            await self._client.get(self.url(path))
+            response = await self._client.send(self._client.build_request("GET", self.url(path)), stream=True)
         except httpx.HTTPError as exc:
             raise self._scrubbed(translate(exc, "GET", path)) from exc
+        await response.aclose()
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -20,6 +20,8 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
 from gwlab.frames.cascade.spec import Cascade
+from gwlab.frames.evaluation.labels import as_answers
+from gwlab.frames.evaluation.targets import question_levels, question_options
 from gwlab.frames.run.budget import Budget
 from gwlab.frames.templates import Template
 from gwlab.wire.decisions import render_state
@@ -111,10 +113,18 @@ class Oracle:
             f"{self.cascade.oracle} ({self.cascade.protocol})")
 
     def _labels(self) -> pd.Series:
+        """The labels in the proxy's terms, read (and refused) by the evaluation's label reader when the
+        cascade is built, before the proxy is paid for."""
         series = self.cascade.oracle
         if not series.index.is_unique:
             raise InvalidRequest("oracle", "the label Series' index has duplicate labels")
-        return series.reindex(self.frame.index)
+        series = series.reindex(self.frame.index)
+        spec, kind = self.asked[self.question.name], self.question.kind
+        classes = ["false", "true"] if kind == "noul" else question_options(spec, kind)
+        if classes is None:
+            raise InvalidRequest("oracle", f"question {self.question.name!r} names no options to read labels by")
+        read = as_answers(self.question.name, series, kind, classes, question_levels(spec) if kind == "score" else None)
+        return pd.Series(read, index=series.index, dtype=object)
 
     async def answer(self, positions: np.ndarray) -> np.ndarray:
         if len(positions) == 0:
@@ -133,7 +143,7 @@ class Oracle:
         return said
 
     def _from_labels(self, positions: np.ndarray) -> np.ndarray:
-        values = self.question.normalise(self.labels.iloc[positions], "oracle")
+        values = self.labels.iloc[positions].to_numpy()
         missing = [self.frame.index[p] for p, v in zip(positions, values, strict=True) if v is None]
         if missing:
             raise InvalidRequest("oracle", f"no label for {len(missing)} row(s) the cascade sends to the "

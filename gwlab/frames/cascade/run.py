@@ -8,7 +8,7 @@ and the proxy's answers are checkpointed, so the same rows reach the oracle agai
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,8 @@ from gwlab.stats.intervals import clopper_pearson
 
 __all__ = [
     "CASCADE_COLUMNS",
+    "PROXY",
+    "delivered_columns",
     "final_answers",
     "pilot_estimate",
     "proxy_columns",
@@ -56,7 +58,8 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     before = oracle.estimate(len(routed))  # the runner then checks each request against the budget left
     said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
     final = final_answers(mine, answered, said_by_row, cascade.metric)
-    out = with_cascade_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached)
+    out = with_cascade_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached,
+                               frame.columns if options.get("join", True) else ())
     proxy.run.cascade = summary(cascade, threshold, int(reached.sum()), answered, (len(asked), len(routed)), oracle)
     proxy.run.cascade["routed_estimate"] = before
     if proxy.run.pilot is not None:
@@ -118,16 +121,47 @@ def final_answers(mine: np.ndarray, answered: np.ndarray, said: Mapping[int, Any
     return out
 
 
+PROXY = "__proxy"  # the cheap model's own columns of the cascaded question: {q}__proxy__noul, __proxy__p__{option}, ...
+
+
 def with_cascade_columns(proxy: pd.DataFrame, question: CascadeQuestion, prefix: str, final: np.ndarray,
-                         answered: np.ndarray, score: np.ndarray, reached: np.ndarray | None = None) -> pd.DataFrame:
-    """The proxy's frame with the cascade's columns (`CASCADE_COLUMNS`) added; a row the proxy never
-    `reached` (a pilot's, a budget's: None means every row) has no source."""
-    out = pd.DataFrame(proxy)
+                         answered: np.ndarray, score: np.ndarray, reached: np.ndarray | None = None,
+                         given: Iterable[Any] = ()) -> pd.DataFrame:
+    """The delivered frame: the question's own columns hold the cascade's answers, the cheap model's are
+    kept as `{q}__proxy__*`, and `CASCADE_COLUMNS` are added; a row the proxy never `reached` (a
+    pilot's, a budget's: None means every row) has no source; the frame's own columns (`given`, joined
+    in front) are never renamed. See docs/guide/cascades.md, "Columns"."""
+    own, given = f"{prefix}{question.name}__", set(given)
+    mine = [c for c in proxy.columns if str(c).startswith(own) and c not in given]
+    out = pd.DataFrame(proxy).rename(columns={c: f"{prefix}{question.name}{PROXY}__{c[len(own):]}" for c in mine})
+    options = [c[len(own) + 3:] for c in mine if c.startswith(f"{own}p__") and not c.endswith("__std")]
+    for name, values in delivered_columns(question, final, options).items():
+        out[f"{own}{name}"] = values
     answer, source, proxy_score = (f"{prefix}{question.name}{suffix}" for suffix in CASCADE_COLUMNS)
     out[answer] = pd.array(final, dtype="boolean") if question.kind == "noul" else final
     reached = np.ones(len(answered), dtype=bool) if reached is None else reached
     out[source] = np.where(answered, "proxy", np.where(reached, "oracle", None))
     out[proxy_score] = score
+    return out
+
+
+def delivered_columns(question: CascadeQuestion, final: np.ndarray, options: list[str]) -> dict[str, Any]:
+    """The delivered answers under the question's own column names, as `gwlab.evaluate` reads them: a
+    noul's P(true) is 1.0 or 0.0; a choice's or a score's probabilities are one-hot on the delivered
+    option or level (the delivered answer is an answer, not a probability: its calibration is that of
+    hard answers); missing stays missing."""
+    missing = np.array([v is None for v in final], dtype=bool)
+    if question.kind == "noul":
+        return {"noul": np.where(missing, np.nan, [float(bool(v)) if v is not None else 0.0 for v in final])}
+    names = np.array(["" if v is None else str(v) for v in final], dtype=object)
+    out: dict[str, Any] = {}
+    if question.kind == "score":
+        levels = pd.array([None if v is None else int(v) for v in final], dtype="Int64")
+        out["score"], out["level"] = levels.astype("Float64").to_numpy(dtype=float, na_value=np.nan), levels
+    else:
+        out["choice"] = pd.array([None if v is None else str(v) for v in final], dtype="str")
+    for option in options:
+        out[f"p__{option}"] = np.where(missing, np.nan, (names == option).astype(float))
     return out
 
 
@@ -144,7 +178,8 @@ def summary(cascade: Cascade, threshold: Threshold, reached: int, answered: np.n
             "oracle_sent": oracle.sent, "oracle_cached": oracle.cached,
             "all_oracle_calls": reached, "saving": reached / total if total else math.inf,
             "oracle_cost": oracle.cost, "all_oracle_cost": oracle.cost / total * reached if total else 0.0,
-            "estimate": threshold.estimate, "bound": threshold.bound, "interval": list(interval)}
+            "estimate": threshold.estimate, "bound": threshold.bound, "interval": list(interval),
+            "certified": threshold.certified, "note": threshold.note}
 
 
 def pilot_estimate(cascade: Cascade, reached: np.ndarray, sampled: int, routed: int, oracle: Oracle

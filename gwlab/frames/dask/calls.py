@@ -158,7 +158,8 @@ def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "cha
     family, _ = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
                                structured=structured)
     kwargs = {"protocol": protocol, "system": system, "model": model, "max_tokens": max_tokens, "params": params,
-              "max_reasks": max_reasks, "structured": structured}
+              "max_reasks": max_reasks, "structured": structured,
+              "grounding": "off"}  # not on Dask yet: its meta has no grounding columns (docs/pandas.md)
     return lazy_run(ddf, "extract", family, (prompt, parsed), kwargs, options, schema=parsed)
 
 

@@ -97,7 +97,8 @@ def cascade_decide(ddf: Any, call: tuple[Any, Mapping[str, Any], str | None], ca
     job = dataclasses.replace(job, threshold=threshold, said=said, offsets=offsets)
     empty = np.empty(0, dtype=object), np.zeros(0, dtype=bool), np.empty(0, dtype=float)
     lazy = ddf.map_partitions(cascade_partition, job=job, run=run,
-                              meta=with_cascade_columns(meta, question, run.config.prefix, *empty))
+                              meta=with_cascade_columns(meta, question, run.config.prefix, *empty,
+                                                        given=ddf.columns if run.config.join else ()))
     later = dict.fromkeys(("oracle_sent", "oracle_cached", "oracle_cost", "all_oracle_cost"))
     sample = {"sent": spend.sent, "cached": spend.cached, "cost": spend.cost}
     # an attribute of this frame object only; object.__setattr__ as dask would assign a column named so
@@ -180,4 +181,5 @@ def cascade_partition(partition: pd.DataFrame, *, job: CascadeJob, run: WorkerRu
         said = {p: job.said[int(g)] for p, g in enumerate(positions) if asked[p]}
         said.update(zip(routed.tolist(), _client.run_sync(oracle.answer(routed), options["gateway"]), strict=True))
     final = final_answers(mine, answered, said, metric)
-    return with_cascade_columns(proxy, job.question, run.config.prefix, final, answered, score)
+    return with_cascade_columns(proxy, job.question, run.config.prefix, final, answered, score,
+                                given=partition.columns if run.config.join else ())

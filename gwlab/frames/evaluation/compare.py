@@ -4,7 +4,10 @@ Each metric's difference (B - A) gets a paired percentile bootstrap interval: on
 serves both sides, so what the two share (the same hard rows) cancels. Accuracy's p-value is the exact
 McNemar test (a two-sided binomial test on the rows exactly one side got right); every other metric's
 is the paired bootstrap's: the share of resampled differences at least as far from the observed one as
-the observed one is from zero. p-values are Holm-adjusted across the questions compared, per metric.
+the observed one is from zero. p-values are Holm-adjusted across every (question, metric) row of the
+table, since the verdict names any of them that is significant: the chance that an A/A comparison gets
+a verdict naming any difference stays at 1 - level (tests/frames/test_compare_level.py simulates it).
+Labels and predictions are read as `gwlab.evaluate` reads them (frames/labels.py), with its warnings.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import html
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -52,9 +55,21 @@ class Comparison:
         return f"{verdict}{self.table.to_html(float_format='{:.3f}'.format, na_rep='–')}"
 
 
+class CompareSettings(TypedDict, total=False):
+    """How finely `compare` bins and resamples (documented in its docstring; at most 10 parameters)."""
+
+    bins: int
+    resamples: int
+    seed: int
+
+
+_SETTINGS = {"bins": 10, "resamples": intervals.RESAMPLES, "seed": intervals.SEED}
+
+
 def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any, *, level: float = 0.95,
-            questions: Mapping[str, Any] | None = None, bins: int = 10, resamples: int = intervals.RESAMPLES,
-            seed: int = intervals.SEED, reduce: str | None = None) -> Comparison:
+            questions: Mapping[str, Any] | None = None, reduce: str | None = None,
+            levels_from: int | Mapping[str, int] | None = None, labels: Mapping[Any, Any] | None = None,
+            **settings: Unpack[CompareSettings]) -> Comparison:
     """Compare two sets of answers to the same rows (two models, prompts, gateways, a run and its baseline).
 
     Parameters
@@ -70,8 +85,8 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
         (or `b`), or ``{question id: Series or column name}`` for several questions. A run's answers hold
         no input columns: with run ids give the labels as a Series or a frame.
     level : float
-        Confidence level of the intervals; a difference is called significant when its Holm-adjusted
-        p-value is below ``1 - level``.
+        Confidence level of the intervals; a difference is called significant when its p-value,
+        Holm-adjusted across every question and metric of the table, is below ``1 - level``.
     questions : dict, optional
         The questions as given to ``decide``, so labels are read as `gwlab.evaluate` reads them.
     bins, resamples, seed : int
@@ -80,6 +95,11 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
         For two repeats frames (``result.repeats_frame()``): None pairs them by (row, repeat) and
         resamples rows with all their repeats (a paired cluster bootstrap, also for accuracy's p-value);
         "majority" or "mean" reduces each side to one answer per row first, as in `gwlab.evaluate`.
+    levels_from : {0, 1} or dict, optional
+        Where numeric score labels start, as in `gwlab.evaluate` (not given: read from the labels, with
+        its warning when they fit both scales).
+    labels : dict, optional
+        Label synonyms, as in `gwlab.evaluate` (``{1: False, 2: True}``, or ``{question id: {...}}``).
 
     Returns
     -------
@@ -91,29 +111,51 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
     --------
     >>> gwlab.compare(run_a, run_b, truth=labels["urgent"]).verdict          # doctest: +SKIP
     """
+    unknown = sorted(set(settings) - set(_SETTINGS))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+    bins, resamples, seed = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
     level = intervals.check_level(level)
     (a_frame, pooled_a), (b_frame, pooled_b) = (repeats.prepare(_frame(_answers_of(side), name), reduce)
                                                 for side, name in ((a, "a"), (b, "b")))
     if (pooled_a is None) != (pooled_b is None):
         raise InvalidRequest("reduce", "one side is a repeats frame and the other is not: pass reduce= "
                                        "('majority' or 'mean') to compare one answer per row")
-    labels = _labels(truth, a_frame, b_frame)
+    truths, synonyms = _labels(truth, a_frame, b_frame), labels
     common = a_frame.index[a_frame.index.isin(b_frame.index)]
     only_a, only_b = a_frame.index.difference(b_frame.index), b_frame.index.difference(a_frame.index)
     if len(only_a) or len(only_b):
         warnings.warn(f"rows in one side only are not compared: {len(only_a)} only in a, {len(only_b)} only in "
                       "b (see .only_a, .only_b)", EvaluationWarning, stacklevel=2)
-    pairs = [_paired(*(_target(side.loc[common], label, q, questions, name)
-                       for side, name in ((a_frame, "a"), (b_frame, "b"))))
-             for q, label in labels.items()]
+    read = {"questions": questions, "levels_from": levels_from, "labels": synonyms}
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", EvaluationWarning)
+        pairs = [_paired(*(_target(side.loc[common], label, q, name, read)
+                           for side, name in ((a_frame, "a"), (b_frame, "b"))))
+                 for q, label in truths.items()]
+    _say_once(said)
     clusters = None if pooled_a is None else pd.factorize(common.droplevel(repeats.REPEAT))[0].astype(np.intp)
     table = pd.DataFrame(_rows(pairs, len(common), level, bins, resamples, seed, clusters)
                          ).set_index(["question", "metric"])
-    table["p_adjusted"] = table.groupby(level="metric", sort=False)["p_value"].transform(
-        lambda p: pd.Series(intervals.holm(p.to_numpy()), index=p.index))
+    table["p_adjusted"] = adjusted(table["p_value"].to_numpy())
     table = table[["n", "a", "b", "diff", "diff_low", "diff_high", "p_value", "p_adjusted", "method"]]
     flips = pd.concat([_flips(ta, tb) for ta, tb in pairs])
     return Comparison(table, flips, only_a, only_b, level, _verdict(table, level, only_a, only_b))
+
+
+def adjusted(p: np.ndarray) -> np.ndarray:
+    """Holm over every p-value the verdict may name (all questions and metrics): its family-wise level."""
+    return intervals.holm(p)
+
+
+def _say_once(said: list[warnings.WarningMessage]) -> None:
+    """Re-issue the label reader's warnings, each once (both sides read the same labels)."""
+    seen: set[str] = set()
+    for w in said:
+        text = str(w.message)
+        if text not in seen:
+            seen.add(text)
+            warnings.warn(text, w.category, stacklevel=3)
 
 
 def _answers_of(side: Any) -> Any:
@@ -170,22 +212,21 @@ def _labels(truth: Any, a: pd.DataFrame, b: pd.DataFrame) -> dict[str, pd.Series
     return {found[0]: series(truth)}
 
 
-def _target(side: pd.DataFrame, label: pd.Series, q: str, questions: Any, name: str) -> Target:
+def _target(side: pd.DataFrame, label: pd.Series, q: str, name: str, read: Mapping[str, Any]) -> Target:
     """One side's question, read as `gwlab.evaluate` reads it (probabilities when it has them)."""
     rows = side.index  # a repeats frame's rows take the label of their row id
     if repeats.REPEAT in (rows.names or []) and repeats.REPEAT not in (label.index.names or []):
         rows = rows.droplevel(repeats.REPEAT)
-    frame = side.assign(**{_TRUTH: label.reindex(rows).to_numpy()})
+    column = str(label.name) if label.name is not None and label.name not in side.columns else _TRUTH
+    frame = side.assign(**{column: label.reindex(rows).to_numpy()})
     has_prob = tidy.column(q, tidy.NOUL) in side.columns or bool(tidy.options_of(q, side.columns))
     pred = next((tidy.column(q, kind) for kind in (tidy.CHOICE, tidy.SCORE) if tidy.column(q, kind) in side.columns),
                 None)
     if not has_prob and pred is None:
         raise InvalidRequest(name, f"no answer columns for question {q!r} ({q}__noul, {q}__p__*, {q}__choice "
                                    f"or {q}__score)")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", EvaluationWarning)  # said by the caller's own evaluate, if at all
-        (target,) = resolve(frame, {q: _TRUTH}, {q: q} if has_prob else {}, {} if has_prob else {q: pred},
-                            questions)
+    (target,) = resolve(frame, {q: column}, {q: q} if has_prob else {}, {} if has_prob else {q: pred},
+                        read["questions"], read["levels_from"], read["labels"])
     return target
 
 

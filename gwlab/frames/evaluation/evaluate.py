@@ -26,7 +26,7 @@ from gwlab.frames import columns as tidy
 from gwlab.frames.evaluation import evidence, repeats, tables
 from gwlab.frames.evaluation.calibration import Recalibration, recalibrate
 from gwlab.frames.evaluation.fields import FieldEvaluation, evaluate_fields
-from gwlab.frames.evaluation.labels import EvaluationWarning, LabelMatch
+from gwlab.frames.evaluation.labels import EvaluationWarning, LabelMatch, synonyms, synonyms_for
 from gwlab.frames.evaluation.targets import Target, resolve
 from gwlab.stats import intervals, metrics
 
@@ -53,6 +53,7 @@ class Evaluation:
         default=None, repr=False)  # (frame, truths, probs, questions, levels_from)
     level: float = 0.95  # confidence level of the `{metric}_low` / `{metric}_high` columns
     methods: dict[str, str] = field(default_factory=dict)  # metric -> how its interval was computed
+    synonyms: Mapping[Any, Any] | None = field(default=None, repr=False)  # the `labels=` given
 
     def __getitem__(self, question: str) -> pd.Series:
         return self.metrics.loc[question]
@@ -68,9 +69,14 @@ class Evaluation:
         if self._source is None:
             raise InvalidRequest("evaluation", "this evaluation kept no reference to its frame")
         frame, truths, probs, questions, levels_from = self._source
-        return {q: recalibrate(frame, truths[q], probs[q], method=method, fit=fit, seed=seed, bins=self.bins,
-                               questions=questions, levels_from=levels_from)
+        return {q: recalibrate(self._mapped(frame, q, truths[q]), truths[q], probs[q], method=method, fit=fit,
+                               seed=seed, bins=self.bins, questions=questions, levels_from=levels_from)
                 for q in truths if q in probs and self.targets[q].proba is not None}
+
+    def _mapped(self, frame: pd.DataFrame, question: str, column: str) -> pd.DataFrame:
+        """The frame with `labels=` synonyms applied to a question's label column, as it was scored."""
+        mapping = synonyms_for(self.synonyms, question)
+        return frame.assign(**{column: synonyms(frame[column], mapping)}) if mapping else frame
 
     def notes(self) -> list[str]:
         """One line per question whose labels were not read as written: mapped, shifted or unmatched."""
@@ -91,7 +97,21 @@ class Evaluation:
         shown = evidence.display(self.metrics.drop(columns=drop, errors="ignore"))
         table = shown.to_string(float_format="{:.3f}".format)
         notes = "".join(f"\nnote: {line}" for line in self.notes())
-        return f"Evaluation of {self._questions()} question(s){self._interval_note()}\n{table}{notes}"
+        head = "".join(f"\n{line}" for line in self.headlines())
+        return f"Evaluation of {self._questions()} question(s){self._interval_note()}{head}\n{table}{notes}"
+
+    def headlines(self) -> list[str]:
+        """Per question whose rows were not all scored: the accuracy beside its n and what was left out, so
+        a figure on the matched half is never read as the whole frame's."""
+        lines = []
+        for question, row in self.metrics.iterrows():
+            if isinstance(question, tuple) or not (row["n_missing"] or row["n_unmatched"]):
+                continue
+            total = int(row["n"] + row["n_missing"] + row["n_unmatched"])
+            lines.append(f"{question}: accuracy {row['accuracy']:.3f} on {int(row['n'])} of {total} rows "
+                         f"({int(row['n_unmatched'])} left out: label matches no option; "
+                         f"{int(row['n_missing'])} left out: no label or no answer)")
+        return lines
 
     def _questions(self) -> int:
         return self.metrics.index.get_level_values(0).nunique()
@@ -104,7 +124,8 @@ class Evaluation:
     def _repr_html_(self) -> str:
         head = (f"<b>Evaluation</b> of {self._questions()} question(s), ECE over {self.bins} equal-width bins"
                 f"{html.escape(self._interval_note())}")
-        parts = [head, *(f"<p>note: {html.escape(line)}</p>" for line in self.notes()),
+        parts = [head, *(f"<p><b>{html.escape(line)}</b></p>" for line in self.headlines()),
+                 *(f"<p>note: {html.escape(line)}</p>" for line in self.notes()),
                  evidence.display(self.metrics).to_html(float_format="{:.3f}".format, na_rep="–")]
         for question, table in list(self.confusion.items())[:4]:
             parts.append(f"<details><summary>confusion: {html.escape(question)}</summary>{table.to_html()}"
@@ -120,6 +141,7 @@ class EvaluationSettings(TypedDict, total=False):
     resamples: int
     seed: int
     reduce: str | None  # repeats: None pools them, "majority" or "mean" makes one answer per row
+    labels: Mapping[Any, Any] | None  # synonyms read into the labels (a keyword like the rest: at most 10 parameters)
 
 
 _SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": intervals.SEED, "reduce": None}
@@ -159,6 +181,10 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         level = label - 1); a dict gives it per question id. Not given: read from the labels, with a
         warning when they fit both (e.g. a slice whose labels are 2..4 of a 1..5 rubric), so state it
         to read a frame and any slice of it the same way.
+    labels : dict, optional
+        Synonyms: ``{label as written: what it means}`` (``{1: False, 2: True, 3: None}`` for a 1/2
+        coding with 3 = "unsure"; None leaves the row out as unlabelled), or ``{question id: {...}}``.
+        Keys are read by type (the bool True is never the number 1) and text up to case and spaces.
     kind : {"decisions", "fields"}, default "decisions"
         "fields": `truth` is ``{field: label column}`` and `pred` ``{field: extracted column}`` (default:
         the field's own name); a null label means "not in the text" and is scored like a value. Returns a
@@ -192,14 +218,17 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     ------
     InvalidRequest
         (field ``truth``) when no row of a question has a label that matches one of its options and
-        an answer, or when a label matches two options up to case.
+        an answer, when a label matches two options up to case, when a yes/no label is a number other
+        than 0 or 1 (a 1/2 coding: map it with ``labels=``; the message names the column and the
+        values), or when ``truth={question: ...}`` names a question the frame has no answer columns for.
 
     Warns
     -----
     EvaluationWarning
         When labels were left out because they match no option (named, with counts), a score's
         labels were read as a 1-based scale and shifted, or fit both scales and ``levels_from`` was
-        not given.
+        not given; or when predictions match none of the classes (counted wrong; column and values
+        named).
 
     Examples
     --------
@@ -207,9 +236,10 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     >>> ev.metrics[["accuracy", "ece"]]                                   # doctest: +SKIP
     >>> cal = ev.recalibrate("temperature")["urgent"]                     # doctest: +SKIP
     """
+    labels = settings.pop("labels", None)
     if kind == "fields":
         return _fields(frame, truth, pred, level, prob=prob, questions=questions, levels_from=levels_from,
-                       by=by, **settings)
+                       by=by, labels=labels, **settings)
     if kind != "decisions":
         raise InvalidRequest("kind", f"'decisions' or 'fields'; got {kind!r}")
     unknown = sorted(set(settings) - set(_SETTINGS))
@@ -217,7 +247,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
     bins, steps, resamples, seed, reduce = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
     frame, clusters = repeats.prepare(frame, reduce)
-    targets = resolve(frame, truth, prob, pred, questions, levels_from)
+    targets = resolve(frame, truth, prob, pred, questions, levels_from, labels)
     rows, confusion, reliability, thresholds, coverage = [], {}, {}, {}, {}
     for t in targets:
         _require_rows(t)
@@ -233,7 +263,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
             table = tables.reliability(t.proba, t.y, t.kind, bins)
             reliability[t.question] = table
             row |= {"brier": metrics.brier(t.proba, t.y, t.kind), "log_loss": metrics.log_loss(t.proba, t.y),
-                    "ece": tables.ece(table)}
+                    "ece": tables.ece(table), "ece_debiased": metrics.ece_debiased(t.proba, t.y, t.kind, bins)}
             coverage[t.question] = tables.coverage_curve(t.confidence, t.correct, steps)
             if t.kind == "noul":
                 thresholds[t.question] = tables.threshold_sweep(t.proba, t.y, steps + 1)
@@ -247,7 +277,9 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     for name in (*_SUMMED, "mae"):
         if name not in table.columns:
             table[name] = np.nan
-    table = table[["type", "options", "n", "n_missing", "n_unmatched", "label_shift", *_SUMMED, "mae"]]
+    if "ece_debiased" not in table.columns:
+        table["ece_debiased"] = np.nan
+    table = table[["type", "options", "n", "n_missing", "n_unmatched", "label_shift", *_SUMMED, "mae", "ece_debiased"]]
     # intervals (frames/evaluation/evidence.py): added columns, the point estimates above unchanged
     level = intervals.check_level(level)
     table = table.join(evidence.interval_columns(targets, len(frame), level=level, bins=bins,
@@ -258,7 +290,8 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         # every slice reads score labels on the scale the whole frame was read on (stated or found)
         scales = {t.question: 1 if t.match.shift else 0 for t in targets if t.kind == "score" and t.match is not None}
         table = _sliced(frame, truth, prob, pred, by, [t.question for t in targets], questions=questions,
-                        levels_from=levels_from if levels_from is not None else scales or None, bins=bins,
+                        levels_from=levels_from if levels_from is not None else scales or None, labels=labels,
+                        bins=bins,
                         level=level, resamples=resamples, seed=seed)
     evidence.warn_small(table)
     source = None
@@ -271,15 +304,16 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     return Evaluation(table, _grouped(whole, "type"), _grouped(whole, "options"), confusion, reliability,
                       thresholds, coverage, bins, {t.question: t for t in targets},
                       {t.question: t.match for t in targets if t.match is not None}, source, level,
-                      evidence.methods(resamples, seed, clustered=clusters is not None))
+                      evidence.methods(resamples, seed, clustered=clusters is not None), labels)
 
 
-def _fields(frame: pd.DataFrame, truth: Any, pred: Any, level: float, **unused: Any) -> FieldEvaluation:
+def _fields(frame: pd.DataFrame, truth: Any, pred: Any, level: float, labels: Any = None,
+            **unused: Any) -> FieldEvaluation:
     """The kind="fields" evaluation; an option of the decisions path given to it is an error naming it."""
     given = next((name for name, value in unused.items() if value is not None), None)
     if given is not None:
         raise InvalidRequest(given, "does not apply with kind='fields'")
-    return evaluate_fields(frame, truth, pred, level)
+    return evaluate_fields(frame, truth, pred, level, labels)
 
 
 def _sliced(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any, pred: Any,

@@ -14,9 +14,11 @@ import pandas as pd
 
 from gwlab.frames.evaluation.labels import EvaluationWarning
 from gwlab.frames.evaluation.targets import Target
-from gwlab.stats import intervals
+from gwlab.stats import calibration_error, intervals, metrics
 
 METRICS = ("accuracy", "macro_f1", "kappa", "brier", "log_loss", "ece", "mae")
+# the binned ECE's interval (gwlab/stats/calibration_error.py): a bootstrap of it never covers a calibrated model
+ECE_METHOD = "plug-in +/- the level quantile of its bins' summed noise (covers ECE 0 at the level, wider elsewhere)"
 
 
 def methods(resamples: int, seed: int, clustered: bool = False) -> dict[str, str]:
@@ -25,7 +27,7 @@ def methods(resamples: int, seed: int, clustered: bool = False) -> dict[str, str
         return dict.fromkeys(METRICS, f"cluster bootstrap over rows, their repeats drawn together ({resamples} "
                                       f"resamples, seed {seed})")
     boot = f"percentile bootstrap over rows ({resamples} resamples, seed {seed})"
-    return {m: "Wilson score" if m == "accuracy" else boot for m in METRICS}
+    return {m: "Wilson score" if m == "accuracy" else ECE_METHOD if m == "ece" else boot for m in METRICS}
 
 
 def target_sums(t: Target, bins: int) -> intervals.RowSums:
@@ -68,6 +70,9 @@ def interval_columns(targets: Sequence[Target], n_rows: int, *, level: float, bi
         for name in METRICS:
             low, high = intervals.percentile(values[name], level) if name in values else (np.nan, np.nan)
             row |= {f"{name}_low": low, f"{name}_high": high}
+        if clusters is None and t.proba is not None:
+            b = calibration_error.binned(*metrics.calibration_pairs(t.proba, t.y, t.kind), bins)
+            row["ece_low"], row["ece_high"] = calibration_error.interval(b, level, seed=seed)
         if clusters is None:
             low, high = intervals.wilson(int(np.sum(t.y == t.pred)), len(t.y), level)
             row |= {"accuracy_low": float(low), "accuracy_high": float(high)}

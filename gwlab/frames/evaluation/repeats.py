@@ -13,6 +13,9 @@ and `reduce_repeats` turns the long form back into one row per row, as `evaluate
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -67,21 +70,34 @@ def agreement(column: str, values: np.ndarray, done: np.ndarray) -> np.ndarray:
         return np.where(answered >= 2, modal / answered, np.nan)
 
 
-def stability(frame: pd.DataFrame) -> pd.DataFrame:
+def stability(frame: pd.DataFrame, *, text: str = "folded", words: int | None = None) -> pd.DataFrame:
     """Per question of a `repeats=k` result: how often its answer moved between repeats.
 
     Columns: `rows` (rows with two or more answered repeats), `changed` (share of them whose decision
     was not the same in every repeat), `agreement` (mean of `{q}__agreement`), `p_std` and `p_std_max`
     (mean and largest spread of its probabilities over rows, from the `__std` columns; NaN for text).
     A deterministic model shows changed 0 and p_std 0.
+
+    Text answers are compared as the run recorded them (`text="folded"`: up to case and spacing) or,
+    with `text="words"`, by their words alone (punctuation ignored: "No, this" and "No. This" agree),
+    and with `words=N` by their first N words only (answers cut at `max_tokens` differ in their tails).
+    Both re-read the result's `repeats_frame()`.
     """
+    if text not in ("folded", "words"):
+        raise InvalidRequest("text", f"'folded' or 'words'; got {text!r}")
+    if words is not None and not (isinstance(words, int) and not isinstance(words, bool) and words >= 1):
+        raise InvalidRequest("words", f"a positive number of words or None; got {words!r}")
     marks = [str(c) for c in frame.columns if tidy.question_of(str(c), tidy.AGREEMENT) is not None]
     if not marks:
         raise InvalidRequest("frame", "no {q}__agreement column: stability reads a result of a run with repeats > 1")
+    again = (text != "folded" or words is not None) and hasattr(frame, "repeats_frame")
+    long = frame.repeats_frame() if again else None
     rows = []
     for mark in marks:
         q = tidy.question_of(mark, tidy.AGREEMENT)
         share = pd.to_numeric(frame[mark], errors="coerce").dropna()
+        if long is not None and q in long.columns and long[q].dtype == object:
+            share = _text_agreement(long, q, text, words)
         spread = frame[[c for c in map(str, frame.columns) if tidy.question_of(c, tidy.STD) and _of(c, q)]]
         std = spread.to_numpy(float) if spread.shape[1] else np.full((len(frame), 1), np.nan)
         rows.append({"question": q, "rows": len(share), "changed": float((share < 1).mean()) if len(share) else np.nan,
@@ -89,6 +105,34 @@ def stability(frame: pd.DataFrame) -> pd.DataFrame:
                      "p_std": float(np.nanmean(std)) if np.isfinite(std).any() else np.nan,
                      "p_std_max": float(np.nanmax(std)) if np.isfinite(std).any() else np.nan})
     return pd.DataFrame(rows).set_index("question")
+
+
+def _text_agreement(long: pd.DataFrame, column: str, text: str, words: int | None) -> pd.Series:
+    """Per row with two or more answered repeats: the share that gave its most common normalised text."""
+    def normal(value: object) -> object:
+        if not isinstance(value, str):
+            return None
+        kept = re.findall(r"\w+", value.casefold()) if text == "words" else value.casefold().split()
+        return " ".join(kept[:words] if words is not None else kept)
+
+    rows = pd.factorize(long.index.droplevel(REPEAT))[0]
+    said = pd.DataFrame({"row": rows, "text": long[column].map(normal).to_numpy()}).dropna()
+    counts = said.groupby(["row", "text"]).size()
+    modal, answered = counts.groupby(level="row").max(), counts.groupby(level="row").sum()
+    return (modal / answered)[answered >= 2]
+
+
+def deterministic(spec: Mapping[str, Any] | None) -> str | None:
+    """Why a run's requests ask for a deterministic answer (temperature 0, top_k 1, no sampling), or None:
+    repeating them then sends and pays k times for one answer."""
+    params = {**(spec or {}), **((spec or {}).get("params") or {})}
+    if params.get("temperature") == 0:
+        return "temperature=0"
+    if params.get("top_k") == 1:
+        return "top_k=1"
+    if params.get("do_sample") is False:
+        return "do_sample=False"
+    return None
 
 
 def _of(column: str, q: str) -> bool:

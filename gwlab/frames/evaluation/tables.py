@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from gwlab.stats import metrics
+
 __all__ = ["confusion", "coverage_curve", "ece", "reliability", "threshold_sweep"]
 
 
@@ -28,10 +30,7 @@ def reliability(proba: np.ndarray, y: np.ndarray, kind: str, bins: int = 10) -> 
     reliability diagram). Choice and score: the top-label confidence, and `observed` the fraction of
     rows whose predicted class was right. The last bin is closed: a prediction of 1.0 falls in it.
     """
-    if kind == "noul":
-        value, hit = proba[:, 1], (y == 1).astype(float)
-    else:
-        value, hit = proba.max(axis=1), (proba.argmax(axis=1) == y).astype(float)
+    value, hit = metrics.calibration_pairs(proba, y, kind)
     edges = np.linspace(0.0, 1.0, bins + 1)
     which = np.clip(np.searchsorted(edges, value, side="right") - 1, 0, bins - 1)
     count = np.bincount(which, minlength=bins)

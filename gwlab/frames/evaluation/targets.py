@@ -18,7 +18,16 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
-from gwlab.frames.evaluation.labels import LabelMatch, class_name, distinct, match_labels, natural
+from gwlab.frames.evaluation.labels import (
+    LabelMatch,
+    class_name,
+    distinct,
+    match_labels,
+    natural,
+    read_predictions,
+    synonyms,
+    synonyms_for,
+)
 
 ProbSpec = str | Sequence[str] | Mapping[str, str]
 
@@ -58,23 +67,40 @@ class Target:
 
 def resolve(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None,
             pred: Any = None, questions: Mapping[str, Any] | None = None,
-            levels_from: int | Mapping[str, int] | None = None) -> list[Target]:
+            levels_from: int | Mapping[str, int] | None = None, labels: Mapping[Any, Any] | None = None
+            ) -> list[Target]:
     """Targets for `truth`: one label column (with `prob`/`pred`), or question id -> label column.
 
     With a mapping, `prob` and `pred` are mappings by question id too; a question given neither is
     found by its id (`{q}__noul` or `{q}__p__*`). `questions` (as given to `decide`) lets score labels
     be written as level text and fixes a pred-only question's options. `levels_from` (0 or 1, or
-    per question id) is where score labels start (see labels.py).
+    per question id) is where score labels start (see labels.py); `labels` maps labels as written to
+    what they mean (`labels=` synonyms, one mapping or one per question id).
     """
     if isinstance(truth, Mapping):
         probs = prob if isinstance(prob, Mapping) else {}
         preds = pred if isinstance(pred, Mapping) else {}
+        for q in truth:
+            if q not in probs and q not in preds:
+                _require_question(frame, str(q))
         return [_target(frame, label, probs.get(q, None if q in preds else q), preds.get(q), questions,
-                        levels_from)
+                        levels_from, labels)
                 for q, label in truth.items()]
     if prob is None and pred is None:
         raise InvalidRequest("prob", "give prob= (probability columns or a question id) or pred= (answers)")
-    return [_target(frame, truth, prob, pred, questions, levels_from)]
+    return [_target(frame, truth, prob, pred, questions, levels_from, labels)]
+
+
+def _require_question(frame: pd.DataFrame, question: str) -> None:
+    """A question of truth={...} given no prob=/pred= is found by its id; when it is not, say so naming
+    `truth`, the argument the user passed (not `prob`, which they did not)."""
+    columns = [str(c) for c in frame.columns]
+    if f"{question}__noul" in columns or any(c.startswith(f"{question}__p__") for c in columns):
+        return
+    found = sorted({c.split("__", 1)[0] for c in columns if "__noul" in c or "__p__" in c})
+    raise InvalidRequest("truth", f"question {question!r} has no answer columns in the frame ({question}__noul "
+                                  f"or {question}__p__<option>); the frame answers {found or 'no question'}; "
+                                  "give prob= or pred= to name the columns")
 
 
 def _column(frame: pd.DataFrame, name: str, field_name: str) -> pd.Series:
@@ -126,7 +152,8 @@ def _kind_of(frame: pd.DataFrame, question: str, cols: list[str]) -> str:
 
 def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | None,
             questions: Mapping[str, Any] | None = None,
-            levels_from: int | Mapping[str, int] | None = None) -> Target:
+            levels_from: int | Mapping[str, int] | None = None, mapping: Mapping[Any, Any] | None = None
+            ) -> Target:
     labels = _column(frame, truth, "truth")
     proba_frame: pd.DataFrame | None = None
     columns: dict[str, str] = {}
@@ -146,8 +173,9 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
         kind = ("score" if tidy.question_of(pred, tidy.SCORE, tidy.LEVEL) is not None
                 else "noul" if tidy.question_of(pred, tidy.NOUL) is not None else "choice")
     spec = (questions or {}).get(question)
+    labels = synonyms(labels, synonyms_for(mapping, question))
     if proba_frame is None:
-        classes = _predicted_classes(predictions, kind, _options(spec, kind))
+        classes = _predicted_classes(predictions, kind, question_options(spec, kind))
     keep = labels.notna().to_numpy()
     if proba_frame is not None:
         keep = keep & proba_frame.notna().all(axis=1).to_numpy()
@@ -155,9 +183,10 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
         keep = keep & _column(frame, pred, "pred").notna().to_numpy()
     n_missing = int((~keep).sum())
     match = match_labels(question, labels[keep].to_numpy(), kind, classes,
-                         _levels(spec) if kind == "score" else None,
+                         question_levels(spec) if kind == "score" else None,
                          open_classes=proba_frame is None and spec is None and kind != "noul",
-                         levels_from=levels_from.get(question) if isinstance(levels_from, Mapping) else levels_from)
+                         levels_from=levels_from.get(question) if isinstance(levels_from, Mapping) else levels_from,
+                         column=str(truth))
     classes = match.classes
     matched = np.flatnonzero(keep)[match.y >= 0]  # rows with a label that matches no class: left out
     keep = np.zeros(len(frame), dtype=bool)
@@ -170,9 +199,7 @@ def _target(frame: pd.DataFrame, truth: str, prob: ProbSpec | None, pred: str | 
         sums = proba.sum(axis=1, keepdims=True)
         proba = np.divide(proba, sums, out=np.full_like(proba, 1.0 / proba.shape[1]), where=sums > 0)
     if pred is not None:
-        position = {c: i for i, c in enumerate(classes)}
-        values, codes = distinct(frame[pred][keep].to_numpy())
-        pred_index = np.array([position.get(class_name(v, kind), -1) for v in values], dtype=np.int64)[codes]
+        pred_index = read_predictions(question, frame[pred][keep].to_numpy(), kind, classes, column=str(pred))
     else:
         assert proba is not None
         pred_index = proba.argmax(axis=1) if len(proba) else np.zeros(0, dtype=np.int64)
@@ -189,7 +216,7 @@ def _predicted_classes(predictions: pd.Series, kind: str, options: list[str] | N
     return sorted({class_name(v, kind) for v in distinct(predictions.dropna().to_numpy())[0]}, key=natural)
 
 
-def _options(spec: Any, kind: str) -> list[str] | None:
+def question_options(spec: Any, kind: str) -> list[str] | None:
     """A choice question's option names, or a score's level numbers, from its decide() spec."""
     criteria = spec.get("criteria") if isinstance(spec, Mapping) else None
     if criteria is None:
@@ -199,7 +226,7 @@ def _options(spec: Any, kind: str) -> list[str] | None:
     return [str(option) for option in criteria]
 
 
-def _levels(spec: Any) -> list[str] | None:
+def question_levels(spec: Any) -> list[str] | None:
     """A score question's level texts, in order, from its decide() spec (`criteria`)."""
     criteria = spec.get("criteria") if isinstance(spec, Mapping) else None
     if not isinstance(criteria, Sequence) or isinstance(criteria, str):

@@ -48,6 +48,7 @@ class OperatorSummary:
     comparisons: int = 0  # topk: pairwise comparisons asked
     levels: int = 0  # aggregate: map-reduce levels run
     strategy: str = ""  # merge: "choice" or "pairwise"
+    kept: int | None = None  # filter: rows that passed
     stopped: str | None = None
     runs: list[dict[str, Any]] = field(default_factory=list)  # each run's RunSummary, as a dict
 
@@ -67,7 +68,9 @@ class OperatorSummary:
         extra = {"comparisons": self.comparisons, "levels": self.levels}
         shown = "".join(f", {value} {name}" for name, value in extra.items() if value)
         strategy = f" ({self.strategy})" if self.strategy else ""
-        line = (f"{self.operator}{strategy}: {self.rows} rows, {self.requests} requests in {len(self.runs)} runs: "
+        kept = f", kept {self.kept} of {self.rows}" if self.kept is not None else ""
+        line = (f"{self.operator}{strategy}: {self.rows} rows{kept}, {self.requests} requests in "
+                f"{len(self.runs)} runs: "
                 f"{self.sent} sent, {self.cached} cached{shown} · {self.input_tokens} in / {self.output_tokens} "
                 "out tokens")
         return line + (f" · stopped: {self.stopped}" if self.stopped else "")

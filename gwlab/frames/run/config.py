@@ -18,11 +18,13 @@ from typing import Any, Literal, TypedDict
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames.extract import Structured
+from gwlab.frames.grounding.columns import GroundingMode
 from gwlab.frames.run.budget import Budget
 from gwlab.frames.run.checkpoint import AnswerStore
 from gwlab.frames.run.limiter import Limiter
 
-__all__ = ["DEFAULTS", "ERRORS", "KINDS", "RUN_OPTIONS_DOC", "ExtractOptions", "RunConfig", "RunOptions", "TaskOptions"]
+__all__ = ["DEFAULTS", "ERRORS", "EXTRACT_OPTIONS_DOC", "KINDS", "RUN_OPTIONS_DOC", "ExtractOptions", "RunConfig",
+           "RunOptions", "TaskOptions"]
 
 Kind = Literal["rows", "tasks", "dask"]
 KINDS: tuple[Kind, ...] = ("rows", "tasks", "dask")
@@ -39,7 +41,8 @@ BLANKS = ("fail", "send")  # a template that reads a blank value: the row fails 
 BLANK_DEFAULT = BLANKS[0]
 # the options only one kind takes (every other field is shared)
 _ONLY: dict[str, tuple[Kind, ...]] = {"tokens_per_minute": ("rows", "dask"), "repeats": ("rows",),
-                                      "folder": ("tasks",), "poll_interval": ("tasks",), "timeout": ("tasks",)}
+                                      "folder": ("tasks",), "poll_interval": ("tasks",), "timeout": ("tasks",),
+                                      "batch": ("rows",)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,7 @@ class RunConfig:
     folder: str | Path | None = None
     poll_interval: float = DEFAULT_POLL_INTERVAL
     timeout: float = DEFAULT_TIMEOUT
+    batch: Any = None  # True, a dict or a gwlab.BatchOptions: send as provider batch jobs
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -145,6 +149,7 @@ class RunOptions(TypedDict, total=False):
     progress: bool
     join: bool
     prefix: str
+    batch: Any
 
 
 class ExtractOptions(RunOptions, total=False):
@@ -152,6 +157,8 @@ class ExtractOptions(RunOptions, total=False):
 
     max_reasks: int
     structured: Structured
+    grounding: GroundingMode
+    source: str | None
 
 
 class TaskOptions(TypedDict, total=False):
@@ -174,6 +181,31 @@ class TaskOptions(TypedDict, total=False):
     progress: bool
     join: bool
     prefix: str
+
+
+EXTRACT_OPTIONS_DOC = """
+        max_reasks : int, default 1
+            How many times an invalid answer (not JSON, a missing field, a wrong type, an extra field,
+            an unknown category) is asked again, with the validation error shown to the model. Each
+            re-ask is a request: its tokens are added to the row's usage, budget and checkpoint.
+        structured : {"auto", "native", "prompt"}, default "auto"
+            "native" asks in the family's structured-output form; "prompt" puts the schema in the
+            prompt and parses the text; "auto" asks natively until the gateway answers a 400 naming
+            that form's field, then resends in the prompt, says so once (a warning and ``.run``) and
+            remembers it for that gateway for the life of the process.
+        grounding : {"flag", "drop", "off"}, optional
+            Default: "flag" when `prompt` reads one column or `source` is given, else "off".
+            Align each extracted string, number and date with the row's source text (exact, fuzzy or
+            not_found, and its span; see docs/pandas.md, "Grounding"). "flag" keeps a value not found and
+            says so in ``{field}__grounding`` and ``__notes``; "drop" makes it missing (its reason in
+            ``__notes``, the value still in ``__raw``); "off" aligns nothing. Booleans, categories, lists
+            and fields whose schema says ``"x-grounding": false`` are exempt. Not found does not prove a
+            value wrong: a right value may be paraphrased. Columns per grounded field:
+            ``{field}__grounding`` (category: exact, fuzzy, not_found; NA for a missing value) and
+            ``{field}__span`` (``(start, end)`` into the source text, or None).
+        source : str, optional
+            The column whose text values are grounded in (default: the one column `prompt` reads).
+"""  # `df.gw.extract`'s own options, shown in its docstring
 
 
 RUN_OPTIONS_DOC = """
@@ -221,6 +253,11 @@ RUN_OPTIONS_DOC = """
         Return the input columns followed by the answer columns; False: the answer columns only.
     prefix : str, default ""
         Prepended to every answer column (to run twice into one frame).
+    batch : bool, dict or BatchOptions, optional
+        Text runs (chat, respond, messages, extract): send the unanswered rows as provider batch
+        jobs (OpenAI batches; Anthropic message batches for messages) at the batch price, and return
+        the same columns once they end. ``BatchOptions(wait=False)`` submits and returns; the same
+        call run again, from any kernel on the same checkpoint, collects. See docs/guide/batches.md.
 
     Returns
     -------

@@ -22,7 +22,8 @@ from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run.status import LABELS, RowStatus
 from gwlab.frames.templates import Rows
 
-__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "Batch", "RunInterrupted", "RunResult", "RunSummary", "recorded_where"]
+__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "Batch", "RunInterrupted", "RunResult", "RunSummary", "first_rows",
+           "recorded_where"]
 
 NOT_RUN, SENT, CACHED, ERROR = RowStatus.NOT_RUN, RowStatus.SENT, RowStatus.CACHED, RowStatus.ERROR
 
@@ -51,13 +52,20 @@ class RunSummary:
 
     rows: int = 0
     requests: int = 0  # distinct requests (after dedupe), times repeats
-    sent: int = 0
-    cached: int = 0
+    sent: int = 0  # requests sent in this run (with repeats: each repeat)
+    cached: int = 0  # answers read from the checkpoint (with repeats: each repeat)
+    # rows by their `__status`, the same on a first run and a re-run: a row is `sent` or `cached` (the first
+    # row of its request), `duplicate` (a later row of the same request, sent or cached), `error` or `not_run`;
+    # sent_rows + cached_rows + duplicate_rows + error_rows + not_run_rows == rows
+    sent_rows: int = 0
+    cached_rows: int = 0
     duplicate_rows: int = 0
     error_rows: int = 0  # every row whose `__status` is error: the invalid ones and the request errors
     invalid_rows: int = 0  # of those, rows never sent: their input failed before a request (NaN, blank, invalid)
     not_run_rows: int = 0
-    input_tokens: int = 0  # billed in this run (sent requests only)
+    # every answer paid for in this run (re-asks and answers that failed validation included; nothing for
+    # cached rows): the client ledger's sum over this run's calls
+    input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
     elapsed: float = 0.0
@@ -81,6 +89,8 @@ class RunSummary:
     # with cascade=: who answered how many rows, the oracle calls, the threshold and the quality bound
     # (keys in gwlab/frames/cascade/run.py `summary`)
     cascade: dict[str, Any] | None = None
+    # with batch=: the jobs, counts, what they billed and whether rows are still pending (frames/batch/jobs.py)
+    batch: dict[str, Any] | None = None
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
@@ -99,7 +109,7 @@ class RunSummary:
 
     def text(self) -> str:
         cost = "n/a" if math.isnan(self.cost) else f"${self.cost:.4f}"
-        parts = [f"{self.rows} rows", f"{self.sent} sent", f"{self.cached} cached",
+        parts = [f"{self.rows} rows", f"{self.sent_rows} sent", f"{self.cached_rows} cached",
                  f"{self.duplicate_rows} duplicate"]
         if self.invalid_rows:  # never sent: the ledger has no row for them, so they are not "errors" there
             parts.append(f"{self.invalid_rows} not sent (invalid input)")
@@ -108,6 +118,8 @@ class RunSummary:
             parts.append(f"{self.not_run_rows} not run")
         if self.reasked:
             parts.append(f"{self.reasked} re-asked")
+        if (self.sent, self.cached) != (self.sent_rows, self.cached_rows):  # repeats: asks, not rows
+            parts.append(f"{self.sent} requests sent, {self.cached} answers from the checkpoint")
         line = (f"{self.model} {self.endpoint}: " + ", ".join(parts)
                 + f" · {self.input_tokens} in / {self.output_tokens} out tokens · est. {cost}"
                 + f" · {self.elapsed:.1f}s")
@@ -145,14 +157,22 @@ def recorded_where(recorded: str | None) -> str:
 
 def _cascade_text(c: dict[str, Any]) -> str:
     calls = c["oracle_calls"]
-    low, high = c["interval"]
-    interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
     return (f"cascade ({c['metric']} >= {c['target']} with prob. >= {1 - c['delta']:.3g}): proxy answered "
             f"{c['proxy_rows']} rows, oracle ({c['oracle']}) {c['oracle_rows']}; oracle calls {calls['total']} "
             f"({calls['sampled']} sampled + {calls['routed']} routed) vs {c['all_oracle_calls']} all-oracle "
-            f"({c['saving']:.1f}x fewer); threshold {c['threshold']:.3f}; sample estimate {c['estimate']:.3f}"
-            f"{interval}, bound {c['bound']:.3f}" + _cascade_budget_text(c.get("routed_estimate"))
-            + _cascade_pilot_text(c.get("pilot")))
+            f"({c['saving']:.1f}x fewer); threshold {c['threshold']:.3f}; " + _certificate_text(c)
+            + _cascade_budget_text(c.get("routed_estimate")) + _cascade_pilot_text(c.get("pilot")))
+
+
+def _certificate_text(c: dict[str, Any]) -> str:
+    """What is certified, in words: the bound, or why nothing (or everything, to the oracle) was."""
+    if math.isnan(c["bound"]):
+        return f"NOT certified: {c.get('note', 'no threshold passed')}"
+    low, high = c["interval"]
+    interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
+    estimate = "" if math.isnan(c["estimate"]) else f" (sample estimate {c['estimate']:.3f}{interval})"
+    note = f"; {c['note']}" if c.get("note") else ""
+    return f"certified {c['metric']} >= {c['bound']:.3f}{estimate}{note}"
 
 
 def _cascade_budget_text(e: dict[str, Any] | None) -> str:
@@ -218,11 +238,9 @@ class RunResult:
         status = per_job.pop("__status")
         row_status = np.where(ok_rows, status[take] if len(status) else ERROR, ERROR)
         text = LABELS[row_status]
-        first = np.zeros(len(row_job), dtype=bool)
-        if len(status):
-            jobs, first_rows = np.unique(row_job, return_index=True)
-            first[first_rows[jobs >= 0]] = True
-        text[(row_status == SENT) & ~first] = RowStatus.DUPLICATE.label
+        # a later row of an answered request, whether sent now or read from the checkpoint: its count
+        # must not change when the same frame is run again
+        text[((row_status == SENT) | (row_status == CACHED)) & ~first_rows(row_job)] = RowStatus.DUPLICATE.label
         # one row per request, every row answered (the common large case): the job arrays are the columns
         identity = bool(ok_rows.all()) and len(per_job["__error"]) == len(row_job) and bool(
             (row_job == np.arange(len(row_job))).all())
@@ -313,6 +331,14 @@ class RunResult:
         status[any_done] = CACHED
         status[(self.status == SENT).any(axis=0)] = SENT
         return status
+
+
+def first_rows(row_job: np.ndarray) -> np.ndarray:
+    """Per row: whether it is the first row of its request (rows that failed before a request: False)."""
+    first = np.zeros(len(row_job), dtype=bool)
+    jobs, positions = np.unique(row_job, return_index=True)
+    first[positions[jobs >= 0]] = True
+    return first
 
 
 def _with_repeats(index: pd.Index, k: int) -> pd.MultiIndex:

@@ -22,13 +22,14 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest, RunRecordWarning
 from gwlab.frames.extract import reading_fields, typed_columns
+from gwlab.frames.grounding import columns as grounding
 from gwlab.frames.recipes import RowRecipe, rebuild
 from gwlab.frames.run.checkpoint import AnswerStore, canonical, is_store_url, key_of, mask_url
 from gwlab.frames.run.outcome import CACHED, ERROR, SENT, RunResult
@@ -38,14 +39,18 @@ from gwlab.frames.task_batch import TaskRun, TaskSummary
 from gwlab.frames.templates import Rows, json_value
 from gwlab.wire.schema import AnswerInvalid, Schema
 
+if TYPE_CHECKING:
+    from gwlab.frames._client import RunLabel
+
 __all__ = ["PROCESS_ONLY", "PROCESS_RUNS", "RUN_COLUMNS", "Described", "RunLog", "record_rows", "record_tasks",
            "run_answers", "runs"]
 
 PROCESS_ONLY = "process only (checkpoint=None): gone when the process ends, answers not kept"
 # the columns of `gwlab.runs()`, in order; a run's detail (answer keys, index) is stored beside, not listed
-RUN_COLUMNS = ["run_id", "started", "family", "model", "gateway", "endpoint", "template", "params", "rows",
-               "repeats", "sent", "cached", "duplicate_rows", "error_rows", "invalid_rows", "not_run_rows",
-               "input_tokens", "output_tokens", "cost", "duration", "status", "stopped", "checkpoint", "kept"]
+RUN_COLUMNS = ["run_id", "ledger_run", "started", "family", "model", "gateway", "endpoint", "template", "params",
+               "rows", "repeats", "sent", "cached", "sent_rows", "cached_rows", "duplicate_rows", "error_rows",
+               "invalid_rows", "not_run_rows", "input_tokens", "output_tokens", "cost", "duration", "status",
+               "stopped", "checkpoint", "kept"]
 
 
 @runtime_checkable
@@ -93,13 +98,17 @@ class Described:
     template: Mapping[str, Any]
     index: pd.Index
     prefix: str
+    label: RunLabel | None = None  # the run's id and its calls' ledger label (None: a fresh id, no calls)
+    derived: Mapping[str, Any] | None = None  # columns computed after the run (grounding: frames/grounding.py)
 
 
 def record_rows(store: AnswerStore | None, runner: Runner, result: RunResult, described: Described) -> None:
     """Append the record of a finished (or stopped) row run; its id and where it is kept go on the summary."""
     facts = {"kind": "rows", **_facts(result.summary, runner, described)}
-    _append(store, result.summary, facts, lambda: {"answers": _answers(runner, result),
-                                                   "index": _index_spec(described.index)})
+    _append(store, result.summary, facts, described.label, lambda: {"answers": _answers(runner, result),
+                                                                    "index": _index_spec(described.index),
+                                                                    **({"derived": described.derived}
+                                                                       if described.derived else {})})
 
 
 def record_tasks(store: AnswerStore | None, run: TaskRun, frame: pd.DataFrame, summary: TaskSummary,
@@ -113,6 +122,7 @@ def record_tasks(store: AnswerStore | None, run: TaskRun, frame: pd.DataFrame, s
              "gateway": mask_url(url) + space + qualifier, "endpoint": run.family.submit_path,
              "template": json_value(dict(described.template)), "params": json_value(fixed), "rows": summary.rows,
              "repeats": 1, "prefix": described.prefix, "sent": summary.submitted, "cached": summary.resumed,
+             "sent_rows": summary.submitted, "cached_rows": summary.resumed,
              "duplicate_rows": 0, "error_rows": summary.error_rows, "invalid_rows": len(run.row_errors),
              "not_run_rows": summary.not_run_rows, "input_tokens": None, "output_tokens": None,
              "cost": None if math.isnan(summary.cost) else summary.cost, "duration": summary.elapsed,
@@ -120,15 +130,20 @@ def record_tasks(store: AnswerStore | None, run: TaskRun, frame: pd.DataFrame, s
              "checkpoint": summary.checkpoint}
     columns = {name: [json_value(v) for v in frame[name]] for name in frame.columns}
     dtypes = {name: str(frame[name].dtype) for name in frame.columns}
-    _append(store, summary, facts, lambda: {"answers": {"keys": run.keys, "columns": columns, "dtypes": dtypes},
-                                            "index": _index_spec(described.index)})
+    _append(store, summary, facts, described.label,
+            lambda: {"answers": {"keys": run.keys, "columns": columns, "dtypes": dtypes},
+                     "index": _index_spec(described.index)})
 
 
-def _append(store: AnswerStore | None, summary: Any, facts: dict[str, Any], detail: Callable[[], Any]) -> None:
+def _append(store: AnswerStore | None, summary: Any, facts: dict[str, Any], label: RunLabel | None,
+            detail: Callable[[], Any]) -> None:
     """Write one record (to the store when it keeps records, else to this process) and say where on `summary`;
-    `detail` (answer keys and index) is made only when answers were kept."""
+    `detail` (answer keys and index) is made only when answers were kept. The record's id is the run's, the
+    one its calls carry in the client ledger (`ledger_run`, unless the caller labelled them itself)."""
     now = time.time()
-    run_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}-{secrets.token_hex(4)}"
+    run_id = label.run_id if label is not None else \
+        f"{facts['family']}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}-{secrets.token_hex(4)}"
+    facts = {**facts, "ledger_run": label.ledger if label is not None else None}
     log: Any = store if isinstance(store, RunLog) else PROCESS_RUNS
     kept = PROCESS_ONLY if store is None else str(store.path) if log is store else \
         "process only: this checkpoint store keeps no run records"
@@ -152,6 +167,7 @@ def _facts(summary: Any, runner: Runner, described: Described) -> dict[str, Any]
             "endpoint": summary.endpoint, "template": json_value(dict(described.template)),
             "params": json_value(dict(runner.recipe.spec or {})), "rows": summary.rows, "repeats": runner.repeats,
             "prefix": described.prefix, "sent": summary.sent, "cached": summary.cached,
+            "sent_rows": summary.sent_rows, "cached_rows": summary.cached_rows,
             "duplicate_rows": summary.duplicate_rows, "error_rows": summary.error_rows,
             "invalid_rows": summary.invalid_rows, "not_run_rows": summary.not_run_rows,
             "input_tokens": summary.input_tokens, "output_tokens": summary.output_tokens, "cost": cost,
@@ -241,9 +257,12 @@ def runs(checkpoint: Any = None) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns ``run_id``, ``started`` (UTC), ``family``, ``model``, ``gateway``, ``endpoint``, ``template``,
-        ``params``, ``rows``, ``repeats``, ``sent``, ``cached`` (answers reused), error and not-run counts,
-        ``input_tokens``, ``output_tokens``, ``cost``, ``duration`` (s), ``status`` (finished or stopped),
+        Columns ``run_id``, ``ledger_run`` (the ``run`` label of its calls in ``gw.usage``: the run id, or
+        the caller's ``label_calls`` label), ``started`` (UTC), ``family``, ``model``, ``gateway``,
+        ``endpoint``, ``template``, ``params``, ``rows``, ``repeats``, ``sent`` (requests), ``cached``
+        (answers reused), ``sent_rows``, ``cached_rows``, duplicate, error and not-run row counts,
+        ``input_tokens``, ``output_tokens`` and ``cost`` (every answer paid for, as the ledger counts
+        them), ``duration`` (s), ``status`` (finished or stopped),
         ``stopped`` (why), ``checkpoint`` and ``kept`` (where the record lives).
     """
     frame = pd.DataFrame([{c: r.get(c) for c in RUN_COLUMNS} for r in _records(checkpoint)], columns=RUN_COLUMNS)
@@ -321,6 +340,8 @@ def _rebuild(record: Mapping[str, Any], detail: Mapping[str, Any], store: Any) -
         result.error[r, j], result.request_id[r, j] = error, request_id
     frame = result.frame(index)
     frame = frame if schema is None else typed_columns(frame, schema)
+    if detail.get("derived"):
+        frame = grounding.restore(frame, detail["derived"])
     if record["prefix"]:
         frame.columns = [f"{record['prefix']}{c}" for c in frame.columns]
     return frame

@@ -31,7 +31,7 @@ from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, key_
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.run.limiter import Limiter, TokenBucket
-from gwlab.frames.run.outcome import CACHED, ERROR, NOT_RUN, SENT, Batch, RunResult, RunSummary
+from gwlab.frames.run.outcome import CACHED, ERROR, NOT_RUN, SENT, Batch, RunResult, RunSummary, first_rows
 from gwlab.frames.run.usage import as_table
 from gwlab.wire.families import ProtocolFamily
 from gwlab.wire.schema import AnswerInvalid
@@ -92,7 +92,7 @@ class Runner(Stoppable):
         bar.advance(len(batch.row_errors))
         last_job = jobs if self.pilot is None else _jobs_before(batch, self.pilot)
         items: Iterator[tuple[int, int]] = ((j, r) for j in range(last_job) for r in range(k))
-        counters = {"sent": 0, "cached": 0, "rate_limited": 0}
+        counters = {"sent": 0, "cached": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0}
 
         def finished(job: int) -> None:
             remaining[job] -= 1
@@ -146,16 +146,16 @@ class Runner(Stoppable):
             async with spend.changed:
                 await spend.changed.wait()
         held = spend.hold(estimate, recipe.reserved_output)
-        tokens_in = tokens_out = 0
+        paid = [0, 0]  # tokens of every answer this row's requests got: re-asks and invalid answers included
         try:
             await self.limiter.acquire(estimate)
             try:
-                reply = await self._send_with_pauses(body, estimate, counters)
+                reply = await self._send_with_pauses(body, estimate, counters, paid)
             except Exception as exc:  # a 400 the recipe has another form for: nothing billed, sent again
                 if recipe.fallback is None or not recipe.fallback(exc, self.gateway):
                     raise
-                reply = await self._send_with_pauses(recipe.body(batch.value(job)), estimate, counters)
-            reply = await self._reask(batch.value(job), reply, estimate, counters)
+                reply = await self._send_with_pauses(recipe.body(batch.value(job)), estimate, counters, paid)
+            reply = await self._reask(batch.value(job), reply, estimate, counters, paid)
             tokens_in, tokens_out = (t or 0 for t in recipe.usage(reply.data))
             if estimate and tokens_in > estimate:
                 self.factor *= tokens_in / estimate
@@ -169,14 +169,18 @@ class Runner(Stoppable):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.limiter.settle(estimate, 0)
+            self.limiter.settle(estimate, paid[0])
             if self.checkpoint is not None:
                 self.checkpoint.release(key)
             self._fail(result, job, repeat, exc)
         finally:
-            await spend.settle(held, tokens_in, tokens_out)
+            # the bill is what was paid, whatever became of the answer (an invalid one, a re-ask that failed)
+            counters["input_tokens"] += paid[0]
+            counters["output_tokens"] += paid[1]
+            await spend.settle(held, *paid)
 
-    async def _reask(self, value: Any, reply: Answer, estimate: int, counters: dict[str, int]) -> Answer:
+    async def _reask(self, value: Any, reply: Answer, estimate: int, counters: dict[str, int],
+                     paid: list[int]) -> Answer:
         """While the recipe asks again (an invalid structured answer), send its follow-up: each one a real
         request, its usage added to the row's so the budget and the checkpoint count what was paid."""
         follow_up = self.recipe.follow_up
@@ -184,18 +188,20 @@ class Runner(Stoppable):
         while follow_up is not None and (again := follow_up(value, reply.data, asked)) is not None:
             asked += 1
             await self.limiter.acquire(estimate)
-            answer = await self._send_with_pauses(again, estimate, counters)
+            answer = await self._send_with_pauses(again, estimate, counters, paid)
             self.limiter.settle(estimate, 0)  # the row's one settle below counts every ask's tokens
             counters["reasked"] = counters.get("reasked", 0) + 1
             reply = Answer(_added_usage(answer.data, reply.data, asked), None, answer.request_id)
         return reply
 
-    async def _send_with_pauses(self, body: dict[str, Any], estimate: int, counters: dict[str, int]) -> Answer:
+    async def _send_with_pauses(self, body: dict[str, Any], estimate: int, counters: dict[str, int],
+                                paid: list[int]) -> Answer:
         """Send, retrying as `retry_delay` (the client's policy) says; a 429 pauses every worker, not only
-        this one."""
+        this one. An answer's usage is added to `paid` as it arrives: the gateway billed it, whatever the
+        row makes of it later (the client ledger records the same figure for the same request)."""
         for attempt in itertools.count():
             try:
-                return await self.send(self.recipe.family, body)
+                answer = await self.send(self.recipe.family, body)
             except Exception as exc:
                 limited = isinstance(exc, RateLimited)
                 if limited:
@@ -208,6 +214,11 @@ class Runner(Stoppable):
                     await self.limiter.acquire(estimate)
                 else:
                     await asyncio.sleep(wait)
+                continue
+            tokens_in, tokens_out = self.recipe.usage(answer.data)
+            paid[0] += tokens_in or 0
+            paid[1] += tokens_out or 0
+            return answer
         raise AssertionError("unreachable")
 
     def _store(self, result: RunResult, job: int, repeat: int, data: Any, request_id: str | None,
@@ -240,15 +251,15 @@ class Runner(Stoppable):
         per_job = result.job_status()
         row_status = np.where(batch.row_job >= 0, per_job[np.clip(batch.row_job, 0, None)], ERROR) \
             if len(batch) else np.full(len(batch.row_job), ERROR)
-        sent_rows = row_status == SENT
-        duplicates = int(sent_rows.sum()) - int((per_job == SENT).sum())
-        sent_mask = result.status == SENT
+        first = first_rows(batch.row_job)
+        answered = (row_status == SENT) | (row_status == CACHED)
         return RunSummary(
             rows=len(batch.row_job), requests=len(batch) * self.repeats, sent=counters["sent"],
-            cached=counters["cached"], duplicate_rows=duplicates, error_rows=int((row_status == ERROR).sum()),
+            cached=counters["cached"], sent_rows=int(((row_status == SENT) & first).sum()),
+            cached_rows=int(((row_status == CACHED) & first).sum()),
+            duplicate_rows=int((answered & ~first).sum()), error_rows=int((row_status == ERROR).sum()),
             invalid_rows=int((batch.row_job < 0).sum()), not_run_rows=int((row_status == NOT_RUN).sum()),
-            input_tokens=int(np.nansum(np.where(sent_mask, result.input_tokens, 0))),
-            output_tokens=int(np.nansum(np.where(sent_mask, result.output_tokens, 0))),
+            input_tokens=counters["input_tokens"], output_tokens=counters["output_tokens"],
             cost=spend.cost, elapsed=elapsed, rate_limited=counters["rate_limited"],
             reasked=counters.get("reasked", 0),
             waited=float(getattr(self.limiter, "waited", 0.0)), stopped=self._stopping,

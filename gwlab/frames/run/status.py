@@ -16,7 +16,7 @@ class RowStatus(IntEnum):
     SENT = 1  # answered by a request of this run
     CACHED = 2  # answered from the checkpoint: nothing paid again
     ERROR = 3  # failed: bad input, or the request failed
-    DUPLICATE = 4  # the same request as an earlier row of this run, answered once
+    DUPLICATE = 4  # the same request as an earlier row of this run, answered once (sent now or cached)
     IN_DOUBT = 5  # a task submission whose answer was lost: looked up, never resent blind
 
     @property

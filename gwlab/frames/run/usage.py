@@ -22,6 +22,7 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.families import by_path
+from gwlab.wire.jobs.batches import LEDGER_FAMILY
 
 __all__ = ["DEFAULT_PRICES", "NO_MODEL", "Price", "PriceTable", "charges_output", "column", "model_ids",
            "summarize"]
@@ -39,15 +40,21 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "latency_ms": ("latency_ms",),
     "latency_s": ("latency_s", "latency", "elapsed"),
     "status": ("status",),
+    "family": ("family",),
 }
+
+
+BATCH_SHARE = 0.5  # what a batch job pays of the synchronous price, unless a model's price says otherwise
 
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """US dollars per million tokens."""
+    """US dollars per million tokens; `batch` is the share of it a provider batch job pays (half, as
+    OpenAI's Batch API and Anthropic's Message Batches charge)."""
 
     input: float
     output: float = 0.0
+    batch: float = BATCH_SHARE
 
 
 def charges_output(endpoint: str | None) -> bool:
@@ -74,15 +81,17 @@ class PriceTable:
         return None
 
     def cost(self, model: str | None, endpoint: str | None, input_tokens: float,
-             output_tokens: float = 0.0) -> float:
-        """Dollars for one call (or a sum of calls); NaN when the model has no price; 0 with no tokens."""
+             output_tokens: float = 0.0, *, batch: bool = False) -> float:
+        """Dollars for one call (or a sum of calls); NaN when the model has no price; 0 with no tokens.
+        `batch`: sent in a provider batch job, at the model's batch rate."""
         billed_out = output_tokens if charges_output(endpoint) else 0.0
         if not input_tokens and not billed_out:
             return 0.0
         price = self.price(model)
         if price is None:
             return float("nan")
-        return (input_tokens * price.input + (billed_out or 0.0) * price.output) / 1e6
+        share = price.batch if batch else 1.0
+        return share * (input_tokens * price.input + (billed_out or 0.0) * price.output) / 1e6
 
     def __or__(self, other: PriceTable | Mapping[str, Any]) -> PriceTable:
         merged = PriceTable()
@@ -99,7 +108,8 @@ def _price(model: str, value: Any) -> Price:
     if isinstance(value, int | float):
         return Price(float(value))
     if isinstance(value, Mapping):
-        return Price(float(value.get("input", 0.0)), float(value.get("output", 0.0)))
+        return Price(float(value.get("input", 0.0)), float(value.get("output", 0.0)),
+                     float(value.get("batch", BATCH_SHARE)))
     if isinstance(value, tuple | list) and 1 <= len(value) <= 2:
         return Price(*map(float, value))
     raise InvalidRequest(f"prices.{model}", "a price is dollars per million tokens: a number, "
@@ -172,8 +182,10 @@ def summarize(usage: pd.DataFrame | Any, prices: PriceTable | Mapping[str, Any] 
     work["latency_ms"] = _numbers(latency, len(frame), fill=None)
     out_charged = work["endpoint"].map(lambda e: charges_output(e) if isinstance(e, str) else True)
     work["billed_tokens"] = work["input_tokens"] + work["output_tokens"].where(out_charged, 0.0)
-    work["cost"] = [table.cost(m, e, i, o) for m, e, i, o in zip(
-        work["model"], work["endpoint"], work["input_tokens"], work["output_tokens"], strict=True)]
+    family = column(frame, "family", required=False)
+    batched = (family == LEDGER_FAMILY).to_numpy() if family is not None else [False] * len(frame)
+    work["cost"] = [table.cost(m, e, i, o, batch=bool(b)) for m, e, i, o, b in zip(
+        work["model"], work["endpoint"], work["input_tokens"], work["output_tokens"], batched, strict=True)]
     keys = [k for k in by if k in work.columns and work[k].notna().any()]
     labels = {k: NO_MODEL if k == "model" else "" for k in keys}
     grouped = work.fillna(labels).groupby(keys, sort=True, dropna=False) if keys else None

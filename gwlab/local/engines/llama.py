@@ -11,7 +11,6 @@ import atexit
 import json
 import os
 import re
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -19,14 +18,46 @@ import numpy as np
 
 from gwlab.local.engines._openmp import prefer_passive_waiting
 from gwlab.local.engines.base import Completion, GenerationRequest, GenerationUsage, TokenLogprob
+from gwlab.local.engines.turns import OWNER, TURNS
 
 # before the native library loads anywhere in this process (it is imported lazily below)
 prefer_passive_waiting()
 
 # one generation at a time per process, whatever the number of models or generator objects: llama.cpp
-# is not thread-safe and 2 cores gain nothing from two decodes at once. A plain Lock, not an RLock,
-# because a thread pool may run each next() of one stream on a different thread
-_generate_lock = threading.Lock()
+# is not thread-safe and 2 cores gain nothing from two decodes at once. The turn (engines/turns.py) is
+# not tied to a thread, because a thread pool may run each next() of one stream on a different thread,
+# and it is handed round between keys between two tokens: `_Turn`
+_in_model: dict[int, object] = {}  # id(Llama) -> the generation whose tokens its context holds
+
+
+class _Turn:
+    """One generation's turn on the engine, handed over to other keys between tokens and taken back.
+
+    Taking it back after another generation used the same model restores this one's sequence: its
+    tokens are evaluated again (the context holds one sequence) and its sampler (grammar, penalties,
+    random state) is put back, so the answer goes on as if never interrupted. Re-evaluating a sequence
+    in one batch can shift the logits in a late decimal (see `reuse_prefix`), so a seeded answer is
+    reproducible only when the engine was not contended."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm, self._ticket = llm, TURNS.take(OWNER.get())
+        _in_model[id(llm)] = self
+
+    def hand_over(self) -> None:
+        if not TURNS.should_yield(self._ticket):
+            return
+        llm = self._llm
+        ids, sampler = llm.input_ids[: llm.n_tokens].tolist(), llm._sampler  # the wrapper keeps no public handle
+        TURNS.give_back(self._ticket)
+        self._ticket = TURNS.take(self._ticket.owner)
+        if _in_model.get(id(llm)) is not self:
+            llm.reset()
+            llm.eval(ids)
+            llm._sampler = sampler
+            _in_model[id(llm)] = self
+
+    def end(self) -> None:
+        TURNS.give_back(self._ticket)
 
 
 def without_extra_bufts() -> Callable[[], None]:
@@ -149,7 +180,8 @@ class LlamaGenerator:
         llm = self._llama()
         stops = [s for s in request.stop if s]
         seed = request.seed if request.seed is not None else int.from_bytes(os.urandom(4), "little")
-        with _generate_lock:
+        turn = _Turn(llm)
+        try:
             # re-evaluate the whole prompt unless asked not to: llama.cpp's reuse of a cached prefix shifts
             # the logits slightly, so the same seed (even greedy decoding) gave a different text the second time
             if not request.reuse_prefix:
@@ -188,7 +220,10 @@ class LlamaGenerator:
                 if safe > sent:
                     yield Completion(text[sent:safe], tokens=pending)
                     sent, pending = safe, []
+                turn.hand_over()
             yield Completion(text[sent:], finish_reason=finish, tokens=pending)
+        finally:
+            turn.end()
 
     def _first_token_rule(self, tokens: list[int]) -> Any:
         """A logits processor ruling out, while `tokens` is empty, every token that cannot begin a visible

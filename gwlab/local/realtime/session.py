@@ -34,6 +34,8 @@ from gwlab.wire.realtime import session as rt
 
 log = logging.getLogger("gwlab.local")
 
+BUFFER_CAP_DEFAULT = 10 * 1024 * 1024  # Limits.realtime_buffer_bytes' default
+BUFFER_FULL = "input_audio_buffer_full"  # the error event's code when an append would pass the cap
 EARLY_TRANSCRIBE_MS = 200  # into a pause, Whisper starts on the turn so far (the VAD's wait hides it)
 
 
@@ -42,8 +44,11 @@ class ServerSession(Responses):
 
     def __init__(self, send: Callable[[dict[str, Any]], None], *, model: str,
                  config: dict[str, Any] | None = None, audio_sink: AudioSink | None = None,
-                 rate_limit: Callable[[], dict[str, str]] | None = None) -> None:
+                 rate_limit: Callable[[], dict[str, str]] | None = None,
+                 max_buffer_bytes: int | None = BUFFER_CAP_DEFAULT) -> None:
         self._send, self.model, self._sink, self._rate_limit = send, model, audio_sink, rate_limit
+        self._max_buffer = max_buffer_bytes  # uncommitted audio (Limits.realtime_buffer_bytes); None: no cap
+        self._overflow_told = False  # WebRTC: one error per overflow, not one per audio frame
         config = dict(config or {})
         self.id = config.pop("id", None) or textgen.new_id("sess_")
         self.session = rt.update_session(rt.default_session(), config, "") if config else rt.default_session()
@@ -140,6 +145,7 @@ class ServerSession(Responses):
     async def _clear(self, event: dict[str, Any]) -> None:
         self._buffer.clear()
         self._buffer_start = self._received
+        self._overflow_told = False
         self._reset_vad()
         self.emit(rt.INPUT_AUDIO_BUFFER_CLEARED)
 
@@ -261,13 +267,20 @@ class ServerSession(Responses):
 
     # --- audio in, turn detection, transcription ----------------------------------------------------
     def feed_audio(self, pcm16: bytes, rate: int) -> None:
-        """Microphone audio from a media track (WebRTC): the same path as input_audio_buffer.append."""
-        self._ingest(pcm16, rate)
+        """Microphone audio from a media track (WebRTC): the same path as input_audio_buffer.append; audio
+        past the buffer's cap is dropped, with one error event until the buffer is committed or cleared."""
+        try:
+            self._ingest(pcm16, rate)
+        except rt.InvalidEvent as exc:
+            if not self._overflow_told:
+                self._overflow_told = True
+                self.emit(rt.ERROR, error=error_payload(exc, None))
 
     def _ingest(self, pcm16: bytes, rate: int) -> None:
         if rate != RATE:
             resampler = self._resamplers.setdefault(rate, audio.Resampler(rate, RATE))
             pcm16 = audio.float_to_pcm16(resampler.process(audio.pcm16_to_float(pcm16)))
+        self._check_room(len(pcm16))
         samples = np.frombuffer(pcm16, dtype="<i2")
         self._buffer.extend(pcm16)
         self._received += samples.size
@@ -287,6 +300,15 @@ class ServerSession(Responses):
             if drop > 0:
                 del self._buffer[: drop * 2]
                 self._buffer_start += drop
+
+    def _check_room(self, incoming: int) -> None:
+        """Refuse audio that would take the uncommitted buffer past its cap (issue 30: without turn detection
+        it grew without bound); the buffer keeps what it had, to be committed or cleared."""
+        if self._max_buffer is None or len(self._buffer) + incoming <= self._max_buffer:
+            return
+        raise rt.InvalidEvent("audio", f"input_audio_buffer would hold more than {self._max_buffer} bytes of "
+                              "uncommitted audio (pcm16, 24 kHz): commit it (input_audio_buffer.commit) or "
+                              "clear it first", BUFFER_FULL)
 
     def _transcribe_early(self, detection: dict[str, Any]) -> None:
         """Start Whisper on the turn so far once a pause begins; forget it if the speaker goes on.
@@ -326,6 +348,7 @@ class ServerSession(Responses):
         cut = max(0, upto - self._buffer_start) * 2
         pcm, self._buffer = bytes(self._buffer[:cut]), self._buffer[cut:]
         self._buffer_start = max(upto, self._buffer_start)
+        self._overflow_told = False
         self._speech_item = None
         previous = self.items[-1]["id"] if self.items else None
         self.emit(rt.INPUT_AUDIO_BUFFER_COMMITTED, previous_item_id=previous, item_id=item_id)

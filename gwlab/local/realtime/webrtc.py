@@ -91,8 +91,9 @@ def frame_pcm16(frame: av.AudioFrame) -> bytes:
 class _Call:
     """One peer connection and its session; kept referenced by the app until it closes."""
 
-    def __init__(self, app: Any, session_options: dict[str, Any]) -> None:
+    def __init__(self, app: Any, session_options: dict[str, Any], on_close: Callable[[], None] | None = None) -> None:
         self.app, self.pc, self.speech = app, RTCPeerConnection(), SpeechTrack()
+        self.on_close = on_close
         self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.session = ServerSession(self.outbox.put_nowait, audio_sink=self.speech, **session_options)
         self.channel: Any = None
@@ -159,6 +160,8 @@ class _Call:
             return
         self.closed = True
         self.app.state.realtime_calls.discard(self)
+        if self.on_close is not None:
+            self.on_close()
         await self.session.close()
         with contextlib.suppress(Exception):
             await self.pc.close()
@@ -169,14 +172,19 @@ class _Call:
 
 
 async def answer(app: Any, offer: str, *, model: str, config: dict[str, Any] | None,
-                 rate_limit: Callable[[], dict[str, str]] | None) -> str:
-    """The SDP answer for a client's offer; the call then lives on until either side closes it."""
+                 rate_limit: Callable[[], dict[str, str]] | None, max_buffer_bytes: int | None = None,
+                 on_close: Callable[[], None] | None = None) -> str:
+    """The SDP answer for a client's offer; the call then lives on until either side closes it, and
+    `on_close` runs once when it does (not when negotiation fails: the caller handles that)."""
     if not hasattr(app.state, "realtime_calls"):
         app.state.realtime_calls = set()
-    call = _Call(app, {"model": model, "config": config, "rate_limit": rate_limit})
+    call = _Call(app, {"model": model, "config": config, "rate_limit": rate_limit,
+                       "max_buffer_bytes": max_buffer_bytes})
     app.state.realtime_calls.add(call)
     try:
-        return await call.negotiate(offer)
+        answer = await call.negotiate(offer)
+        call.on_close = on_close
+        return answer
     except ValueError as exc:  # aiortc's word for an offer it cannot parse or answer
         await call.close()
         raise APIError(400, f"The SDP offer cannot be answered: {exc}", param="body") from None

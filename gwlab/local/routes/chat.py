@@ -47,7 +47,12 @@ async def create_chat_completion(request: Request, key: Key) -> Any:
     body = await read_json(request)
     info = require_model(key, body.get("model"), "chat")
     request.state.model = info.id
+    limits = request.app.state.settings.limits
+    textgen.check_tools(body, limits)
     chat = parse(body, info.id)
+    cap_field = "max_tokens" if "max_completion_tokens" not in body and "max_tokens" in body else \
+        "max_completion_tokens"
+    textgen.check_tokens(chat.plan, limits, cap_field=cap_field, choices=chat.request.n)
     await textgen.prepare(chat.plan, chat.params, chat.conversation, "messages")
     if chat.request.stream:
         request.state.streamed = True

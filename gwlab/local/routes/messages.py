@@ -50,7 +50,10 @@ async def create_message(request: Request, key: Key) -> Any:
     body = await read_json(request)
     info = require_model(key, body.get("model"), "messages")
     request.state.model = info.id
+    limits = request.app.state.settings.limits
+    textgen.check_tools(body, limits)
     req = parse(body, info.id, request.headers.get(ANTHROPIC_VERSION_HEADER, ""))
+    textgen.check_tokens(req.plan, limits, cap_field="max_tokens")
     await textgen.prepare(req.plan, req.params, req.conversation, "messages")
     message_id = textgen.new_id("msg_")
     if req.stream:

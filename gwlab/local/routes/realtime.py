@@ -23,6 +23,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from gwlab.local import catalog, textgen
 from gwlab.local.auth import authenticate, bearer_token, require_key, require_model
 from gwlab.local.body import read_json
+from gwlab.local.engines.turns import OWNER
 from gwlab.local.errors import APIError, error_body
 from gwlab.local.realtime.session import ServerSession
 from gwlab.local.store import KeyRecord
@@ -66,6 +67,7 @@ def resolve(conn: HTTPConnection, secret: str | None, *, ephemeral_only: bool = 
         if key is None or key.status != "active":
             raise _unauthorized("The key that created this ephemeral token is disabled or deleted")
         conn.state.key_id = key.id
+        OWNER.set(key.id)  # as authenticate() does: the engine's turns go round between keys
         conn.state.ratelimit_headers = conn.app.state.limiter.acquire(key.id)
         return key, model, session
     if ephemeral_only:
@@ -76,7 +78,7 @@ def resolve(conn: HTTPConnection, secret: str | None, *, ephemeral_only: bool = 
 
 def _rate_limiter(conn: HTTPConnection, key: KeyRecord) -> Any:
     limiter = conn.app.state.limiter
-    return (lambda: limiter.acquire(key.id)) if limiter.rpm else None
+    return (lambda: limiter.acquire(key.id)) if limiter.rpm or limiter.tpm else None
 
 
 def _model(conn: HTTPConnection, key: KeyRecord, query_model: str | None, token_model: str | None) -> str:
@@ -155,10 +157,29 @@ async def realtime_socket(websocket: WebSocket) -> None:
     try:
         outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         session = ServerSession(outbox.put_nowait, model=model, config=config,
-                                  rate_limit=_rate_limiter(websocket, key))
+                                rate_limit=_rate_limiter(websocket, key), max_buffer_bytes=_buffer_cap(websocket))
     except rt.InvalidEvent as exc:  # a token's stored configuration no longer validates
         await _refuse(websocket, APIError(400, str(exc), param=exc.field or None))
         return
+    slots = websocket.app.state.realtime_slots
+    try:
+        slots.take(key.id)
+    except APIError as error:
+        await _refuse(websocket, error)
+        return
+    try:
+        await _converse(websocket, session, outbox)
+    finally:
+        slots.give_back(key.id)
+        websocket.app.state.limiter.spend(key.id, sum(session.usage))
+
+
+def _buffer_cap(conn: HTTPConnection) -> int | None:
+    return conn.app.state.settings.limits.realtime_buffer_bytes
+
+
+async def _converse(websocket: WebSocket, session: ServerSession, outbox: asyncio.Queue[dict[str, Any]]) -> None:
+    """The accepted session: client frames in, server events out, until either side ends it."""
     await websocket.accept(subprotocol=REALTIME_SUBPROTOCOL if REALTIME_SUBPROTOCOL in _offered(websocket)
                            else None)
     writer = asyncio.create_task(_write(websocket, outbox))
@@ -230,6 +251,13 @@ async def negotiate_webrtc(request: Request) -> Response:
         from gwlab.local.realtime import webrtc
     except ImportError:  # pragma: no cover - aiortc is the optional `rtc` extra
         raise APIError(501, "WebRTC needs the optional extra: pip install 'gwlab[rtc]'") from None
-    answer = await webrtc.answer(request.app, offer, model=model, config=config,
-                                 rate_limit=_rate_limiter(request, key))
+    slots = request.app.state.realtime_slots
+    slots.take(key.id)
+    try:
+        answer = await webrtc.answer(request.app, offer, model=model, config=config,
+                                     rate_limit=_rate_limiter(request, key), max_buffer_bytes=_buffer_cap(request),
+                                     on_close=lambda: slots.give_back(key.id))
+    except BaseException:
+        slots.give_back(key.id)
+        raise
     return Response(answer, status_code=201, media_type="application/sdp")

@@ -57,7 +57,10 @@ async def create_response(request: Request, key: Key) -> Any:
     body = await read_json(request)
     info = require_model(key, body.get("model"), "responses")
     request.state.model = info.id
+    limits = request.app.state.settings.limits
+    textgen.check_tools(body, limits)
     req = parse(body, info.id, request.app.state.store, key)
+    textgen.check_tokens(req.plan, limits, cap_field="max_output_tokens")
     await textgen.prepare(req.plan, req.params, req.conversation, "input")
     if req.stream:
         request.state.streamed = True

@@ -31,17 +31,31 @@ def test_label_oracle_answers_fewer_rows_than_the_frame_has(messages: pd.DataFra
                                                              gateway) -> None:
     log = RequestLog(gateway.db)
     mark = log.mark()
-    cascade = gwlab.Cascade(oracle=messages["refund"], metric="recall", target=0.8, delta=0.2, sample=30)
+    cascade = gwlab.Cascade(oracle=messages["refund"], metric="accuracy", target=0.6, delta=0.2, sample=30)
     out = cascade_run(messages, gw, REFUND, cascade)
     calls = out.run.cascade["oracle_calls"]
-    assert calls["total"] < len(messages) and out.run.cascade["proxy_rows"] > 0
+    assert calls["total"] < len(messages) and out.run.cascade["proxy_rows"] > 0 and out.run.cascade["certified"]
     oracle_rows = out["refund__source"] == "oracle"
     assert oracle_rows.sum() == calls["total"] == out.run.cascade["oracle_rows"]
     assert (out.loc[oracle_rows, "refund__answer"] == messages.loc[oracle_rows, "refund"]).all()
-    assert not out.loc[~oracle_rows, "refund__answer"].any()  # recall: the proxy answers "no" only
-    assert (out.loc[~oracle_rows, "refund__proxy_score"] < out.run.cascade["threshold"]).all()
+    mine = out.loc[~oracle_rows, "refund__proxy__noul"] >= 0.5  # the proxy's rows keep its own answer
+    assert (out.loc[~oracle_rows, "refund__answer"] == mine).all()
+    assert (out["refund__noul"] == out["refund__answer"].astype(float)).all()  # the question's column: delivered
+    assert (out.loc[~oracle_rows, "refund__proxy_score"] >= out.run.cascade["threshold"]).all()
     assert len(log.settled(mark, "/v1/decisions")) == len(messages)  # the labels cost no request
-    assert "oracle calls" in out.run.text()
+    assert "oracle calls" in out.run.text() and "certified accuracy >= 0.600" in out.run.text()
+
+
+def test_a_recall_cascade_that_cannot_bound_the_rest_sends_every_row_to_the_oracle(
+        messages: pd.DataFrame, gw: Gateway) -> None:
+    """60 rows, 30 samples: too few sampled refunds to bound those below a threshold (SUPG's corrected
+    target reaches 1), so the oracle answers every row and the claimed recall 1 is exact."""
+    cascade = gwlab.Cascade(oracle=messages["refund"], metric="recall", target=0.8, delta=0.2, sample=30)
+    out = cascade_run(messages, gw, REFUND, cascade)
+    c = out.run.cascade
+    assert c["proxy_rows"] == 0 and c["oracle_calls"]["total"] == len(messages) and c["bound"] == 1.0
+    assert "every row went to the oracle" in c["note"] and "every row went to the oracle" in out.run.text()
+    assert (out["refund__answer"] == messages["refund"]).all()
 
 
 def test_resumed_cascade_with_a_model_oracle_sends_nothing_twice(messages: pd.DataFrame, gw: Gateway, gateway,
@@ -144,10 +158,17 @@ def test_cascade_budget_covers_the_oracle_too_and_leaves_unpaid_rows_unanswered(
 
 
 def test_cascade_reads_and_names_its_columns_under_a_prefix(messages: pd.DataFrame, gw: Gateway) -> None:
-    cascade = gwlab.Cascade(oracle=messages["refund"], metric="recall", target=0.8, delta=0.2, sample=30)
+    cascade = gwlab.Cascade(oracle=messages["refund"], metric="accuracy", target=0.6, delta=0.2, sample=30)
     out = cascade_run(messages, gw, REFUND, cascade, prefix="cheap_", join=False)
     assert list(out.columns[-3:]) == ["cheap_refund__answer", "cheap_refund__source", "cheap_refund__proxy_score"]
     assert out["cheap_refund__source"].eq("proxy").sum() == out.run.cascade["proxy_rows"] > 0
+    assert {"cheap_refund__noul", "cheap_refund__proxy__noul"} <= set(out.columns)
+
+
+def test_cascade_never_renames_the_frames_own_columns(messages: pd.DataFrame, gw: Gateway) -> None:
+    cascade = gwlab.Cascade(oracle=messages["refund"], metric="accuracy", target=0.6, delta=0.2, sample=30)
+    out = cascade_run(messages.assign(refund__label=messages["refund"]), gw, REFUND, cascade)
+    assert "refund__label" in out.columns and "refund__proxy__label" not in out.columns
 
 
 def test_cascade_refuses_a_column_clash_before_sending(messages: pd.DataFrame, gw: Gateway, gateway) -> None:

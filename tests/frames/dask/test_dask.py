@@ -134,13 +134,14 @@ def support() -> pd.DataFrame:
 
 def test_dask_cascade_with_labels_answers_as_the_pandas_cascade_on_the_same_frame_and_seed(
         client: object, support: pd.DataFrame, gw: Gateway, tmp_path: Path) -> None:
-    cascade = gwlab.Cascade(oracle=support["refund"], question="refund", metric="recall", target=0.8, delta=0.2,
+    cascade = gwlab.Cascade(oracle=support["refund"], question="refund", metric="accuracy", target=0.6, delta=0.2,
                             sample=30)
     ddf = dd.from_pandas(support, npartitions=3)
     lazy = gw_dask.decide(ddf, "{text}", BOTH, cascade=cascade, gateway=gw, checkpoint=tmp_path / "c.sqlite")
     pandas_run = support.gw.decide("{text}", BOTH, cascade=cascade, gateway=gw, checkpoint=None, progress=False)
     out = lazy.compute()
-    for column in ("refund__answer", "refund__source"):
+    assert list(out.columns) == list(pandas_run.columns)  # the delivered {q}__noul, the proxy's {q}__proxy__noul
+    for column in ("refund__answer", "refund__source", "refund__noul"):
         pd.testing.assert_series_equal(out[column], pandas_run[column], check_dtype=False)
     np.testing.assert_allclose(out["refund__proxy_score"], pandas_run["refund__proxy_score"], rtol=1e-6)
     known, expected = lazy.cascade, pandas_run.run.cascade

@@ -60,16 +60,48 @@ def test_paired_bootstrap_interval_of_the_brier_difference_agrees_with_scipy() -
     assert (row["diff_low"], row["diff_high"]) == pytest.approx((ref.low, ref.high), abs=0.002)
 
 
-def test_holm_adjusts_each_metric_across_the_questions_compared() -> None:
+def test_holm_adjusts_across_every_question_and_metric_the_verdict_covers() -> None:
     a, b, truth = _pair(better=0.04)
     a2, b2, truth2 = _pair(better=0.0, seed=1)
     both_a = a.join(a2.rename(columns={"urgent__noul": "refund__noul"}))
     both_b = b.join(b2.rename(columns={"urgent__noul": "refund__noul"}))
     table = gwlab.compare(both_a, both_b, truth={"urgent": truth, "refund": truth2}).table
-    for metric in ("accuracy", "brier"):
-        rows = table.xs(metric, level="metric")
-        assert rows["p_adjusted"].to_numpy() == pytest.approx(
-            multipletests(rows["p_value"].to_numpy(), method="holm")[1])
+    assert len(table) == 12
+    assert table["p_adjusted"].to_numpy() == pytest.approx(
+        multipletests(table["p_value"].to_numpy(), method="holm")[1])
+
+
+def _scores(labels: list[int], seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
+    """Two score answer frames over levels 0..4, A right on every row and B one level off."""
+    truth = pd.Series(labels, index=pd.RangeIndex(len(labels)), name="stars")
+    level = np.array(labels) - 1  # the labels are 1-based: level = label - 1
+    def side(shift: int) -> pd.DataFrame:
+        chosen = np.clip(level + shift, 0, 4)
+        out = pd.DataFrame({f"mood__p__{k}": np.where(chosen == k, 0.8, 0.05) for k in range(5)}, index=truth.index)
+        return out.assign(mood__score=chosen.astype(float))
+    return side(0), side(1), truth
+
+
+def test_compare_takes_levels_from_and_warns_on_a_slice_that_fits_both_scales() -> None:
+    """Issue 31 (c): a 2..4 slice of a 1..5 scale was read as 0-based without evaluate's warning."""
+    a, b, truth = _scores([2, 3, 4] * 10)
+    with pytest.warns(EvaluationWarning, match="fit both") as said:
+        unstated = gwlab.compare(a, b, truth=truth, resamples=100).table.loc[("mood", "accuracy")]
+    assert sum("fit both" in str(w.message) for w in said) == 1  # said once, not once per side
+    assert unstated["a"] == 0.0  # read as 0-based, as the warning says
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EvaluationWarning)
+        stated = gwlab.compare(a, b, truth=truth, resamples=100, levels_from=1).table.loc[("mood", "accuracy")]
+    assert (stated["a"], stated["b"]) == (1.0, 0.0) and stated["diff"] == -1.0
+
+
+def test_compare_maps_label_synonyms() -> None:
+    a, b, truth = _pair()
+    coded = truth.map({True: 2, False: 1})
+    with pytest.raises(InvalidRequest, match="1, 2"):
+        gwlab.compare(a, b, truth=coded)
+    mapped = gwlab.compare(a, b, truth=coded, labels={1: False, 2: True}).table
+    assert mapped["a"].to_numpy() == pytest.approx(gwlab.compare(a, b, truth=truth).table["a"].to_numpy())
 
 
 def test_flips_list_each_row_that_changed_with_its_direction() -> None:

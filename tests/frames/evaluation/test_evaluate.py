@@ -378,5 +378,7 @@ def test_mixed_bool_and_int_labels_are_read_each_by_its_own_type() -> None:
     with pytest.warns(ev.EvaluationWarning, match=r"2 of 7 labels.*'True' \(2\)"):
         match = match_labels("mood", labels, "score", ["0", "1", "2"], levels_from=0)
     assert match.y.tolist() == [1, -1, 1, 2, -1, 1, 1]
-    noul = match_labels("urgent", labels, "noul", ["false", "true"])
-    assert noul.y.tolist() == [1] * 7
+    with pytest.raises(InvalidRequest, match=r"labels True, 1.0, 1, 2, '1'; 2 not yes/no"):
+        match_labels("urgent", labels, "noul", ["false", "true"])  # 2 is no yes/no (issue 31): refused
+    noul = match_labels("urgent", labels[labels != 2], "noul", ["false", "true"])
+    assert noul.y.tolist() == [1] * 6

@@ -27,7 +27,7 @@ PRED_PRODUCT = ["kettle", None, "lamp", "lamp", "lamp", "lamp", "lamp", None, "k
 def _frame() -> pd.DataFrame:
     return pd.DataFrame({"true_order": pd.array(TRUE_ORDER, dtype="Int64"),
                          "order": pd.array(PRED_ORDER, dtype="Int64"), "true_product": TRUE_PRODUCT,
-                         "product": pd.array(PRED_PRODUCT, dtype="string")})
+                         "product": pd.array(PRED_PRODUCT, dtype="string"), "__status": "sent"})
 
 
 def _fields(frame: pd.DataFrame, **options) -> pd.DataFrame:
@@ -72,7 +72,8 @@ def test_all_right_has_accuracy_one_and_statsmodels_wilson_below_one():
 
 def test_all_null_labels_and_answers_are_all_right_with_nothing_invented_and_no_mae():
     frame = pd.DataFrame({"true_order": [None] * 4, "order": pd.array([None] * 4, dtype="Int64"),
-                          "true_product": [None] * 4, "product": pd.array([None] * 4, dtype="string")})
+                          "true_product": [None] * 4, "product": pd.array([None] * 4, dtype="string"),
+                          "__status": "cached"})
     table = _fields(frame)
     assert table.loc["order", ["right", "truth_null", "invented", "missed", "wrong"]].tolist() == [4, 4, 0, 0, 0]
     assert np.isnan(table.loc["order", "mae"])
@@ -106,3 +107,45 @@ def test_an_extract_run_joined_to_its_labels_is_scored():
     table = _fields(out.assign(true_product="kettle"), pred={"order": "order", "product": "product"})
     assert table.loc["order", ["n", "n_missing", "right", "invented"]].tolist() == [2, 1, 1, 1]
     assert table.loc["product", "right"] == 2
+
+
+def test_the_status_column_is_found_under_the_extracts_prefix():
+    """Issue 31 (a): with prefix="g_" the status is `g___status`; never-sent rows were scored as right nulls."""
+    frame = _frame().drop(columns="__status").rename(columns={"order": "g_order", "product": "g_product"})
+    frame["g___status"] = ["sent", "error", *["cached"] * 9, "not_run"]
+    table = _fields(frame, pred={"order": "g_order", "product": "g_product"})
+    assert table.loc["order", ["n", "n_missing", "right"]].tolist() == [10, 2, 6]
+
+
+def test_each_field_takes_the_status_of_its_own_extract():
+    frame = _frame().drop(columns="__status").rename(columns={"product": "b_product"})
+    frame["__status"], frame["b___status"] = "sent", ["error", *["sent"] * 11]
+    table = _fields(frame, pred={"order": "order", "product": "b_product"})
+    assert table.loc["order", "n_missing"] == 0 and table.loc["product", "n_missing"] == 1
+
+
+def test_without_a_status_column_rows_with_no_value_at_all_are_refused_naming_pred():
+    """Issue 31: a failed extraction (all values null) was counted as correct "absent" answers."""
+    with pytest.raises(InvalidRequest, match="__status") as caught:
+        _fields(_frame().drop(columns="__status"))
+    assert caught.value.field == "pred"
+    answered = _frame().drop(columns="__status").iloc[[0, 3, 5, 6, 8]]  # every row has some value
+    assert _fields(answered).loc["order", "n"] == 5
+
+
+def test_yes_no_text_and_number_labels_meet_the_extracted_values_by_the_label_reader():
+    frame = pd.DataFrame({"refund": [True, False, True, False, True, None],
+                          "t_refund": ["yes", 0, "TRUE", "No", 2, None],
+                          "name": ["Acme  Corp", "bolt", "x", "y", "z", None],
+                          "t_name": ["acme corp", "Bolt ", "x", "q", "z", None],
+                          "qty": [3, 4, 5, 6, 7, None], "t_qty": ["3", 4.0, 5, "six", 7, None], "__status": "sent"})
+    truth = {"refund": "t_refund", "name": "t_name", "qty": "t_qty"}
+    with pytest.warns(EvaluationWarning, match="'t_refund': 2 cannot be read as yes/no"):
+        table = gwlab.evaluate(frame, truth=truth, kind="fields").metrics
+    assert table["right"].tolist() == [5, 5, 5]
+
+
+def test_labels_synonyms_apply_to_field_labels():
+    frame = pd.DataFrame({"refund": [True, False] * 6, "t_refund": [2, 1] * 6, "__status": "sent"})
+    table = gwlab.evaluate(frame, truth={"refund": "t_refund"}, kind="fields", labels={1: False, 2: True}).metrics
+    assert table.loc["refund", "accuracy"] == 1.0

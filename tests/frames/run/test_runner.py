@@ -160,8 +160,8 @@ def test_checkpointed_answers_are_not_sent_again_unless_refreshed(tickets: pd.Da
     first, second, third = FakeGateway(), FakeGateway(), FakeGateway()
     decide(tickets, first, checkpoint=path)
     again = decide(tickets, second, checkpoint=path)
-    assert len(second.bodies) == 0 and set(again["__status"]) == {"cached"}
-    assert again.run.input_tokens == 0 and again.run.cached == 3
+    assert len(second.bodies) == 0 and list(again["__status"]) == ["cached", "cached", "duplicate", "cached"]
+    assert again.run.input_tokens == 0 and again.run.cached == 3 and again.run.duplicate_rows == 1
     decide(tickets, third, checkpoint=path, refresh=True)
     assert len(third.bodies) == 3
 

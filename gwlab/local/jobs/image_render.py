@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, ImageFont
 
-from gwlab.local.task_worker import Cancelled
-from gwlab.local.video_render import gradient, png
+from gwlab.local.jobs.task_worker import Cancelled
+from gwlab.local.jobs.video_render import gradient, png
 
 BANNER = "gwlab local PREVIEW renderer - not a generative image model"
 STEPS = 5  # progress is reported in this many steps, so a poller sees the task run

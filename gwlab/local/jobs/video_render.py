@@ -17,7 +17,7 @@ from types import ModuleType
 
 from PIL import Image, ImageDraw, ImageFont
 
-from gwlab.local.task_worker import Cancelled, RendererUnavailable
+from gwlab.local.jobs.task_worker import Cancelled, RendererUnavailable
 
 FPS = 8  # a preview: few frames keep a 12 s clip at 1792x1024 quick to encode on two cores
 STEPS = 10  # progress is reported in this many steps (10 %, 20 %, ... 100 %)

@@ -1,0 +1,174 @@
+"""Source grounding (gwlab/wire/grounding.py): statuses and spans that index the original text exactly."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from gwlab.wire.grounding import EXACT, EXEMPT, FUZZY, NOT_FOUND, Grounding, ground, kind_of
+
+
+def quoted(value, text, kind="string"):
+    """The status and the text the span points at."""
+    found = ground(value, text, kind)
+    assert found is not None
+    return found.status, None if found.span is None else text[found.span[0]:found.span[1]]
+
+
+TICKET = ("Hi!  My order BRW 10421 (the Espresso   Machine) cost $29.90 on 15 Jan. Please refund it; "
+          "call me at 555-0100.")
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("BRW-10421", "BRW 10421"), ("brw10421", "BRW 10421"), ("BRW 10421", "BRW 10421"),
+    ("espresso machine", "Espresso   Machine"), ("ESPRESSO MACHINE!", "Espresso   Machine"),
+    ("Please refund it", "Please refund it"),
+])
+def test_a_quoted_value_is_exact_whatever_its_case_spacing_punctuation_or_id_separators(value, expected):
+    assert quoted(value, TICKET) == (EXACT, expected)
+
+
+@pytest.mark.parametrize("value", ["BRW-12345", "12345", "refund for a grinder", "money back", "BRW-1042"])
+def test_an_invented_or_paraphrased_value_is_not_found(value):
+    assert quoted(value, TICKET) == (NOT_FOUND, None)
+
+
+def test_a_digit_inside_a_longer_number_is_not_a_match():
+    assert quoted("10421", "order 110421")[0] == NOT_FOUND
+    assert quoted(10421, "order 110421", "number")[0] == NOT_FOUND
+
+
+def test_ids_never_match_approximately():
+    assert quoted("BRW-10422", TICKET)[0] == NOT_FOUND
+
+
+def test_extra_words_and_a_typo_are_fuzzy():
+    text = "The espresso grinder machine is broken, and the delivery was late."
+    assert quoted("espresso machine", text) == (FUZZY, "espresso grinder machine")
+    assert quoted("the delivry was late", text) == (FUZZY, "the delivery was late")
+
+
+def test_a_value_sharing_one_word_of_two_is_not_grounded():
+    assert quoted("espresso cups", "The espresso machine is broken.")[0] == NOT_FOUND
+
+
+@pytest.mark.parametrize(("value", "text", "expected"), [
+    (29.9, "It cost $29.90 yesterday", "29.90"),
+    (29.9, "Es kostete 29,90 € gestern", "29,90"),
+    (1234.5, "Total: 1,234.50 USD", "1,234.50"),
+    (1234.5, "Summe: 1.234,50 EUR", "1.234,50"),
+    (1234, "Swiss price CHF 1'234", "1'234"),
+    (3, "I ordered 3 bags", "3"),
+    (10421, "order BRW-10421", "10421"),
+])
+def test_numbers_are_found_in_their_usual_writings(value, text, expected):
+    assert quoted(value, text, "number") == (EXACT, expected)
+
+
+def test_a_number_written_as_a_word_is_fuzzy():
+    assert quoted(2, "I ordered two bags of beans", "number") == (FUZZY, "two")
+    assert quoted(3, "Ich bestellte drei Tüten", "number") == (FUZZY, "drei")
+
+
+def test_an_amount_in_a_string_field_is_read_as_a_number():
+    assert quoted("$29.90", "It cost 29,9 euros")[0] == EXACT
+    assert quoted("EUR 12,50", "The bill said 12.50")[0] == EXACT
+    assert quoted("$45.00", "It cost $29.90")[0] == NOT_FOUND
+
+
+def test_a_wrong_number_is_not_found():
+    assert quoted(29.99, "It cost $29.90", "number")[0] == NOT_FOUND
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Delivered on 2026-01-15 at noon", "2026-01-15"),
+    ("Delivered on 15/01/2026.", "15/01/2026"),
+    ("Delivered on 01/15/2026.", "01/15/2026"),
+    ("Geliefert am 15.01.2026.", "15.01.2026"),
+    ("Delivered on 15-01-26.", "15-01-26"),
+    ("Delivered 15 January 2026", "15 January 2026"),
+    ("Delivered January 15th, 2026, late", "January 15th, 2026"),
+    ("Delivered Jan. 15, 2026", "Jan. 15, 2026"),
+    ("Geliefert am 15. Januar 2026", "15. Januar 2026"),
+    ("Livré le 15 janvier 2026", "15 janvier 2026"),
+    ("Entregado el 15 de enero de 2026", "15 de enero de 2026"),
+    ("2026年1月15日に届きました", "2026年1月15日"),
+])
+def test_dates_are_found_in_several_formats_and_languages(text, expected):
+    assert quoted("2026-01-15", text, "date") == (EXACT, expected)
+
+
+def test_a_date_whose_year_the_text_omits_is_fuzzy():
+    assert quoted("2026-01-15", "It came on 15 Jan, broken.", "date") == (FUZZY, "15 Jan")
+    assert quoted(dt.date(2026, 1, 15), "It came on 1月15日", "date") == (FUZZY, "1月15日")
+
+
+def test_a_different_date_or_year_is_not_found():
+    assert quoted("2026-01-16", "Delivered 15 January 2026", "date")[0] == NOT_FOUND
+    assert quoted("2025-01-15", "Delivered 15 January 2026", "date")[0] == NOT_FOUND
+    assert quoted("2026-01-15", "Delivered yesterday", "date")[0] == NOT_FOUND
+
+
+def test_a_datetime_is_grounded_by_its_date():
+    assert quoted("2026-01-15T09:30:00", "Seen on 15 Jan 2026 at 9:30", "date")[0] == EXACT
+
+
+@pytest.mark.parametrize(("value", "text", "status", "expected"), [
+    ("Müller", "Herr MÜLLER rief an", EXACT, "MÜLLER"),
+    ("Muller", "Herr Müller rief an", FUZZY, "Müller"),
+    ("Mueller", "Herr Müller rief an", FUZZY, "Müller"),
+    ("Hauptstraße 5", "Hauptstrasse 5, Berlin", EXACT, "Hauptstrasse 5"),
+    ("Straße", "Musterstraße 7", NOT_FOUND, None),  # tokens are whole: a compound's part is not quoted
+    ("Kaffeemaschine", "Die Kaffeemaschine ist kaputt", EXACT, "Kaffeemaschine"),
+    ("café crème", "Un CAFÉ  Crème, s'il vous plaît", EXACT, "CAFÉ  Crème"),
+    ("東京駅", "私は東京駅でコーヒーを買いました", EXACT, "東京駅"),
+    ("コーヒー", "私は東京駅でコーヒーを買いました", EXACT, "コーヒー"),
+    ("大阪", "私は東京駅でコーヒーを買いました", NOT_FOUND, None),
+])
+def test_multilingual_text(value, text, status, expected):
+    assert quoted(value, text) == (status, expected)
+
+
+def test_casefold_makes_sharp_s_and_ss_one_token():
+    assert quoted("STRASSE", "in der Straße") == (EXACT, "Straße")
+
+
+@pytest.mark.parametrize("text", [
+    "Prefix 🎉 émojis first: order BRW-10421 then",
+    "e\u0301 combining accents before: BRW-10421",
+    "\r\n\ttabs and CRLF\r\nBRW-10421",
+    "wide ｆｏｒｍｓ and BRW－10421",
+])
+def test_spans_index_the_original_text_exactly(text):
+    found = ground("BRW-10421", text)
+    assert found is not None and found.status == EXACT
+    start, end = found.span
+    assert text[start:end].replace("－", "-") == "BRW-10421"
+
+
+def test_missing_values_have_no_grounding_and_exempt_kinds_are_exempt():
+    assert ground(None, TICKET) is None
+    assert ground(float("nan"), TICKET, "number") is None
+    assert ground(True, TICKET) == Grounding(EXEMPT)
+    assert ground("positive", TICKET, "exempt") == Grounding(EXEMPT)
+
+
+def test_an_empty_text_grounds_nothing():
+    assert ground("BRW-10421", "") == Grounding(NOT_FOUND)
+    assert ground("BRW-10421", None) == Grounding(NOT_FOUND)
+
+
+@pytest.mark.parametrize(("prop", "kind"), [
+    ({"type": "string"}, "string"), ({"type": ["string", "null"]}, "string"),
+    ({"type": "integer"}, "number"), ({"type": ["number", "null"]}, "number"),
+    ({"type": "string", "format": "date"}, "date"),
+    ({"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}, "date"),
+    ({"type": "boolean"}, "exempt"), ({"type": "string", "enum": ["a", "b"]}, "exempt"),
+    ({"type": ["string", "null"], "enum": ["a", None]}, "exempt"),
+    ({"type": "array", "items": {"type": "string"}}, "exempt"),
+    ({"type": "string", "x-grounding": False}, "exempt"),
+    ({"anyOf": [{"type": "string", "x-grounding": False}, {"type": "null"}]}, "exempt"),
+])
+def test_kind_of_a_schema_property(prop, kind):
+    assert kind_of(prop) == kind
