@@ -18,6 +18,7 @@ from starlette.responses import Response
 from gwlab.errors import InvalidRequest
 from gwlab.local.errors import APIError, error_body
 from gwlab.local.store import KeyRecord
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.limits import ANTHROPIC_VERSION, ANTHROPIC_VERSION_HEADER
 
 Route = Callable[[Request, KeyRecord], Awaitable[Any]]
@@ -26,8 +27,9 @@ Route = Callable[[Request, KeyRecord], Awaitable[Any]]
 def _routes() -> dict[str, Route]:
     from gwlab.local.routes import chat, embeddings, messages, responses
 
-    return {"/v1/chat/completions": chat.create_chat_completion, "/v1/responses": responses.create_response,
-            "/v1/embeddings": embeddings.create_embeddings, "/v1/messages": messages.create_message}
+    routes = {"chat": chat.create_chat_completion, "responses": responses.create_response,
+              "embeddings": embeddings.create_embeddings, "messages": messages.create_message}
+    return {FAMILIES[name].route: route for name, route in routes.items()}  # the paths: the family table's
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +59,7 @@ def _request(app: Any, path: str, body: dict[str, Any]) -> Request:
 
 async def run_line(app: Any, key: KeyRecord, path: str, body: dict[str, Any]) -> LineAnswer:
     """The answer (status, body, usage) the route gives; a refusal is its error body, never an exception."""
-    vendor = "anthropic" if path == "/v1/messages" else "openai"
+    vendor = "anthropic" if path == FAMILIES["messages"].route else "openai"
     route = _routes().get(path)
     if route is None:
         return _error(vendor, APIError(400, f"'{path}' cannot be called in a batch here", param="url"))

@@ -26,7 +26,9 @@ from gwlab.errors import InvalidRequest
 from gwlab.local.jobs.batch_lines import LineAnswer, run_line
 from gwlab.local.settings import Settings
 from gwlab.local.store import KeyRecord, Store
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.jobs import batches as wb
+from gwlab.wire.limits import API_PREFIX
 
 log = logging.getLogger("gwlab.local")
 OPENAI_KIND, ANTHROPIC_KIND = "batch", "message_batch"
@@ -351,7 +353,7 @@ class AnthropicJob:
             if obj["custom_id"] in done:
                 continue
             await self.w.pace()
-            answer = await run_line(self.w.app, key, "/v1/messages", obj["params"])
+            answer = await run_line(self.w.app, key, FAMILIES["messages"].route, obj["params"])
             self._write(obj["custom_id"], _result(answer))
             done.add(obj["custom_id"])
         self.finish(ending, done)
@@ -384,7 +386,7 @@ class AnthropicJob:
         if kind is not None:
             counts[kind] += unrun
         job.update(processing_status="ended", ended_at=iso(time.time()),
-                   results_url=f"/v1/messages/batches/{self.id}/results")
+                   results_url=API_PREFIX + wb.ANTHROPIC_BATCHES.path(str(wb.ANTHROPIC_BATCHES.results_path), self.id))
         self.save(job)
 
 

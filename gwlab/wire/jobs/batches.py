@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.wire.families import FAMILIES
 
 __all__ = ["ANTHROPIC_BATCHES", "OPENAI_BATCHES", "BatchAPI", "BatchJob", "BatchResult", "Collation",
            "anthropic_request", "build_anthropic_requests", "build_openai_jsonl", "check_custom_ids",
@@ -34,7 +35,7 @@ LEDGER_FAMILY = "batch"  # the client ledger's family of a batch job's answered 
 OPENAI_STATUSES = ("validating", "failed", "in_progress", "finalizing", "completed", "expired", "cancelling",
                    "cancelled")
 OPENAI_TERMINAL = ("completed", "failed", "expired", "cancelled")
-OPENAI_ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/embeddings", "/v1/completions")
+OPENAI_ENDPOINTS = (*(FAMILIES[name].route for name in ("chat", "responses", "embeddings")), "/v1/completions")
 OPENAI_LINE_METHOD = "POST"
 # Anthropic: the batch's processing_status, and each result's type
 ANTHROPIC_STATUSES = ("in_progress", "canceling", "ended")
