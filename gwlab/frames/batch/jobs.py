@@ -379,7 +379,7 @@ def batches(checkpoint: Any = "auto") -> Any:
     """
     import pandas as pd
 
-    from gwlab.frames.run.checkpoint import open_for_run
+    from gwlab.frames.run.stores import open_for_run
 
     store, owned = open_for_run(checkpoint)
     path = getattr(store, "path", None)
