@@ -73,7 +73,8 @@ def _documented_names(doc: str) -> set[str]:
 def test_the_typed_row_and_task_options_are_the_config_s_own() -> None:
     assert set(RunOptions.__annotations__) == RunConfig.options("rows")
     assert set(TaskOptions.__annotations__) == RunConfig.options("tasks")
-    assert set(ExtractOptions.__annotations__) == RunConfig.options("rows") | {"max_reasks", "structured", "grounding", "source"}
+    extract_own = {"max_reasks", "structured", "grounding", "source"}
+    assert set(ExtractOptions.__annotations__) == RunConfig.options("rows") | extract_own
 
 
 def test_the_dask_options_the_config_knows_are_ones_a_dask_run_takes() -> None:
