@@ -44,6 +44,7 @@ from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registe
 from gwlab.frames.budget import Budget
 from gwlab.frames.cascade import Cascade
 from gwlab.frames.compare import compare
+from gwlab.frames.estimate import estimate
 from gwlab.frames.evaluate import evaluate
 from gwlab.frames.records import run_answers, runs
 from gwlab.frames.repeats import stability
@@ -91,6 +92,7 @@ __all__ = [
     "connect",
     "current_gateway",
     "errors",
+    "estimate",
     "evaluate",
     "label_calls",
     "run_answers",
