@@ -46,6 +46,7 @@ from gwlab.frames.cascade import Cascade
 from gwlab.frames.compare import compare
 from gwlab.frames.estimate import estimate
 from gwlab.frames.evaluate import evaluate
+from gwlab.frames.label_plan import LabelPlan, PlanOptions, label_plan
 from gwlab.frames.records import run_answers, runs
 from gwlab.frames.repeats import stability
 from gwlab.wire.chat import ChatCompletion
@@ -74,9 +75,11 @@ __all__ = [
     "IncompleteStream",
     "InvalidEvent",
     "InvalidRequest",
+    "LabelPlan",
     "Message",
     "NotFound",
     "PermissionDenied",
+    "PlanOptions",
     "ProtocolError",
     "RateLimited",
     "RealtimeError",
@@ -95,6 +98,7 @@ __all__ = [
     "estimate",
     "evaluate",
     "label_calls",
+    "label_plan",
     "run_answers",
     "runs",
     "stability",
