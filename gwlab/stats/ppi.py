@@ -33,7 +33,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["MeanEstimate", "ipw_mean", "ppi_mean", "tuned_lambda"]
+__all__ = ["MeanEstimate", "ipw_mean", "ppi_mean", "t_quantile", "tuned_lambda"]
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,23 @@ def _z(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
-def _interval(estimate: float, se: float, level: float) -> tuple[float, float]:
+def t_quantile(level: float, df: float) -> float:
+    """The two-sided `level` quantile of Student's t with `df` degrees of freedom (Hill's 1970 expansion
+    in the normal quantile: within 1 % of the exact value for df >= 3, 0.1 % for df >= 5; checked against scipy)."""
+    z = _z(level)
+    if not math.isfinite(df):
+        return z
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
+    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
+
+
+def _interval(estimate: float, se: float, level: float, df: float = math.inf) -> tuple[float, float]:
     if not math.isfinite(se):
         return math.nan, math.nan
-    half = _z(level) * se
+    half = t_quantile(level, df) * se
     return estimate - half, estimate + half
 
 
@@ -88,8 +101,12 @@ def _cluster_variance(influence: np.ndarray, clusters: np.ndarray) -> float:
 
 def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, lam: float | None = None,
              level: float = 0.95, clusters: np.ndarray | None = None,
-             clusters_unlabelled: np.ndarray | None = None) -> MeanEstimate:
+             clusters_unlabelled: np.ndarray | None = None, small_sample: bool = True) -> MeanEstimate:
     """PPI++ estimate of mean(Y) from labelled (y, yhat) and unlabelled yhat; lam None: tuned.
+
+    `small_sample` (default): the labelled part's variance with n - 1 and a t quantile with n - 1 (G - 1
+    with clusters) degrees of freedom, which lifts the simulated coverage at 30 labels from 0.90-0.93 to
+    nominal (bench/ppi_coverage.py); False is `ppi_py`'s normal interval exactly.
 
     `clusters` / `clusters_unlabelled`: one cluster id per labelled / unlabelled row (both or neither).
     Fewer than 2 labelled rows (or 2 clusters) leave the interval NaN: one label has no spread to read.
@@ -108,21 +125,26 @@ def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, la
     estimate = float(imputed + rectifier.mean())
     if (clusters is None) != (clusters_unlabelled is None):
         raise ValueError("give clusters for both the labelled and the unlabelled rows, or for neither")
+    df = math.inf
     if clusters is not None:
         influence = np.concatenate([(rectifier - rectifier.mean()) / n,
                                     lam * (yu - yu.mean()) / big_n if big_n else np.zeros(0)])
         ids = np.concatenate([np.asarray(clusters), np.asarray(clusters_unlabelled)])
         var = _cluster_variance(influence, ids)
+        df = max(len(np.unique(np.asarray(clusters))) - 1.0, 1.0)
     elif n < 2:
         var = math.nan
     else:
-        var = float(np.var(rectifier) / n + (lam**2 * np.var(yu) / big_n if big_n else 0.0))
+        ddof = 1 if small_sample else 0
+        var = float(np.var(rectifier, ddof=ddof) / n + (lam**2 * np.var(yu) / big_n if big_n else 0.0))
+        df = n - 1.0
     se = math.sqrt(var) if math.isfinite(var) else math.nan
-    return MeanEstimate(estimate, *_interval(estimate, se, level), se, lam, n, n + big_n)
+    return MeanEstimate(estimate, *_interval(estimate, se, level, df if small_sample else math.inf), se, lam, n,
+                        n + big_n)
 
 
 def ipw_mean(y: np.ndarray, yhat: np.ndarray, pi: np.ndarray, *, lam: float | None = None,
-             level: float = 0.95) -> MeanEstimate:
+             level: float = 0.95, small_sample: bool = True) -> MeanEstimate:
     """Active-inference estimate of mean(Y) over all rows: y is NaN where a row was not labelled, pi the
     probability each row had of being labelled (drawn independently), yhat every row's model answer."""
     y, yhat, pi = (np.asarray(a, dtype=np.float64) for a in (y, yhat, pi))
@@ -143,4 +165,5 @@ def ipw_mean(y: np.ndarray, yhat: np.ndarray, pi: np.ndarray, *, lam: float | No
     terms = yw + lam * hw
     estimate = float(terms.mean())
     se = math.sqrt(float(np.var(terms)) / len(terms)) if n >= 2 else math.nan
-    return MeanEstimate(estimate, *_interval(estimate, se, level), se, float(lam), n, len(y))
+    df = n - 1.0 if small_sample else math.inf  # the labels carry the noise: t with n_labelled - 1
+    return MeanEstimate(estimate, *_interval(estimate, se, level, df), se, float(lam), n, len(y))

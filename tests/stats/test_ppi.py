@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gwlab.stats.ppi import ipw_mean, ppi_mean, tuned_lambda
+from gwlab.stats.ppi import ipw_mean, ppi_mean, t_quantile, tuned_lambda
 
 _SIDE = os.environ.get("GWLAB_PPI_PYTHON", "/tmp/ppi/venv/bin/python")
 
@@ -76,19 +76,28 @@ def test_ppi_mean_matches_ppi_py_on_the_same_data_degenerate_samples_included(tm
     cases = _cases()
     reference = _reference(cases, tmp_path)
     for case, (est, low, high) in zip(cases, reference, strict=True):
-        got = ppi_mean(np.array(case["y"]), np.array(case["yhat"]), np.array(case["yu"]), lam=case["lam"])
+        got = ppi_mean(np.array(case["y"]), np.array(case["yhat"]), np.array(case["yu"]), lam=case["lam"],
+                       small_sample=False)
         assert got.estimate == pytest.approx(est, abs=1e-9)
         assert got.low == pytest.approx(low, abs=1e-9)
         assert got.high == pytest.approx(high, abs=1e-9)
 
 
-def test_lambda_zero_is_the_classical_mean_and_its_normal_interval() -> None:
+def test_lambda_zero_is_the_classical_mean_and_its_t_interval() -> None:
+    stats = pytest.importorskip("scipy.stats")
     rng = np.random.default_rng(1)
     y = (rng.random(60) < 0.4).astype(float)
     got = ppi_mean(y, rng.random(60), rng.random(600), lam=0.0)
-    se = y.std() / math.sqrt(60)
-    assert got.estimate == pytest.approx(y.mean())
-    assert got.high - got.low == pytest.approx(2 * 1.959963984540054 * se)
+    low, high = stats.t.interval(0.95, 59, loc=y.mean(), scale=stats.sem(y))
+    assert (got.estimate, got.low, got.high) == pytest.approx((y.mean(), low, high), abs=2e-4)
+
+
+def test_t_quantile_matches_scipy() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    for level in (0.8, 0.9, 0.95, 0.99):
+        for df in (3, 5, 11, 29, 100, 1000):
+            exact = stats.t.ppf(0.5 + level / 2, df)
+            assert t_quantile(level, df) == pytest.approx(exact, rel=1e-2 if df < 5 else 1e-3)
 
 
 def test_tuned_lambda_is_near_one_for_a_perfect_model_and_zero_for_noise() -> None:
