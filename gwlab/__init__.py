@@ -49,6 +49,7 @@ from gwlab.frames.evaluate import evaluate
 from gwlab.frames.label_plan import LabelPlan, PlanOptions, label_plan
 from gwlab.frames.records import run_answers, runs
 from gwlab.frames.repeats import stability
+from gwlab.frames.sequential_compare import SequentialComparison, compare_sequential
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.messages import Message
@@ -84,6 +85,7 @@ __all__ = [
     "RateLimited",
     "RealtimeError",
     "Response",
+    "SequentialComparison",
     "ServerError",
     "StatusError",
     "StreamError",
@@ -92,6 +94,7 @@ __all__ = [
     "TaskFamily",
     "Timeout",
     "compare",
+    "compare_sequential",
     "connect",
     "current_gateway",
     "errors",
