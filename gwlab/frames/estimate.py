@@ -84,6 +84,9 @@ def estimate(frame: pd.DataFrame, truth: str, prob: Any = None, pred: str | None
             rows.append({**({by: key} if by is not None else {}), "answer": answer,
                          **_one(frame, inside, answered, values[:, column], y, cluster, label_prob, lam, level)})
     table = pd.DataFrame(rows, columns=[*([by] if by is not None else []), *COLUMNS])
+    if target.kind != "score":  # a share lies in [0, 1]: clipping the normal interval loses no coverage
+        bounds = ["low", "high", "labelled_low", "labelled_high"]
+        table[bounds] = table[bounds].clip(0.0, 1.0)
     table.attrs.update(level=level, question=target.question, method="ipw" if label_prob else "ppi++")
     return table
 

@@ -117,3 +117,10 @@ def test_a_score_question_estimates_the_mean_level() -> None:
         warnings.simplefilter("ignore", EvaluationWarning)
         row = gwlab.estimate(df, truth="lab", prob="s", levels_from=1).iloc[0]
     assert row["answer"] == "mean" and row["low"] < level.mean() < row["high"]
+
+
+def test_a_share_interval_stays_within_zero_and_one() -> None:
+    df = _frame(n=200, labelled=6)
+    table = gwlab.estimate(df, truth="is_refund", prob="refund", by="channel")
+    bounds = table[["low", "high", "labelled_low", "labelled_high"]].to_numpy()
+    assert np.nanmin(bounds) >= 0.0 and np.nanmax(bounds) <= 1.0
