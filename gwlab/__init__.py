@@ -45,10 +45,13 @@ from gwlab.frames.batch import BatchOptions, batches
 from gwlab.frames.budget import Budget
 from gwlab.frames.cascade import Cascade
 from gwlab.frames.compare import compare
+from gwlab.frames.estimate import estimate
 from gwlab.frames.evaluate import evaluate
 from gwlab.frames.grounding_view import show_grounding
+from gwlab.frames.label_plan import LabelPlan, PlanOptions, label_plan
 from gwlab.frames.records import run_answers, runs
 from gwlab.frames.repeats import stability
+from gwlab.frames.sequential_compare import SequentialComparison, compare_sequential
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
 from gwlab.wire.messages import Message
@@ -76,13 +79,16 @@ __all__ = [
     "IncompleteStream",
     "InvalidEvent",
     "InvalidRequest",
+    "LabelPlan",
     "Message",
     "NotFound",
     "PermissionDenied",
+    "PlanOptions",
     "ProtocolError",
     "RateLimited",
     "RealtimeError",
     "Response",
+    "SequentialComparison",
     "ServerError",
     "StatusError",
     "StreamError",
@@ -92,11 +98,14 @@ __all__ = [
     "Timeout",
     "batches",
     "compare",
+    "compare_sequential",
     "connect",
     "current_gateway",
     "errors",
+    "estimate",
     "evaluate",
     "label_calls",
+    "label_plan",
     "run_answers",
     "runs",
     "show_grounding",
