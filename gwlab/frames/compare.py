@@ -16,7 +16,7 @@ import html
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -53,10 +53,21 @@ class Comparison:
         return f"{verdict}{self.table.to_html(float_format='{:.3f}'.format, na_rep='–')}"
 
 
+class CompareSettings(TypedDict, total=False):
+    """How finely `compare` bins and resamples (documented in its docstring)."""
+
+    bins: int
+    resamples: int
+    seed: int
+
+
+_SETTINGS = {"bins": 10, "resamples": intervals.RESAMPLES, "seed": intervals.SEED}
+
+
 def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any, *, level: float = 0.95,
-            questions: Mapping[str, Any] | None = None, bins: int = 10, resamples: int = intervals.RESAMPLES,
-            seed: int = intervals.SEED, reduce: str | None = None, levels_from: int | Mapping[str, int] | None = None,
-            labels: Mapping[Any, Any] | None = None) -> Comparison:
+            questions: Mapping[str, Any] | None = None, reduce: str | None = None,
+            levels_from: int | Mapping[str, int] | None = None, labels: Mapping[Any, Any] | None = None,
+            **settings: Unpack[CompareSettings]) -> Comparison:
     """Compare two sets of answers to the same rows (two models, prompts, gateways, a run and its baseline).
 
     Parameters
@@ -99,6 +110,10 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
     >>> gwlab.compare(run_a, run_b, truth=labels["urgent"]).verdict          # doctest: +SKIP
     """
     level = intervals.check_level(level)
+    unknown = sorted(set(settings) - set(_SETTINGS))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+    bins, resamples, seed = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
     (a_frame, pooled_a), (b_frame, pooled_b) = (repeats.prepare(_frame(_answers_of(side), name), reduce)
                                                 for side, name in ((a, "a"), (b, "b")))
     if (pooled_a is None) != (pooled_b is None):

@@ -132,13 +132,15 @@ class Evaluation:
 
 
 class EvaluationSettings(TypedDict, total=False):
-    """How finely `evaluate` bins, sweeps and resamples (documented in its docstring)."""
+    """How finely `evaluate` bins, sweeps and resamples, and which label synonyms it maps (documented in its
+    docstring)."""
 
     bins: int
     steps: int
     resamples: int
     seed: int
     reduce: str | None  # repeats: None pools them, "majority" or "mean" makes one answer per row
+    labels: Mapping[Any, Any] | None  # synonyms: {label as written: option}
 
 
 _SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": intervals.SEED, "reduce": None}
@@ -147,7 +149,6 @@ _SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": 
 def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
              questions: Mapping[str, Any] | None = None, levels_from: int | Mapping[str, int] | None = None,
              by: str | Sequence[str] | None = None, level: float = 0.95, kind: str = "decisions",
-             labels: Mapping[Any, Any] | None = None,
              **settings: Unpack[EvaluationSettings]) -> Evaluation | FieldEvaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
 
@@ -234,6 +235,7 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     >>> ev.metrics[["accuracy", "ece"]]                                   # doctest: +SKIP
     >>> cal = ev.recalibrate("temperature")["urgent"]                     # doctest: +SKIP
     """
+    labels = settings.pop("labels", None)
     if kind == "fields":
         return _fields(frame, truth, pred, level, prob=prob, questions=questions, levels_from=levels_from,
                        by=by, labels=labels, **settings)
