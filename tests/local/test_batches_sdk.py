@@ -43,12 +43,14 @@ def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]
 
 @dataclass
 class Paced:
-    """The paced gateway of this module; `restart` replaces its process on the same database and key."""
+    """The paced gateway of this module; `stop` then `start` replace its process on the same database and key."""
 
     gateway: RunningGateway
 
-    def restart(self) -> RunningGateway:
+    def stop(self) -> None:
         stop_gateway(self.gateway)
+
+    def start(self) -> RunningGateway:
         self.gateway = start_gateway(self.gateway.db, *PACED, key=self.gateway.api_key)
         return self.gateway
 
@@ -128,7 +130,7 @@ def test_batches_and_files_list_and_belong_to_their_key(gateway: RunningGateway)
     batch = _submit(client, [_line("only")])
     assert batch.id in [b.id for b in client.batches.list(limit=100)]
     assert batch.input_file_id in [f.id for f in client.files.list()]
-    other = _client(gateway, gateway.create_key("batches-other-key"))
+    other = _client(gateway, make_key(gateway.db, "batches-other-key"))  # unique: the test may repeat
     with pytest.raises(openai.NotFoundError):
         other.batches.retrieve(batch.id)
     with pytest.raises(openai.NotFoundError):
@@ -171,11 +173,25 @@ def test_a_batch_survives_a_gateway_restart_without_running_a_line_twice(paced: 
     client = _client(paced.gateway)
     batch = _submit(client, [_line(f"r{i}") for i in range(8)])
     _wait_counts(client, batch.id, 2)
-    client = _client(paced.restart())  # stopped part-way (the pause leaves 6 lines for over 2 s)
+    paced.stop()
+    stopped = _stored(paced.gateway, batch.id)  # what the restarted gateway starts from: a job part-way
+    assert stopped["status"] == "in_progress" and 2 <= stopped["request_counts"]["completed"] < 8
+    client = _client(paced.start())
     done = _wait(client, batch.id)
     assert done.status == "completed" and done.request_counts.completed == 8
     out = _lines_of(client, done.output_file_id)
     assert sorted(x["custom_id"] for x in out) == [f"r{i}" for i in range(8)]  # each once
+
+
+def _stored(gateway: RunningGateway, batch_id: str) -> dict[str, Any]:
+    """A batch as the (stopped) gateway's database holds it."""
+    from gwlab.local.store import Store
+
+    store = Store(str(gateway.db))
+    try:
+        return next(job for job_id, _, job in store.tasks_of_kind("batch") if job_id == batch_id)
+    finally:
+        store.close()
 
 
 def test_an_upload_over_the_cap_is_refused_and_not_kept(capped: RunningGateway) -> None:
