@@ -53,8 +53,11 @@ from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registe
 from gwlab.frames.batch.jobs import BatchOptions, batches
 from gwlab.frames.cascade.spec import Cascade
 from gwlab.frames.evaluation.compare import compare
+from gwlab.frames.evaluation.estimate import estimate
 from gwlab.frames.evaluation.evaluate import evaluate
+from gwlab.frames.evaluation.label_plan import LabelPlan, PlanOptions, label_plan
 from gwlab.frames.evaluation.repeats import stability
+from gwlab.frames.evaluation.sequential_compare import SequentialComparison, compare_sequential
 from gwlab.frames.grounding.view import show_grounding
 from gwlab.frames.run.budget import Budget
 from gwlab.frames.run.records import run_answers, runs
@@ -90,9 +93,11 @@ __all__ = [
     "InputLimitWarning",
     "InvalidEvent",
     "InvalidRequest",
+    "LabelPlan",
     "Message",
     "NotFound",
     "PermissionDenied",
+    "PlanOptions",
     "ProtocolError",
     "RateLimited",
     "RealtimeError",
@@ -100,6 +105,7 @@ __all__ = [
     "Response",
     "RunInterrupted",
     "RunRecordWarning",
+    "SequentialComparison",
     "ServerError",
     "StatusError",
     "StreamError",
@@ -110,11 +116,14 @@ __all__ = [
     "Timeout",
     "batches",
     "compare",
+    "compare_sequential",
     "connect",
     "current_gateway",
     "errors",
+    "estimate",
     "evaluate",
     "label_calls",
+    "label_plan",
     "run_answers",
     "runs",
     "show_grounding",

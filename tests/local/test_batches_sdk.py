@@ -3,12 +3,18 @@
 Files + batches (OpenAI) and message batches (Anthropic) run in the background on the local text model;
 the claims: every line is answered exactly once (in the output or the error file), an invalid line fails
 alone, a job expires or is cancelled part-way keeping what finished, survives a restart, and belongs to
-the key that made it."""
+the key that made it.
+
+Gateways: the session's for what needs no setting; two of this module's own, each started once and
+shared by the cases that need its settings (`capped`: every job expires once two of its lines ran,
+uploads are capped; `paced`: a pause before each line, so a job is still running when a test acts on it).
+Each case leaves its jobs ended, since a gateway runs its jobs one after the other."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import anthropic
@@ -17,10 +23,45 @@ import openai
 import pytest
 
 from tests.support import wait_until
-from tests.support.gateways import RunningGateway, own_gateway, start_gateway, stop_gateway
+from tests.support.gateways import RunningGateway, make_key, own_gateway, start_gateway, stop_gateway
 from tests.support.models import TEXT_MODEL
 
 ENDPOINT = "/v1/chat/completions"
+EXPIRE_AFTER, FILE_CAP = 2, 2000  # lines run before a job expires; bytes of the largest upload
+# a pause before each line: 12 lines leave a cancel over 4 s to land part-way, after the first line ended
+PACED = ("--batch-seconds-per-request", "0.4")
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
+    """Every job expires once EXPIRE_AFTER of its lines ran (by count, not time); uploads capped at FILE_CAP."""
+    db = tmp_path_factory.mktemp("capped") / "g.sqlite"
+    with own_gateway(db, "--batch-expire-after", str(EXPIRE_AFTER), "--batch-file-max-bytes",
+                     str(FILE_CAP)) as running:
+        yield running
+
+
+@dataclass
+class Paced:
+    """The paced gateway of this module; `stop` then `start` replace its process on the same database and key."""
+
+    gateway: RunningGateway
+
+    def stop(self) -> None:
+        stop_gateway(self.gateway)
+
+    def start(self) -> RunningGateway:
+        self.gateway = start_gateway(self.gateway.db, *PACED, key=self.gateway.api_key)
+        return self.gateway
+
+
+@pytest.fixture(scope="module")
+def paced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Paced]:
+    holder = Paced(start_gateway(tmp_path_factory.mktemp("paced") / "g.sqlite", *PACED))
+    try:
+        yield holder
+    finally:
+        stop_gateway(holder.gateway)
 
 
 def _line(cid: str, question: str = "2+2?") -> dict[str, Any]:
@@ -89,7 +130,7 @@ def test_batches_and_files_list_and_belong_to_their_key(gateway: RunningGateway)
     batch = _submit(client, [_line("only")])
     assert batch.id in [b.id for b in client.batches.list(limit=100)]
     assert batch.input_file_id in [f.id for f in client.files.list()]
-    other = _client(gateway, gateway.create_key("batches-other-key"))
+    other = _client(gateway, make_key(gateway.db, "batches-other-key"))  # unique: the test may repeat
     with pytest.raises(openai.NotFoundError):
         other.batches.retrieve(batch.id)
     with pytest.raises(openai.NotFoundError):
@@ -100,29 +141,27 @@ def test_batches_and_files_list_and_belong_to_their_key(gateway: RunningGateway)
     _wait(client, batch.id)
 
 
-def test_a_batch_that_expires_part_way_keeps_its_finished_lines(tmp_path: Path) -> None:
-    with own_gateway(tmp_path / "g.sqlite", "--batch-expire-after", "2") as gateway:
-        client = _client(gateway)
-        batch = _wait(client, _submit(client, [_line(f"r{i}") for i in range(6)]).id)
-        assert batch.status == "expired" and batch.expired_at is not None
-        out, err = _lines_of(client, batch.output_file_id), _lines_of(client, batch.error_file_id)
-        assert len(out) == 2 and all(x["response"]["status_code"] == 200 for x in out)
-        assert len(err) == 4 and {x["error"]["code"] for x in err} == {"batch_expired"}
-        assert sorted(x["custom_id"] for x in out + err) == [f"r{i}" for i in range(6)]
+def test_a_batch_that_expires_part_way_keeps_its_finished_lines(capped: RunningGateway) -> None:
+    client = _client(capped)
+    batch = _wait(client, _submit(client, [_line(f"r{i}") for i in range(6)]).id)
+    assert batch.status == "expired" and batch.expired_at is not None
+    out, err = _lines_of(client, batch.output_file_id), _lines_of(client, batch.error_file_id)
+    assert len(out) == EXPIRE_AFTER and all(x["response"]["status_code"] == 200 for x in out)
+    assert len(err) == 6 - EXPIRE_AFTER and {x["error"]["code"] for x in err} == {"batch_expired"}
+    assert sorted(x["custom_id"] for x in out + err) == [f"r{i}" for i in range(6)]
 
 
-def test_a_cancelled_batch_keeps_what_finished_and_stops(tmp_path: Path) -> None:
-    with own_gateway(tmp_path / "g.sqlite", "--batch-seconds-per-request", "0.4") as gateway:
-        client = _client(gateway)
-        batch = _submit(client, [_line(f"r{i}") for i in range(12)])
-        _wait_counts(client, batch.id, 1)
-        cancelling = client.batches.cancel(batch.id)
-        assert cancelling.status in ("cancelling", "cancelled")
-        batch = _wait(client, batch.id)
-        assert batch.status == "cancelled" and batch.cancelled_at is not None
-        out, err = _lines_of(client, batch.output_file_id), _lines_of(client, batch.error_file_id)
-        assert 1 <= len(out) < 12 and {x["error"]["code"] for x in err} == {"batch_cancelled"}
-        assert sorted(x["custom_id"] for x in out + err) == sorted(f"r{i}" for i in range(12))
+def test_a_cancelled_batch_keeps_what_finished_and_stops(paced: Paced) -> None:
+    client = _client(paced.gateway)
+    batch = _submit(client, [_line(f"r{i}") for i in range(12)])
+    _wait_counts(client, batch.id, 1)
+    cancelling = client.batches.cancel(batch.id)
+    assert cancelling.status in ("cancelling", "cancelled")
+    batch = _wait(client, batch.id)
+    assert batch.status == "cancelled" and batch.cancelled_at is not None
+    out, err = _lines_of(client, batch.output_file_id), _lines_of(client, batch.error_file_id)
+    assert 1 <= len(out) < 12 and {x["error"]["code"] for x in err} == {"batch_cancelled"}
+    assert sorted(x["custom_id"] for x in out + err) == sorted(f"r{i}" for i in range(12))
 
 
 def _wait_counts(client: openai.OpenAI, batch_id: str, at_least: int) -> None:
@@ -130,36 +169,44 @@ def _wait_counts(client: openai.OpenAI, batch_id: str, at_least: int) -> None:
                interval=0.05, what=f"{at_least} line(s) of {batch_id} done")
 
 
-def test_a_batch_survives_a_gateway_restart_without_running_a_line_twice(tmp_path: Path) -> None:
-    db = tmp_path / "g.sqlite"
-    gateway = start_gateway(db, "--batch-seconds-per-request", "0.3")
-    try:
-        client = _client(gateway)
-        batch = _submit(client, [_line(f"r{i}") for i in range(8)])
-        _wait_counts(client, batch.id, 2)
-    finally:
-        stop_gateway(gateway)
-    gateway = start_gateway(db, key=gateway.api_key)
-    try:
-        client = _client(gateway)
-        done = _wait(client, batch.id)
-        assert done.status == "completed" and done.request_counts.completed == 8
-        out = _lines_of(client, done.output_file_id)
-        assert sorted(x["custom_id"] for x in out) == [f"r{i}" for i in range(8)]  # each once
-    finally:
-        stop_gateway(gateway)
+def test_a_batch_survives_a_gateway_restart_without_running_a_line_twice(paced: Paced) -> None:
+    client = _client(paced.gateway)
+    batch = _submit(client, [_line(f"r{i}") for i in range(8)])
+    _wait_counts(client, batch.id, 2)
+    paced.stop()
+    stopped = _stored(paced.gateway, batch.id)  # what the restarted gateway starts from: a job part-way
+    assert stopped["status"] == "in_progress" and 2 <= stopped["request_counts"]["completed"] < 8
+    client = _client(paced.start())
+    done = _wait(client, batch.id)
+    assert done.status == "completed" and done.request_counts.completed == 8
+    out = _lines_of(client, done.output_file_id)
+    assert sorted(x["custom_id"] for x in out) == [f"r{i}" for i in range(8)]  # each once
 
 
-def test_an_upload_over_the_cap_is_refused_and_not_kept(tmp_path: Path) -> None:
-    with own_gateway(tmp_path / "g.sqlite", "--batch-file-max-bytes", "2000") as gateway:
-        client = _client(gateway)
-        with pytest.raises(openai.APIStatusError) as info:
-            client.files.create(file=("big.jsonl", _jsonl([_line(f"r{i}") for i in range(40)])), purpose="batch")
-        assert info.value.status_code == 413
-        assert client.files.list().data == []
-        assert not list((tmp_path / "g-files").glob("*.upload"))
-        small = client.files.create(file=("s.jsonl", _jsonl([_line("a")])), purpose="batch")
-        assert small.bytes == len(_jsonl([_line("a")])) and small.purpose == "batch"
+def _stored(gateway: RunningGateway, batch_id: str) -> dict[str, Any]:
+    """A batch as the (stopped) gateway's database holds it."""
+    from gwlab.local.store import Store
+
+    store = Store(str(gateway.db))
+    try:
+        return next(job for job_id, _, job in store.tasks_of_kind("batch") if job_id == batch_id)
+    finally:
+        store.close()
+
+
+def test_an_upload_over_the_cap_is_refused_and_not_kept(capped: RunningGateway) -> None:
+    client = _client(capped, make_key(capped.db, "cap"))  # a key of its own: no file of another case listed
+    big = _jsonl([_line(f"r{i}") for i in range(40)])
+    assert len(big) > FILE_CAP
+    stored = capped.db.parent / "g-files"
+    kept = set(stored.glob("*.upload"))  # the other cases' files (stored under this suffix too)
+    with pytest.raises(openai.APIStatusError) as info:
+        client.files.create(file=("big.jsonl", big), purpose="batch")
+    assert info.value.status_code == 413
+    assert client.files.list().data == []
+    assert set(stored.glob("*.upload")) == kept  # the refused upload left no partial file
+    small = client.files.create(file=("s.jsonl", _jsonl([_line("a")])), purpose="batch")
+    assert small.bytes == len(_jsonl([_line("a")])) and small.purpose == "batch"
 
 
 def test_a_file_for_another_purpose_or_a_bad_window_is_refused(gateway: RunningGateway) -> None:
@@ -197,28 +244,34 @@ def test_message_batch_duplicate_ids_are_refused_at_creation(gateway: RunningGat
         _anthropic(gateway).messages.batches.create(requests=[{"custom_id": "x", "params": params}] * 2)
 
 
-def test_a_message_batch_cancelled_part_way(tmp_path: Path) -> None:
-    with own_gateway(tmp_path / "g.sqlite", "--batch-seconds-per-request", "0.4") as gateway:
-        client = _anthropic(gateway)
-        params = {"model": TEXT_MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": "Q: hi\nA:"}]}
-        batch = client.messages.batches.create(requests=[{"custom_id": f"r{i}", "params": params}
-                                                         for i in range(10)])
-        wait_until(lambda: client.messages.batches.retrieve(batch.id).request_counts.succeeded >= 1,
-                   timeout=120, interval=0.05, what="one request done")
-        client.messages.batches.cancel(batch.id)
-        wait_until(lambda: client.messages.batches.retrieve(batch.id).processing_status == "ended",
-                   timeout=60, interval=0.1, what="cancel ending the batch")
-        kinds = [r.result.type for r in client.messages.batches.results(batch.id)]
-        assert len(kinds) == 10 and "canceled" in kinds and kinds.count("succeeded") >= 1
-        assert set(kinds) <= {"succeeded", "canceled"}
-        done = client.messages.batches.retrieve(batch.id)
-        assert done.cancel_initiated_at is not None and done.request_counts.processing == 0
+def _ended(client: anthropic.Anthropic, batch_id: str) -> None:
+    wait_until(lambda: client.messages.batches.retrieve(batch_id).processing_status == "ended",
+               timeout=60, interval=0.1, what="cancel ending the batch")
 
 
-def test_results_of_a_running_message_batch_are_not_served(tmp_path: Path) -> None:
-    with own_gateway(tmp_path / "g.sqlite", "--batch-seconds-per-request", "1") as gateway:
-        params = {"model": TEXT_MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}
-        batch = _anthropic(gateway).messages.batches.create(requests=[{"custom_id": "a", "params": params}])
-        r = httpx.get(f"{gateway.base_url}/messages/batches/{batch.id}/results",
-                      headers={"x-api-key": gateway.api_key, "anthropic-version": "2023-06-01"})
-        assert r.status_code == 404 and r.json()["type"] == "error"
+def test_a_message_batch_cancelled_part_way(paced: Paced) -> None:
+    client = _anthropic(paced.gateway)
+    params = {"model": TEXT_MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": "Q: hi\nA:"}]}
+    batch = client.messages.batches.create(requests=[{"custom_id": f"r{i}", "params": params}
+                                                     for i in range(10)])
+    wait_until(lambda: client.messages.batches.retrieve(batch.id).request_counts.succeeded >= 1,
+               timeout=120, interval=0.05, what="one request done")
+    client.messages.batches.cancel(batch.id)
+    _ended(client, batch.id)
+    kinds = [r.result.type for r in client.messages.batches.results(batch.id)]
+    assert len(kinds) == 10 and "canceled" in kinds and kinds.count("succeeded") >= 1
+    assert set(kinds) <= {"succeeded", "canceled"}
+    done = client.messages.batches.retrieve(batch.id)
+    assert done.cancel_initiated_at is not None and done.request_counts.processing == 0
+
+
+def test_results_of_a_running_message_batch_are_not_served(paced: Paced) -> None:
+    gateway, client = paced.gateway, _anthropic(paced.gateway)
+    params = {"model": TEXT_MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}
+    # ten paced requests: the job runs for over 4 s, the GET follows its creation at once
+    batch = client.messages.batches.create(requests=[{"custom_id": f"r{i}", "params": params} for i in range(10)])
+    r = httpx.get(f"{gateway.base_url}/messages/batches/{batch.id}/results",
+                  headers={"x-api-key": gateway.api_key, "anthropic-version": "2023-06-01"})
+    assert r.status_code == 404 and r.json()["type"] == "error"
+    client.messages.batches.cancel(batch.id)  # ended, so the next case's job is not queued behind it
+    _ended(client, batch.id)

@@ -56,7 +56,7 @@ class Comparison:
 
 
 class CompareSettings(TypedDict, total=False):
-    """How finely `compare` bins and resamples (documented in its docstring; at most 10 parameters)."""
+    """How finely `compare` bins and resamples (documented in its docstring)."""
 
     bins: int
     resamples: int
@@ -111,11 +111,11 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
     --------
     >>> gwlab.compare(run_a, run_b, truth=labels["urgent"]).verdict          # doctest: +SKIP
     """
+    level = intervals.check_level(level)
     unknown = sorted(set(settings) - set(_SETTINGS))
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
     bins, resamples, seed = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
-    level = intervals.check_level(level)
     (a_frame, pooled_a), (b_frame, pooled_b) = (repeats.prepare(_frame(_answers_of(side), name), reduce)
                                                 for side, name in ((a, "a"), (b, "b")))
     if (pooled_a is None) != (pooled_b is None):

@@ -134,14 +134,15 @@ class Evaluation:
 
 
 class EvaluationSettings(TypedDict, total=False):
-    """How finely `evaluate` bins, sweeps and resamples (documented in its docstring)."""
+    """How finely `evaluate` bins, sweeps and resamples, and which label synonyms it maps (documented in its
+    docstring)."""
 
     bins: int
     steps: int
     resamples: int
     seed: int
     reduce: str | None  # repeats: None pools them, "majority" or "mean" makes one answer per row
-    labels: Mapping[Any, Any] | None  # synonyms read into the labels (a keyword like the rest: at most 10 parameters)
+    labels: Mapping[Any, Any] | None  # synonyms: {label as written: option}
 
 
 _SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": intervals.SEED, "reduce": None}
