@@ -30,7 +30,7 @@ from pathlib import Path
 
 from gwlab.client.gateway import Gateway
 from gwlab.local.store import Store
-from gwlab.wire import batches as wb
+from gwlab.wire.jobs import batches as wb
 
 MODEL = "local/gemma-3-270m"
 ENDPOINT = "/v1/chat/completions"

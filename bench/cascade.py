@@ -32,8 +32,8 @@ from harness.quality import HEADER, Binary, baselines, majority_share, spread  #
 import gwlab
 from gwlab import local
 from gwlab.client.gateway import Gateway
-from gwlab.frames.cascade_oracle import CascadeQuestion
-from gwlab.frames.cascade_run import final_answers, sample_positions, threshold_for
+from gwlab.frames.cascade.oracle import CascadeQuestion
+from gwlab.frames.cascade.run import final_answers, sample_positions, threshold_for
 
 DATA = Path(__file__).resolve().parents[1] / "notebooks" / "data"
 NOUL_SPECS = ["accuracy:0.8", "accuracy:0.85", "accuracy:0.9", "precision:0.8", "precision:0.8:150", "recall:0.9",

@@ -23,8 +23,8 @@ from typing import Literal
 import pandas as pd
 
 import gwlab
+from gwlab import EvaluationWarning
 from gwlab.client.gateway import Gateway
-from gwlab.frames.labels import EvaluationWarning
 
 DATA = Path(__file__).resolve().parent / "data" / "extract_labelled.jsonl"
 PRODUCTS = ["kettle", "headphones", "blender", "laptop", "vacuum", "coffee machine", "desk lamp", "phone case"]

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from gwlab.client.gateway import Gateway
-from gwlab.frames.intervals import wilson
+from gwlab.stats.intervals import wilson
 from gwlab.wire.models import DEFAULT_MODELS
 
 HERE = Path(__file__).resolve().parent

@@ -9,7 +9,7 @@ request with that state: within the limit an answer, beyond it the 400 naming `s
 the unbounded embedding: the ratio says how much sooner the refusal comes than the answer would.
 
 It then prints UTF-8 bytes per token over the labelled set's 138 texts (bench/data/) for E5 and for Gemma,
-the figures behind `gwlab.frames.budget.BYTES_PER_TOKEN` (the client's guess at a row's tokens).
+the figures behind `gwlab.frames.run.budget.BYTES_PER_TOKEN` (the client's guess at a row's tokens).
 """
 
 from __future__ import annotations

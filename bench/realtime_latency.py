@@ -31,7 +31,7 @@ import websockets
 
 from gwlab.local.engines import get_speaker
 from gwlab.local.store import Store
-from gwlab.wire import audio
+from gwlab.wire.realtime import audio
 
 MODEL = "local/realtime-smollm2-135m-instruct"  # the default (catalog.REALTIME_DEFAULT)
 RATE = 24_000

@@ -22,11 +22,16 @@ from gwlab.client.ledger import label_calls
 from gwlab.client.streams import AsyncEventStream, EventStream
 from gwlab.connection import connect, current_gateway
 from gwlab.errors import (
+    AnswerInvalid,
     AuthenticationFailed,
     BadRequest,
+    BatchRowError,
     ConnectionFailed,
+    EvaluationWarning,
+    FilterWarning,
     GatewayError,
     IncompleteStream,
+    InputLimitWarning,
     InvalidEvent,
     InvalidRequest,
     NotFound,
@@ -34,38 +39,44 @@ from gwlab.errors import (
     ProtocolError,
     RateLimited,
     RealtimeError,
+    RepeatsWarning,
+    RunInterrupted,
+    RunRecordWarning,
     ServerError,
     StatusError,
     StreamError,
     StreamInterrupted,
+    StructuredFallbackWarning,
     Timeout,
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
-from gwlab.frames.batch import BatchOptions, batches
-from gwlab.frames.budget import Budget
-from gwlab.frames.cascade import Cascade
-from gwlab.frames.compare import compare
-from gwlab.frames.estimate import estimate
-from gwlab.frames.evaluate import evaluate
-from gwlab.frames.grounding_view import show_grounding
-from gwlab.frames.label_plan import LabelPlan, PlanOptions, label_plan
-from gwlab.frames.records import run_answers, runs
-from gwlab.frames.repeats import stability
-from gwlab.frames.sequential_compare import SequentialComparison, compare_sequential
+from gwlab.frames.batch.jobs import BatchOptions, batches
+from gwlab.frames.cascade.spec import Cascade
+from gwlab.frames.evaluation.compare import compare
+from gwlab.frames.evaluation.estimate import estimate
+from gwlab.frames.evaluation.evaluate import evaluate
+from gwlab.frames.evaluation.label_plan import LabelPlan, PlanOptions, label_plan
+from gwlab.frames.evaluation.repeats import stability
+from gwlab.frames.evaluation.sequential_compare import SequentialComparison, compare_sequential
+from gwlab.frames.grounding.view import show_grounding
+from gwlab.frames.run.budget import Budget
+from gwlab.frames.run.records import run_answers, runs
 from gwlab.wire.chat import ChatCompletion
 from gwlab.wire.decisions import DecisionResult
+from gwlab.wire.jobs.tasks import Task, TaskFamily
 from gwlab.wire.messages import Message
 from gwlab.wire.responses import Response
-from gwlab.wire.tasks import Task, TaskFamily
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnswerInvalid",
     "AsyncEventStream",
     "AsyncGateway",
     "AuthenticationFailed",
     "BadRequest",
     "BatchOptions",
+    "BatchRowError",
     "Budget",
     "Cascade",
     "ChatCompletion",
@@ -73,10 +84,13 @@ __all__ = [
     "ConnectionFailed",
     "DecisionResult",
     "Dialect",
+    "EvaluationWarning",
     "EventStream",
+    "FilterWarning",
     "Gateway",
     "GatewayError",
     "IncompleteStream",
+    "InputLimitWarning",
     "InvalidEvent",
     "InvalidRequest",
     "LabelPlan",
@@ -87,12 +101,16 @@ __all__ = [
     "ProtocolError",
     "RateLimited",
     "RealtimeError",
+    "RepeatsWarning",
     "Response",
+    "RunInterrupted",
+    "RunRecordWarning",
     "SequentialComparison",
     "ServerError",
     "StatusError",
     "StreamError",
     "StreamInterrupted",
+    "StructuredFallbackWarning",
     "Task",
     "TaskFamily",
     "Timeout",

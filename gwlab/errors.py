@@ -11,26 +11,33 @@ GatewayError
 │   │                        .error (the error object), .event (its type), .partial
 │   └── RealtimeError            a realtime `error` event (.error_event, .type, .related_event)
 ├── ProtocolError            a 2xx answer the protocol does not allow: unexpected Content-Type, bad JSON
+├── AnswerInvalid            a structured answer that is not JSON of its schema after its re-asks: .raw
+│                            (also a ValueError)
 └── StatusError              the gateway answered >= 400: .status, .request_id, .body
     ├── BadRequest 400/413/415/422 · AuthenticationFailed 401 · PermissionDenied 403 · NotFound 404
     ├── RateLimited 429 (.retry_after, .code)
     └── ServerError 5xx
 
-The module is a leaf: any layer may import it, it imports nothing of ours (the realtime event type is
-named for type checkers only).
+Not GatewayErrors, by design: `RunInterrupted`, a KeyboardInterrupt (Ctrl-C during a `df.gw` run, after
+the answers in flight were saved), and the warnings a run or an evaluation may give: `InputLimitWarning`,
+`StructuredFallbackWarning`, `EvaluationWarning`, `FilterWarning`, `RepeatsWarning`,
+`RunRecordWarning`. All are here, exported from `gwlab`.
+
+The module is a leaf: any layer may import it, it imports nothing of ours (a realtime error event is
+described by the fields it reads, `ErrorEventFields`, which gwlab/wire/realtime/events.py's
+`ErrorEvent` has).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from gwlab.wire.realtime_events import ErrorEvent
+from typing import Any, Protocol
 
 __all__ = [
+    "AnswerInvalid",
     "AuthenticationFailed",
     "BadRequest",
+    "BatchRowError",
     "ConnectionFailed",
     "GatewayError",
     "IncompleteStream",
@@ -47,6 +54,9 @@ __all__ = [
     "StreamInterrupted",
     "Timeout",
 ]
+__all__ += ["EvaluationWarning", "FilterWarning", "InputLimitWarning", "RepeatsWarning", "RunInterrupted",
+            "RunRecordWarning",  # not GatewayErrors
+            "StructuredFallbackWarning"]
 
 
 class GatewayError(Exception):
@@ -63,7 +73,7 @@ class InvalidRequest(GatewayError, ValueError):
 
 class InvalidEvent(InvalidRequest):
     """A realtime client event refused: `field` names the parameter, `code` is the error event's code
-    (`invalid_value` unless said otherwise; gwlab.wire.realtime names the codes)."""
+    (`invalid_value` unless said otherwise; gwlab.wire.realtime.session names the codes)."""
 
     def __init__(self, field: str, message: str, code: str = "invalid_value", event_id: str | None = None) -> None:
         super().__init__(field, message)
@@ -113,10 +123,22 @@ class StreamError(GatewayError):
         super().__init__(f"{where}stream {event or 'error'}: {message}{rid}")
 
 
+class ErrorEventFields(Protocol):
+    """What `RealtimeError` reads of a realtime `error` event (gwlab.wire.realtime.events.ErrorEvent)."""
+
+    type: str
+    error_type: str | None
+    code: str | None
+    message: str | None
+    related_event_id: str | None
+    related_event: Mapping[str, Any] | None
+    raw: Mapping[str, Any]
+
+
 class RealtimeError(StreamError):
     """An `error` event from a realtime server (already saved to the ledger); `.error_event` has it all."""
 
-    def __init__(self, event: ErrorEvent, *, method: str | None = None, path: str | None = None) -> None:
+    def __init__(self, event: ErrorEventFields, *, method: str | None = None, path: str | None = None) -> None:
         self.error_event = event
         self.type, self.related_event = event.error_type, event.related_event
         related = event.related_event
@@ -135,6 +157,20 @@ class ProtocolError(GatewayError):
         where = f"{method} {path} " if method else ""
         rid = f" [request {request_id}]" if request_id else ""
         super().__init__(f"{where}{message}{rid}")
+
+
+class BatchRowError(GatewayError):
+    """A row the batch job answered with an error, or did not finish (its row's `__error`)."""
+
+
+class AnswerInvalid(GatewayError, ValueError):
+    """A structured answer that is not JSON of its schema (still, after its re-asks); `raw` is the text as
+    the model wrote it. Also a ValueError, as it was before it joined this tree."""
+
+    def __init__(self, message: str, raw: str | None) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.record: dict[str, Any] = {}  # what a frame keeps of the row (its raw text), set by the reader
 
 
 class StatusError(GatewayError):
@@ -213,3 +249,44 @@ def _error_object(body: Any) -> Any:
                 return body[key] if isinstance(body[key], Mapping) else {"message": body[key]}
         return dict(body)
     return {"message": body} if body else {}
+
+
+# --- not GatewayErrors: an interrupt, and the warnings a user may see ----------------------------------
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a `df.gw` run, after the requests in flight were answered and checkpointed (for a
+    task batch: the submissions in flight, whose task ids are checkpointed).
+
+    Still a KeyboardInterrupt, so a notebook cell or a script stops as the user asked; its message says
+    how many answers are saved, in which file, and that running the same call again resumes (a bare
+    `KeyboardInterrupt:` left users guessing whether the paid answers were lost). `.summary` is the run's.
+    """
+
+    def __init__(self, summary: Any) -> None:  # a RunSummary, or a task batch's TaskSummary
+        self.summary = summary
+        super().__init__(summary.interrupted_text())
+
+
+class RepeatsWarning(UserWarning):
+    """`repeats=k` on requests that ask for a deterministic answer: k requests paid for one answer."""
+
+
+class InputLimitWarning(UserWarning):
+    """Rows that look longer than the model's documented input limit, found before anything is sent."""
+
+
+class StructuredFallbackWarning(UserWarning):
+    """A gateway refused the native structured-output form: extract asks in the prompt instead."""
+
+
+class EvaluationWarning(UserWarning):
+    """An evaluation or recalibration ran, but its numbers need a caveat the user must see."""
+
+
+class FilterWarning(UserWarning):
+    """A filter ran, but what it kept needs a second look (no row passed)."""
+
+
+class RunRecordWarning(RuntimeWarning):
+    """A paid run's record could not be written to its store; it is kept for this process only."""

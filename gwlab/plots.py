@@ -13,14 +13,15 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames import evidence, metrics
-from gwlab.frames import usage as _usage
-from gwlab.frames._targets import probability_columns
+from gwlab.frames import columns as tidy
+from gwlab.frames.evaluation import evidence, tables
+from gwlab.frames.evaluation.targets import probability_columns
+from gwlab.frames.run import usage as _usage
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from gwlab.frames.evaluate import Evaluation
+    from gwlab.frames.evaluation.evaluate import Evaluation
 
 __all__ = ["confusion", "cost_per_run", "latency", "probabilities", "reliability", "scores", "slices",
            "usage_over_time"]
@@ -67,7 +68,7 @@ def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = No
         ece = evaluation.metrics.loc[question, "ece"]
         if rows is not None:
             table = evidence.reliability_intervals(_reliability_of(evaluation, question, rows), level)
-            ece = metrics.ece(table)
+            ece = tables.ece(table)
         which = f"{label}, " if label else ""
         title = f"{question}: ECE {ece:.3f}\n({which}{int(table['count'].sum())} rows, {len(table)} bins)"
     _draw_reliability(ax, table, title, level)
@@ -83,7 +84,7 @@ def _reliability_of(evaluation: Evaluation, question: str, rows: Any) -> pd.Data
     if target.proba is None:
         raise InvalidRequest("question", f"{question!r} has no probabilities to plot")
     keep = _row_mask(frame, rows)[target.positions]
-    return metrics.reliability(target.proba[keep], target.y[keep], target.kind, evaluation.bins)
+    return tables.reliability(target.proba[keep], target.y[keep], target.kind, evaluation.bins)
 
 
 def _row_mask(frame: pd.DataFrame, rows: Any) -> np.ndarray:
@@ -179,15 +180,16 @@ def probabilities(frame: pd.DataFrame, question: str, *, ax: Axes | None = None)
 def scores(frame: pd.DataFrame, question: str, *, ax: Axes | None = None, bins: int = 20) -> Axes:
     """Histogram of a score question's expected level (`{q}__score`), one tick per level."""
     ax = _axes(ax)
-    name = question if question.endswith("__score") else f"{question}__score"
+    stem = tidy.question_of(question, tidy.SCORE) or question
+    name = tidy.column(stem, tidy.SCORE)
     if name not in frame.columns:
         raise InvalidRequest("question", f"no column {name!r} in the frame")
     values = pd.to_numeric(frame[name], errors="coerce").dropna()
-    levels = [c for c in frame.columns if str(c).startswith(name.removesuffix("__score") + "__p__")]
+    levels = [c for c in frame.columns if str(c).startswith(tidy.probability_prefix(stem))]
     top = max(len(levels) - 1, int(np.ceil(values.max())) if len(values) else 1)
     ax.hist(values, bins=np.linspace(0, top, bins + 1), color="C0")
     ax.set_xticks(range(top + 1))
-    ax.set(xlabel="score (level)", ylabel="rows", title=f"{name.removesuffix('__score')}: score distribution")
+    ax.set(xlabel="score (level)", ylabel="rows", title=f"{stem}: score distribution")
     return ax
 
 

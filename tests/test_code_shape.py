@@ -32,3 +32,126 @@ def test_default_models_is_bound_once() -> None:
              and any(isinstance(t, ast.Name) and t.id == "DEFAULT_MODELS"
                      for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
     assert bound == ["wire/models.py"]
+
+
+# --- rooms (issue 32): small modules, folders a reader can take in, no import circles ---------------------
+
+MAX_LINES = 600
+MAX_MODULES = 20  # per folder, its __init__ not counted
+MAX_FRAMES_ROOM = 15  # per room of gwlab/frames/
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> the gwlab modules it imports (at import time, in a function, or for type checkers alike:
+    each is a dependency a reader follows). `from a import b` counts as a.b when a.b is a module."""
+    graph: dict[str, set[str]] = {}
+    for name, text in sources.items():
+        found = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in sources else node.module
+                          for a in node.names}
+        graph[name] = {target for target in found if target in sources and target != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: strongly connected groups of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = {str(path.relative_to(PACKAGE)): n for path in PACKAGE.rglob("*.py")
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_no_folder_holds_more_than_20_modules_and_no_frames_room_more_than_15() -> None:
+    crowded = {}
+    for folder in {path.parent for path in PACKAGE.rglob("*.py")}:
+        count = sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")
+        room = folder.parent == PACKAGE / "frames"
+        if count > (MAX_FRAMES_ROOM if room else MAX_MODULES):
+            crowded[str(folder.relative_to(PACKAGE))] = count
+    assert crowded == {}
+
+
+def test_each_room_says_in_its_first_docstring_line_what_lives_there() -> None:
+    rooms = [p for top in ("frames", "stats", "client", "wire") for p in (PACKAGE / top).rglob("__init__.py")]
+    silent = [str(p.relative_to(PACKAGE)) for p in rooms if not (ast.get_docstring(ast.parse(p.read_text())) or "")
+              .strip()]
+    assert silent == []
+
+
+def test_gwlab_has_no_import_circle() -> None:
+    sources = {_module_name(path): path.read_text() for path in PACKAGE.rglob("*.py")}
+    assert circles(import_graph(sources)) == []
+
+
+def test_the_circle_check_finds_a_circle_through_a_lazy_import_and_passes_a_chain() -> None:
+    """The check itself, on made-up modules: a -> b -> a (b's import inside a function) is one circle."""
+    sources = {"gwlab.a": "from gwlab.b import f\n", "gwlab.b": "def f():\n    from gwlab import a\n",
+               "gwlab.c": "import gwlab.a\n"}
+    assert circles(import_graph(sources)) == [["gwlab.a", "gwlab.b"]]
+    assert circles(import_graph({**sources, "gwlab.b": "X = 1\n"})) == []
+
+
+def test_stats_imports_numpy_and_the_standard_library_only() -> None:
+    """gwlab/stats/ is plain numpy (frames imports it as it imports wire): no pandas, nothing above it."""
+    import sys
+
+    allowed = {"numpy", "gwlab", "__future__", *sys.stdlib_module_names}
+    found = []
+    for path in (PACKAGE / "stats").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                top = name.split(".")[0]
+                inside = name.startswith(("gwlab.stats", "gwlab.errors")) or name == "gwlab"
+                if top not in allowed or (top == "gwlab" and not inside):
+                    found.append(f"{path.relative_to(PACKAGE)}: {name}")
+    assert found == []

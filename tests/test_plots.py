@@ -14,7 +14,7 @@ from matplotlib.image import AxesImage
 
 import gwlab.plots as plots
 from gwlab.errors import InvalidRequest
-from gwlab.frames.evaluate import evaluate
+from gwlab.frames.evaluation.evaluate import evaluate
 from tests.support.ledgers import live_ledger
 from tests.support.models import DECIDE_MODEL, TEXT_MODEL
 

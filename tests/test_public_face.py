@@ -41,3 +41,40 @@ def test_the_client_layer_imports_neither_the_local_gateway_nor_numpy() -> None:
             "or m.startswith(('gwlab.local', 'gwlab.connection', 'gwlab.frames', 'gwlab.widgets'))))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.split() == []
+
+
+def _raised_or_warned() -> set[str]:
+    """Exception and warning classes the client side defines, and the categories it warns with (the local
+    gateway's own errors become HTTP answers, and a private class never leaves its module)."""
+    import ast
+
+    package = Path(gwlab.__file__).parent
+    found: set[str] = set()
+    for path in package.rglob("*.py"):
+        if path.relative_to(package).parts[0] == "local":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_") and any(
+                    isinstance(base, ast.Name) and base.id.endswith(("Error", "Exception", "Warning", "Interrupt"))
+                    for base in node.bases):
+                found.add(node.name)
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "warn" and len(node.args) > 1:
+                category = node.args[1]
+                if not ast.unparse(category).endswith(".category"):  # a caught warning re-issued: counted where made
+                    found.add(category.id if isinstance(category, ast.Name) else ast.unparse(category))
+    return found - {"ErrorEventFields"}
+
+
+def test_every_error_and_warning_a_user_can_meet_is_exported_and_documented() -> None:
+    documented = set(re.findall(r"^::: gwlab\.(\w+)", REFERENCE.read_text(), flags=re.M))
+    missing = sorted(name for name in _raised_or_warned() if name not in gwlab.__all__ or name not in documented)
+    assert missing == []
+
+
+def test_an_invalid_structured_answer_is_a_gateway_error_and_still_a_value_error() -> None:
+    from gwlab.wire.schema import AnswerInvalid
+
+    assert AnswerInvalid is gwlab.AnswerInvalid
+    assert issubclass(AnswerInvalid, gwlab.GatewayError) and issubclass(AnswerInvalid, ValueError)
+    assert not issubclass(gwlab.RunInterrupted, gwlab.GatewayError) and issubclass(gwlab.RunInterrupted,
+                                                                                    KeyboardInterrupt)

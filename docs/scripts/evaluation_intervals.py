@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 import gwlab
-from gwlab.frames import intervals
+from gwlab.stats import intervals
 
 
 def widths() -> list[str]:

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 import gwlab
-from gwlab.frames.evaluate import Evaluation, EvaluationWarning
+from gwlab import EvaluationWarning
+from gwlab.frames.evaluation.evaluate import Evaluation
 
 DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data"
 MODEL = "local/decide-e5-small"

@@ -1,6 +1,6 @@
 """Provider batch APIs: `gw.batches` (OpenAI files + batches) and `gw.message_batches` (Anthropic).
 
-The shapes, limits and result reading are `gwlab.wire.batches`; this module does the I/O. A batch is
+The shapes, limits and result reading are `gwlab.wire.jobs.batches`; this module does the I/O. A batch is
 billed once accepted, so creation is never resent blind: a create whose answer was lost is looked up
 in the key's listing (OpenAI: by a `gwlab_submission` token in the metadata; Anthropic, which has no
 metadata: by size and creation time, only when exactly one batch matches) before anything is sent
@@ -16,13 +16,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gwlab.client._loop import LoopThread
 from gwlab.client.dialect import adapt_request
-from gwlab.client.transport import AsyncTransport, Reply
+from gwlab.client.loop import LoopThread
+from gwlab.client.transport.core import AsyncTransport, Reply
 from gwlab.errors import ConnectionFailed, GatewayError, InvalidRequest, NotFound, ServerError
-from gwlab.wire import batches as wb
-from gwlab.wire.batches import ANTHROPIC_BATCHES, OPENAI_BATCHES, BatchAPI, BatchJob, Collation
 from gwlab.wire.families import FAMILIES
+from gwlab.wire.jobs import batches as wb
+from gwlab.wire.jobs.batches import ANTHROPIC_BATCHES, OPENAI_BATCHES, BatchAPI, BatchJob, Collation
 from gwlab.wire.limits import API_PREFIX
 
 __all__ = [
@@ -263,7 +263,7 @@ class AsyncMessageBatches:
 
 def record_answers(transport: AsyncTransport, collation: Collation, *, path: str, model: str | None) -> int:
     """One ledger row per answered request of a collected job, with the provider's usage of that row
-    (family `batch`, so `gwlab.frames.usage.summarize` prices it at the batch rate); the count is returned."""
+    (family `batch`, so `gwlab.frames.run.usage.summarize` prices it at the batch rate); the count is returned."""
     from gwlab.client.ledger import current_run
     from gwlab.wire.endings import COMPLETE
     from gwlab.wire.families import read_usage

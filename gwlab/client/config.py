@@ -46,7 +46,7 @@ class ClientConfig:
 
     timeout, connect_timeout : seconds of silence allowed while reading, and to connect.
     deadline : seconds for a whole call, retries and stream included (None: no limit).
-    max_retries, retry_after_cap : the retry policy (`gwlab.client.transport.RetryPolicy`).
+    max_retries, retry_after_cap : the retry policy (`gwlab.client.transport.retry.RetryPolicy`).
     ledger_path : a SQLite file that keeps the request ledger across sessions.
     messages_auth, anthropic_version : the messages family's auth header and version.
     headers : extra headers for every request.

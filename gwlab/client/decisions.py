@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gwlab.client._loop import LoopThread
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.loop import LoopThread
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.wire import decisions
 from gwlab.wire.decisions import DecisionResult, Question
 from gwlab.wire.families import FAMILIES

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gwlab.client._loop import LoopThread
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.loop import LoopThread
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.wire import embeddings
 from gwlab.wire.embeddings import EmbeddingsResult
 from gwlab.wire.families import FAMILIES

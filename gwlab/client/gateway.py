@@ -10,7 +10,6 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, Unpack
 
-from gwlab.client._loop import LoopThread
 from gwlab.client.batches import AsyncBatches, AsyncMessageBatches, Batches, MessageBatches
 from gwlab.client.chat import AsyncChat, Chat
 from gwlab.client.config import ClientConfig, ClientOptions
@@ -19,6 +18,7 @@ from gwlab.client.dialect import Dialect
 from gwlab.client.embeddings import AsyncEmbeddings, Embeddings
 from gwlab.client.images import AsyncImages, Images
 from gwlab.client.ledger import Ledger
+from gwlab.client.loop import LoopThread
 from gwlab.client.messages import AsyncMessages, Messages
 from gwlab.client.migration import Migrate, Migrated, responses_from_chat
 from gwlab.client.models import AsyncModels, Models
@@ -26,11 +26,11 @@ from gwlab.client.realtime import AsyncRealtime, Realtime
 from gwlab.client.responses import AsyncResponses, Responses
 from gwlab.client.tasks import AsyncTasks, Tasks
 from gwlab.client.tools import AsyncTools, Tools
-from gwlab.client.transport import AsyncTransport
-from gwlab.client.transport_choice import TransportChoice
+from gwlab.client.transport.choice import TransportChoice
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.client.videos import AsyncVideos, Videos
 from gwlab.wire.decisions import DecisionResult
-from gwlab.wire.tasks import TaskFamily
+from gwlab.wire.jobs.tasks import TaskFamily
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +49,7 @@ class AsyncGateway:
     config : a `ClientConfig` to start from (the keyword options below are applied over it).
     timeout, connect_timeout : seconds of silence allowed while reading, and to connect.
     deadline : seconds for a whole call, retries and stream included (None: no limit).
-    max_retries, retry_after_cap : the retry policy (see `gwlab.client.transport`).
+    max_retries, retry_after_cap : the retry policy (see `gwlab.client.transport.retry`).
     ledger_path : a SQLite file that keeps the request ledger across sessions.
     messages_auth, anthropic_version : the messages family's auth header and version.
     headers : extra headers for every request.

@@ -5,14 +5,14 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from gwlab.client._loop import LoopThread
+from gwlab.client.loop import LoopThread
 from gwlab.client.tasks import DEFAULT_WAIT_TIMEOUT, AsyncTasks
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.errors import GatewayError
 from gwlab.wire import images
 from gwlab.wire.images import IMAGES
+from gwlab.wire.jobs.tasks import Task, TaskPage
 from gwlab.wire.models import DEFAULT_MODELS
-from gwlab.wire.tasks import Task, TaskPage
 
 __all__ = ["AsyncImages", "Images"]
 

@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gwlab.client import structured
-from gwlab.client._loop import LoopThread
+from gwlab.client.loop import LoopThread
 from gwlab.client.streams import AsyncEventStream, EventStream
-from gwlab.client.transport import AsyncTransport, Headers
+from gwlab.client.transport.core import AsyncTransport, Headers
 from gwlab.errors import InvalidRequest
 from gwlab.wire import messages as wire
 from gwlab.wire.families import FAMILIES

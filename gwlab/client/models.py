@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gwlab.client._loop import LoopThread
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.loop import LoopThread
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.wire import models
 from gwlab.wire.families import FAMILIES
 from gwlab.wire.models import ModelList

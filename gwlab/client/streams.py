@@ -31,8 +31,8 @@ from gwlab.wire.endings import COMPLETE, INTERRUPTED, STOPPED
 from gwlab.wire.sse import Event, SSEDecoder
 
 if TYPE_CHECKING:
-    from gwlab.client._loop import LoopThread
     from gwlab.client.ledger import CallRecord, Ledger
+    from gwlab.client.loop import LoopThread
 
 __all__ = ["Accumulator", "AsyncEventStream", "EventStream"]
 

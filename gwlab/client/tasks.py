@@ -29,10 +29,11 @@ from typing import Any
 
 import httpx
 
-from gwlab.client._loop import LoopThread
-from gwlab.client.transport import AsyncTransport, Reply, RetryPolicy
+from gwlab.client.loop import LoopThread
+from gwlab.client.transport.core import AsyncTransport, Reply
+from gwlab.client.transport.retry import RetryPolicy
 from gwlab.errors import ConnectionFailed, GatewayError, InvalidRequest, ServerError, Timeout
-from gwlab.wire.tasks import (
+from gwlab.wire.jobs.tasks import (
     ID_PARAM,
     Task,
     TaskFamily,
@@ -68,7 +69,7 @@ class AsyncTasks:
     def __init__(self, transport: AsyncTransport, family: TaskFamily, *, lookup_skew: float = 60.0,
                  lookup_delay: float = 0.5) -> None:
         if not isinstance(family, TaskFamily):
-            raise InvalidRequest("family", f"a gwlab.wire.tasks.TaskFamily describing the task API; "
+            raise InvalidRequest("family", f"a gwlab.wire.jobs.tasks.TaskFamily describing the task API; "
                                            f"got {type(family).__name__}")
         self._transport, self.family = transport, family
         self.lookup_skew = lookup_skew  # seconds of clock difference tolerated between client and gateway

@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gwlab.client._loop import LoopThread
 from gwlab.client.chat import AsyncChat
 from gwlab.client.decisions import AsyncDecisions, State
+from gwlab.client.loop import LoopThread
 from gwlab.client.responses import AsyncResponses
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.wire import chat, responses
 from gwlab.wire import tools as wire

@@ -10,9 +10,9 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from gwlab.client._loop import LoopThread
+from gwlab.client.loop import LoopThread
 from gwlab.client.tasks import DEFAULT_WAIT_TIMEOUT, AsyncTasks
-from gwlab.client.transport import AsyncTransport
+from gwlab.client.transport.core import AsyncTransport
 from gwlab.errors import GatewayError
 from gwlab.wire import videos
 from gwlab.wire.videos import VIDEOS, VideoList, VideoTask

@@ -16,9 +16,10 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from gwlab.client.transport import RetryPolicy
-from gwlab.frames.outcome import RunInterrupted
-from gwlab.frames.runner import Answer, Batch, Runner, RunResult, Sender
+from gwlab.client.loop import LoopThread
+from gwlab.client.transport.retry import RetryPolicy
+from gwlab.frames.run.outcome import RunInterrupted
+from gwlab.frames.run.runner import Answer, Batch, Runner, RunResult, Sender
 from gwlab.wire.families import ProtocolFamily
 
 T = TypeVar("T")
@@ -165,21 +166,17 @@ async def stoppable(runner: Runner, batch: Batch) -> RunResult:
     return await runner.run(batch)
 
 
-class _LoopThread:
-    """A private event loop in a daemon thread, for when the gateway brings none."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="gwlab-frames-loop", daemon=True).start()
-
-
-_fallback: _LoopThread | None = None
+_fallback: LoopThread | None = None  # for when the gateway brings no loop (an injected connection)
+NO_GATEWAY = object()  # `run_sync`'s gateway for a call that sends nothing: the frames loop, no gateway started
 
 
 def _loop_for(gateway: Any) -> asyncio.AbstractEventLoop:
     """The loop a synchronous call runs on: the sync gateway's own, else a private one (injected
-    connections). An AsyncGateway's connections belong to the caller's loop: it must await."""
+    connections, a call that sends nothing). An AsyncGateway's connections belong to the caller's loop:
+    it must await."""
     global _fallback
+    if gateway is NO_GATEWAY:
+        gateway = Connection(_sends_nothing)  # no loop of its own: the private one below
     if not isinstance(gateway, Connection):
         from gwlab.client.gateway import AsyncGateway
 
@@ -191,8 +188,13 @@ def _loop_for(gateway: Any) -> asyncio.AbstractEventLoop:
         return gateway.loop
     with _default_lock:
         if _fallback is None:
-            _fallback = _LoopThread()
+            _fallback = LoopThread("gwlab-frames-loop")
     return _fallback.loop
+
+
+async def _sends_nothing(family: ProtocolFamily, body: dict[str, Any]) -> Answer:
+    """The sender of a call that promised to send nothing (`NO_GATEWAY`): a send is a bug, said loudly."""
+    raise RuntimeError(f"a call run without a gateway tried to send {family.name}")
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T], gateway: Any) -> T:

@@ -18,13 +18,25 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from gwlab.errors import InvalidRequest
+from gwlab.errors import InvalidRequest, StructuredFallbackWarning
 from gwlab.frames.recipes import TEXT_RECIPES, RowRecipe, free_params
 from gwlab.wire.families import FAMILIES, TEXT
 from gwlab.wire.schema import DEFAULT_MAX_REASKS, AnswerInvalid, Schema, refuses_form
 
-__all__ = ["DEFAULT_MAX_REASKS", "PROMPT_ONLY", "STRUCTURED", "AskMode", "StructuredFallbackWarning",
-           "extract_columns", "extract_recipe", "field_record", "reading_fields", "typed_columns"]
+__all__ = [
+    "DEFAULT_MAX_REASKS",
+    "DTYPES",
+    "PROMPT_ONLY",
+    "STRUCTURED",
+    "AskMode",
+    "StructuredFallbackWarning",
+    "dtypes",
+    "extract_columns",
+    "extract_recipe",
+    "field_record",
+    "reading_fields",
+    "typed_columns",
+]
 
 STRUCTURED = ("auto", "native", "prompt")
 Structured = Literal["auto", "native", "prompt"]
@@ -146,14 +158,21 @@ class AskMode:
         return f"asked in the prompt ({evidence})" if evidence else "asked in the prompt (structured='prompt')"
 
 
-class StructuredFallbackWarning(UserWarning):
-    """A gateway refused the native structured-output form: extract asks in the prompt instead."""
+# a field's kind (`Schema.kinds`, wire's words) -> its nullable pandas dtype; any other kind is one object column
+DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean", "string": "string",
+          "date": "datetime64[ns]", "enum": "category"}
+
+
+def dtypes(schema: Schema) -> dict[str, str]:
+    """Per top-level field, its pandas dtype: Int64, Float64, boolean, string, category, datetime64[ns]
+    (dates and datetimes), object (lists and nested objects)."""
+    return {field: DTYPES.get(kind, "object") for field, kind in schema.kinds().items()}
 
 
 def typed_columns(answers: pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """The schema's columns of a run's answers in their pandas dtypes (`Schema.dtypes`). Values were
+    """The schema's columns of a run's answers in their pandas dtypes (`dtypes`). Values were
     validated against the schema, so no conversion here can lose information."""
-    for field, dtype in schema.dtypes().items():
+    for field, dtype in dtypes(schema).items():
         values = [None if _missing(v) else v for v in answers[field]]
         if dtype == "category":
             answers[field] = pd.Categorical(values, categories=schema.categories(field))

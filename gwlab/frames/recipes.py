@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
 from gwlab.wire import chat, decisions, messages, responses
 from gwlab.wire.families import FAMILIES, ProtocolFamily, usage_of
 
@@ -69,19 +70,19 @@ def decisions_recipe(questions: Mapping[str, Any], model: str, **extra: Any) -> 
     columns: dict[str, str] = {}
     spread: list[str] = []
     for qid, q in wire_questions.items():
-        if q["type"] == "noul":
-            columns[f"{qid}__noul"] = "float64"
-            spread.append(f"{qid}__noul")
+        if q["type"] == tidy.NOUL:
+            columns[tidy.column(qid, tidy.NOUL)] = "float64"
+            spread.append(tidy.column(qid, tidy.NOUL))
         else:
-            columns[f"{qid}__{q['type']}"] = "str" if q["type"] == "choice" else "float64"
-            if q["type"] == "score":  # the expected level above; the most likely one here
-                columns[f"{qid}__level"] = "Int64"
+            columns[tidy.column(qid, q["type"])] = "str" if q["type"] == tidy.CHOICE else "float64"
+            if q["type"] == tidy.SCORE:  # the expected level above; the most likely one here
+                columns[tidy.column(qid, tidy.LEVEL)] = "Int64"
             criteria = q["criteria"]
-            options = list(criteria) if q["type"] == "choice" else [str(i) for i in range(len(criteria))]
-            probabilities = [f"{qid}__p__{option}" for option in options]
+            options = list(criteria) if q["type"] == tidy.CHOICE else [str(i) for i in range(len(criteria))]
+            probabilities = [tidy.probability(qid, option) for option in options]
             columns.update(dict.fromkeys(probabilities, "float64"))
-            columns[f"{qid}__confidence"] = "float64"
-            spread += ([f"{qid}__score"] if q["type"] == "score" else []) + probabilities
+            columns[tidy.column(qid, tidy.CONFIDENCE)] = "float64"
+            spread += ([tidy.column(qid, tidy.SCORE)] if q["type"] == tidy.SCORE else []) + probabilities
     top = {k: v for k, v in checked.items() if k not in ("state", "questions")}
 
     def body(state: Any) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def decisions_recipe(questions: Mapping[str, Any], model: str, **extra: Any) -> 
     def record(data: Any) -> dict[str, Any]:
         return decisions.parse_response(data).to_record()
 
-    decided = tuple(c for c in columns if c.endswith(("__noul", "__choice", "__level")))
+    decided = tuple(c for c in columns if tidy.question_of(c, *tidy.DECIDED) is not None)
     return RowRecipe(FAMILIES["decisions"], model, columns, body, record, usage_of, spread=tuple(spread),
                      spec={"questions": wire_questions, **extra}, decided=decided)
 

@@ -16,7 +16,7 @@ them through a SIGKILL.
 
 Why one task per row, not per distinct prompt as `df.gw.decide` dedupes requests: a generated image or
 clip is a sample, and an analyst with two rows asking the same thing expects two results. Why not the
-request runner (`frames/runner.py`): it dedupes, and it checkpoints an answer after it arrives; a task
+request runner (`frames/run/runner.py`): it dedupes, and it checkpoints an answer after it arrives; a task
 needs a per-row key, a mark committed before the submission leaves, and a poll phase after it. The
 options (concurrency, limiter, `Budget`, pilot, checkpoint file, errors) mean what they mean there.
 """
@@ -42,20 +42,20 @@ from typing import Any
 import pandas as pd
 
 from gwlab.errors import GatewayError, InvalidRequest, NotFound, RateLimited
-from gwlab.frames.budget import Budget
-from gwlab.frames.checkpoint import AnswerStore, canonical, gateway_id, key_of
-from gwlab.frames.lifecycle import Progress, Stoppable, drive
-from gwlab.frames.limiter import Limiter, TokenBucket
-from gwlab.frames.outcome import recorded_where
-from gwlab.frames.result import BatchFrame
-from gwlab.frames.run_config import RunConfig
-from gwlab.frames.status import RowStatus
-from gwlab.wire.tasks import Task, TaskFamily
+from gwlab.frames.run.budget import Budget
+from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, key_of
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
+from gwlab.frames.run.limiter import Limiter, TokenBucket
+from gwlab.frames.run.outcome import recorded_where
+from gwlab.frames.run.result import BatchFrame
+from gwlab.frames.run.status import RowStatus
+from gwlab.wire.jobs.tasks import Task, TaskFamily
 
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
 
 COLUMNS = ("task_id", "status", "error", "file", "thumbnail", "submitted_at", "finished_at", "seconds")
-# row statuses besides the task's own: the same words as every run's (frames/status.py)
+# row statuses besides the task's own: the same words as every run's (frames/run/status.py)
 IN_DOUBT, NOT_RUN, ERROR = RowStatus.IN_DOUBT.label, RowStatus.NOT_RUN.label, RowStatus.ERROR.label
 
 

@@ -35,7 +35,7 @@ from gwlab.local.routes import (
 )
 from gwlab.local.settings import Settings
 from gwlab.local.store import Store
-from gwlab.wire.batches import ANTHROPIC_BATCHES
+from gwlab.wire.jobs.batches import ANTHROPIC_BATCHES
 from gwlab.wire.limits import API_PREFIX
 
 log = logging.getLogger("gwlab.local")
@@ -71,7 +71,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.add_middleware(ConnectionGuard, body_timeout_s=settings.limits.body_timeout_s)  # inside the log
     # batch inputs are larger than any single request: their two paths get the providers' caps
     caps = {f"{API_PREFIX}/files": files.upload_cap(settings),
-            f"{API_PREFIX}/messages/batches": ANTHROPIC_BATCHES.max_bytes}
+            API_PREFIX + ANTHROPIC_BATCHES.create_path: ANTHROPIC_BATCHES.max_bytes}
     app.add_middleware(RequestContext, store=store, max_body_bytes=settings.max_body_bytes, path_caps=caps)
     app.add_middleware(BrowserAccess)  # a preflight is answered before anything else runs
     app.add_middleware(HostCheck, allowed=settings.allowed_hosts)  # outermost: a rebound name gets nothing

@@ -5,7 +5,7 @@ Server-only, so it lives beside its only user, the decisions route (gwlab/local/
 not in `gwlab.wire`, which carries what both sides share. It validates with System One's own rules
 and messages (`gwlab.wire.decisions`), naming fields in the OpenAI shape (`questions.1.choices`). The
 client translates in the opposite directions in `gwlab.wire.decisions_openai`; both use the one
-choice-key rule (`wire.decisions._choice_key`). Pure: no I/O.
+choice-key rule (`wire.decisions.choice_key`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from typing import Any
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.decisions import (
-    _MISSING,
-    _blank_free,
-    _check_stream,
-    _choice_key,
-    _kind,
-    _listed,
-    _model,
-    _scalar,
-    _show,
+    MISSING,
+    blank_free,
+    check_stream,
+    checked_model,
+    choice_key,
+    kind_of,
+    listed,
     render_state,
+    scalar,
+    show_value,
 )
 from gwlab.wire.limits import (
     MAX_CHOICE_OPTIONS,
@@ -64,13 +64,13 @@ def openai_to_system_one(body: Any) -> tuple[dict[str, Any], list[OpenAIQuestion
     list (a level's description, when given, is appended to its label: the engine reads the text).
     """
     if not isinstance(body, Mapping):
-        raise InvalidRequest("", f"the body must be a JSON object; got {_kind(body)}")
-    _check_stream(body.get("stream"))
-    model = _model(body.get("model", _MISSING))
-    state = _input_state(body.get("input", _MISSING))
-    items = body.get("questions", _MISSING)
+        raise InvalidRequest("", f"the body must be a JSON object; got {kind_of(body)}")
+    check_stream(body.get("stream"))
+    model = checked_model(body.get("model", MISSING))
+    state = _input_state(body.get("input", MISSING))
+    items = body.get("questions", MISSING)
     if not isinstance(items, list):
-        got = "nothing" if items is _MISSING else _kind(items)
+        got = "nothing" if items is MISSING else kind_of(items)
         raise InvalidRequest("questions", f"must be an array of questions; got {got}")
     if not 1 <= len(items) <= MAX_OPENAI_QUESTIONS:
         raise InvalidRequest("questions", f"takes 1 to {MAX_OPENAI_QUESTIONS} questions; got {len(items)}")
@@ -81,7 +81,7 @@ def openai_to_system_one(body: Any) -> tuple[dict[str, Any], list[OpenAIQuestion
     for index, item in enumerate(items):
         slot, question = _openai_question(item, f"questions.{index}", index, used)
         if slot.name in questions:
-            raise InvalidRequest(f"questions.{index}.name", f"duplicate question name {_show(slot.name)}")
+            raise InvalidRequest(f"questions.{index}.name", f"duplicate question name {show_value(slot.name)}")
         order.append(slot)
         questions[slot.name] = question
     return {"model": model, "state": state, "questions": questions}, order
@@ -96,11 +96,11 @@ def _openai_question(
     item: Any, path: str, index: int, used: set[str]
 ) -> tuple[OpenAIQuestion, dict[str, Any]]:
     if not isinstance(item, Mapping):
-        raise InvalidRequest(path, f"must be a question object; got {_kind(item)}")
+        raise InvalidRequest(path, f"must be a question object; got {kind_of(item)}")
     qtype = item.get("type")
     if not isinstance(qtype, str) or qtype not in OPENAI_QUESTION_TYPES:
-        kinds = _listed(OPENAI_QUESTION_TYPES)
-        raise InvalidRequest(f"{path}.type", f"must be one of {kinds}; got {_show(qtype)}")
+        kinds = listed(OPENAI_QUESTION_TYPES)
+        raise InvalidRequest(f"{path}.type", f"must be one of {kinds}; got {show_value(qtype)}")
     for key in item:
         if key not in _OPENAI_FIELDS[qtype]:
             raise InvalidRequest(f"{path}.{key}", f"unknown field for a {qtype} question")
@@ -110,16 +110,16 @@ def _openai_question(
         while name in used:
             name += "_"
         used.add(name)
-    elif not _blank_free(name):
-        raise InvalidRequest(f"{path}.name", f"must be a non-empty string; got {_show(name)}")
+    elif not blank_free(name):
+        raise InvalidRequest(f"{path}.name", f"must be a non-empty string; got {show_value(name)}")
     instructions = item.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
-        raise InvalidRequest(f"{path}.instructions", f"must be a string; got {_kind(instructions)}")
+        raise InvalidRequest(f"{path}.instructions", f"must be a string; got {kind_of(instructions)}")
     question: dict[str, Any] = {"type": "noul" if qtype == "predicate" else qtype}
     if instructions is not None:
         question["instructions"] = instructions
     values: tuple[Any, ...] = ()
-    if qtype == "predicate" and not _blank_free(instructions):
+    if qtype == "predicate" and not blank_free(instructions):
         raise InvalidRequest(f"{path}.instructions", "a predicate question needs instructions")
     if qtype == "choice":
         question["criteria"], values = _openai_choices(item.get("choices"), f"{path}.choices")
@@ -130,15 +130,15 @@ def _openai_question(
 
 def _entries(value: Any, path: str, low: int, high: int, what: str) -> list[Mapping[str, Any]]:
     if not isinstance(value, list):
-        raise InvalidRequest(path, f"must be an array of {what}; got {_kind(value)}")
+        raise InvalidRequest(path, f"must be an array of {what}; got {kind_of(value)}")
     if not low <= len(value) <= high:
         raise InvalidRequest(path, f"takes {low} to {high} {what}; got {len(value)}")
     for index, entry in enumerate(value):
         if not isinstance(entry, Mapping):
-            raise InvalidRequest(f"{path}.{index}", f"must be an object; got {_kind(entry)}")
+            raise InvalidRequest(f"{path}.{index}", f"must be an object; got {kind_of(entry)}")
         description = entry.get("description")
         if description is not None and not isinstance(description, str):
-            raise InvalidRequest(f"{path}.{index}.description", f"must be a string; got {_kind(description)}")
+            raise InvalidRequest(f"{path}.{index}.description", f"must be a string; got {kind_of(description)}")
     return value
 
 
@@ -147,10 +147,10 @@ def _openai_choices(value: Any, path: str) -> tuple[dict[str, str | None], tuple
     criteria: dict[str, str | None] = {}
     for index, entry in enumerate(entries):
         raw = entry.get("value")
-        if not isinstance(raw, bool) and not _blank_free(raw):
+        if not isinstance(raw, bool) and not blank_free(raw):
             raise InvalidRequest(f"{path}.{index}.value",
-                                 f"must be a non-empty string or a boolean; got {_show(raw)}")
-        key = _choice_key(raw)
+                                 f"must be a non-empty string or a boolean; got {show_value(raw)}")
+        key = choice_key(raw)
         if key in criteria:
             raise InvalidRequest(f"{path}.{index}.value", f"duplicate choice {key!r}; values must be unique")
         criteria[key] = entry.get("description")
@@ -161,8 +161,8 @@ def _openai_levels(value: Any, path: str) -> tuple[list[str], tuple[str, ...]]:
     entries = _entries(value, path, MIN_SCORE_LEVELS, MAX_SCORE_LEVELS, "levels")
     for index, entry in enumerate(entries):
         label = entry.get("label")
-        if not _blank_free(label):
-            raise InvalidRequest(f"{path}.{index}.label", f"must be a non-empty string; got {_show(label)}")
+        if not blank_free(label):
+            raise InvalidRequest(f"{path}.{index}.label", f"must be a non-empty string; got {show_value(label)}")
     labels = tuple(entry["label"] for entry in entries)
     texts = [f"{entry['label']}: {entry['description']}" if entry.get("description") else entry["label"]
              for entry in entries]
@@ -171,16 +171,16 @@ def _openai_levels(value: Any, path: str) -> tuple[list[str], tuple[str, ...]]:
 
 def _input_state(value: Any) -> str:
     """OpenAI `input` as one text: a string as given, items as `role: text` lines."""
-    if value is _MISSING:
+    if value is MISSING:
         raise InvalidRequest("input", "required: a string or an array of input items")
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
-        raise InvalidRequest("input", f"must be a string or an array of input items; got {_kind(value)}")
+        raise InvalidRequest("input", f"must be a string or an array of input items; got {kind_of(value)}")
     lines = []
     for index, item in enumerate(value):
         if not isinstance(item, Mapping):
-            raise InvalidRequest(f"input.{index}", f"must be an input item object; got {_kind(item)}")
+            raise InvalidRequest(f"input.{index}", f"must be an input item object; got {kind_of(item)}")
         lines.append(_item_text(item))
     return "\n".join(lines)
 
@@ -219,7 +219,7 @@ def _content_text(content: Any) -> str:
 def _scalar_text(value: Any) -> str:
     if isinstance(value, Mapping | list | tuple):
         return render_state(value)
-    return _scalar(value)
+    return scalar(value)
 
 
 def system_one_to_openai_response(
@@ -250,7 +250,7 @@ def _openai_answer(slot: OpenAIQuestion, answer: Any) -> dict[str, Any]:
         return {"type": "predicate", "name": slot.name, "probability": answer.get("noul")}
     probabilities = answer.get("probabilities") or {}
     if slot.type == "choice":
-        by_key = {_choice_key(value): value for value in slot.values}
+        by_key = {choice_key(value): value for value in slot.values}
         return {"type": "choice", "name": slot.name,
                 "choice": by_key.get(answer.get("choice"), answer.get("choice")),
                 "confidence": answer.get("confidence"),

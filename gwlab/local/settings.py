@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gwlab.errors import InvalidRequest
 from gwlab.local.limits import Limits
-from gwlab.wire.batches import OPENAI_BATCHES
+from gwlab.wire.jobs.batches import OPENAI_BATCHES
 from gwlab.wire.limits import MAX_BODY_BYTES_DEFAULT
 
 BATCH_FILE_MAX_BYTES_DEFAULT = OPENAI_BATCHES.max_bytes  # the provider's 200 MB

@@ -1,1 +1,1 @@
-"""Pure-numpy statistics that frames imports the way it imports wire: no pandas, no I/O."""
+"""Statistics in plain numpy (intervals, metrics, calibration, cascade thresholds), imported by frames as wire is."""

@@ -25,7 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
-from gwlab.frames.intervals import clopper_pearson, normal_quantile  # moves into stats/ with issue 32
+from gwlab.stats.intervals import clopper_pearson, normal_quantile
 
 __all__ = ["UNIFORM_SHARE", "Goal", "Threshold", "choose_threshold", "proxy_answers", "recall_weights",
            "rows_needed", "sample_rows"]

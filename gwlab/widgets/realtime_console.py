@@ -31,9 +31,10 @@ from gwlab.errors import GatewayError
 from gwlab.widgets._bridge import Bridge, Throttle
 from gwlab.widgets._esm import esm_of
 from gwlab.widgets._realtime_view import ConversationView
-from gwlab.wire import audio, limits
-from gwlab.wire import realtime as wire
+from gwlab.wire import limits
 from gwlab.wire.models import DEFAULT_MODELS
+from gwlab.wire.realtime import audio
+from gwlab.wire.realtime import session as wire
 
 __all__ = ["RealtimeConsole"]
 

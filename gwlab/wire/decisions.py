@@ -29,7 +29,10 @@ from gwlab.wire.limits import (
     QUESTION_TYPES,
 )
 
+# MISSING and the field checks (blank_free ... show_value) are public: the OpenAI-shaped decisions route
+# (gwlab/local/decisions_openai.py) checks its bodies with them
 __all__ = [
+    "MISSING",
     "Answer",
     "ChoiceAnswer",
     "DecisionRequest",
@@ -38,18 +41,26 @@ __all__ = [
     "Question",
     "ScoreAnswer",
     "UnknownAnswer",
+    "blank_free",
     "build_request",
     "check_instructions",
+    "check_stream",
+    "checked_model",
+    "choice_key",
+    "kind_of",
+    "listed",
     "parse_answer",
     "parse_request",
     "parse_response",
     "question_to_wire",
     "render_state",
     "response_body",
+    "scalar",
+    "show_value",
     "to_question",
 ]
 
-_MISSING: Any = object()
+MISSING: Any = object()  # a field the body does not have (None is a value a body can send)
 
 
 # --- the request ---------------------------------------------------------------------------------
@@ -87,8 +98,8 @@ def build_request(
 
     Optional fields set to None are omitted, as the spec asks; `extra` rides along at the top level.
     """
-    _check_stream(extra.get("stream"))
-    body: dict[str, Any] = {"model": _model(model), "state": _client_state(state)}
+    check_stream(extra.get("stream"))
+    body: dict[str, Any] = {"model": checked_model(model), "state": _client_state(state)}
     body["questions"] = {qid: question_to_wire(q) for qid, q in _questions(questions).items()}
     body.update({key: value for key, value in extra.items() if value is not None})
     return body
@@ -100,14 +111,14 @@ _REQUEST_FIELDS = ("model", "state", "questions", "stream")
 def parse_request(body: Any) -> DecisionRequest:
     """Validate an untrusted System One body; raises only `InvalidRequest`, naming the field."""
     if not isinstance(body, Mapping):
-        raise InvalidRequest("", f"the body must be a JSON object; got {_kind(body)}")
-    _check_stream(body.get("stream"))
-    model = _model(body.get("model", _MISSING))
-    state = body.get("state", _MISSING)
-    if state is _MISSING:
+        raise InvalidRequest("", f"the body must be a JSON object; got {kind_of(body)}")
+    check_stream(body.get("stream"))
+    model = checked_model(body.get("model", MISSING))
+    state = body.get("state", MISSING)
+    if state is MISSING:
         raise InvalidRequest("state", "required: the text or JSON object/array every question is about")
     state_text = render_state(state)
-    questions = _questions(body.get("questions", _MISSING))
+    questions = _questions(body.get("questions", MISSING))
     extra = {key: value for key, value in body.items() if key not in _REQUEST_FIELDS}
     return DecisionRequest(model, state, state_text, questions, extra)
 
@@ -118,18 +129,18 @@ def to_question(value: Any, qid: str = "question") -> Question:
     fields = _question_fields(value, path)
     for key in fields:
         if key not in QUESTION_FIELDS:
-            takes = _listed(QUESTION_FIELDS)
+            takes = listed(QUESTION_FIELDS)
             raise InvalidRequest(f"{path}.{key}", f"unknown question field; a question takes only {takes}")
-    qtype = fields.get("type", _MISSING)
+    qtype = fields.get("type", MISSING)
     if not isinstance(qtype, str) or qtype not in QUESTION_TYPES:
-        got = "nothing" if qtype is _MISSING else _show(qtype)
-        raise InvalidRequest(f"{path}.type", f"must be one of {_listed(QUESTION_TYPES)}; got {got}")
+        got = "nothing" if qtype is MISSING else show_value(qtype)
+        raise InvalidRequest(f"{path}.type", f"must be one of {listed(QUESTION_TYPES)}; got {got}")
     instructions = fields.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
-        raise InvalidRequest(f"{path}.instructions", f"must be a string; got {_kind(instructions)}")
+        raise InvalidRequest(f"{path}.instructions", f"must be a string; got {kind_of(instructions)}")
     criteria = _CRITERIA[qtype](fields.get("criteria"), f"{path}.criteria")
     outcomes = criteria.values() if isinstance(criteria, Mapping) else ()
-    if qtype == "noul" and not _blank_free(instructions) and not any(map(_blank_free, outcomes)):
+    if qtype == "noul" and not blank_free(instructions) and not any(map(blank_free, outcomes)):
         needs = "a noul question needs instructions or a described outcome"
         raise InvalidRequest(f"{path}.instructions", needs)
     return Question(qtype, instructions, criteria)
@@ -144,7 +155,7 @@ def check_instructions(questions: Mapping[str, Any]) -> None:
     """
     for qid, question in questions.items():
         instructions = question.get("instructions") if isinstance(question, Mapping) else None
-        if not _blank_free(instructions):
+        if not blank_free(instructions):
             raise InvalidRequest(f"questions.{qid}.instructions", "required by System One servers "
                                  "(/systemone): the question to answer, e.g. 'Is this about billing?'")
 
@@ -172,9 +183,9 @@ def render_state(state: Any) -> str:
     if isinstance(state, str):
         return state
     if not isinstance(state, Mapping | list | tuple):
-        raise InvalidRequest("state", f"must be a string, a JSON object or a JSON array; got {_kind(state)}")
+        raise InvalidRequest("state", f"must be a string, a JSON object or a JSON array; got {kind_of(state)}")
     if isinstance(state, list | tuple) and all(map(_is_scalar, state)):
-        return "\n".join(_scalar(item) for item in state)  # a plain list reads as one item per line
+        return "\n".join(scalar(item) for item in state)  # a plain list reads as one item per line
     lines: list[str] = []
     _render(state, "", lines, 0)
     return "\n".join(lines)
@@ -190,19 +201,19 @@ def _render(value: Any, path: str, lines: list[str], depth: int) -> None:
             _render(item, f"{path}.{key}" if path else str(key), lines, depth + 1)
     elif isinstance(value, list | tuple):
         if path and all(map(_is_scalar, value)):
-            lines.append(f"{path}: " + (", ".join(_scalar(item) for item in value) if value else "[]"))
+            lines.append(f"{path}: " + (", ".join(scalar(item) for item in value) if value else "[]"))
         else:
             for index, item in enumerate(value):
                 _render(item, f"{path}[{index}]", lines, depth + 1)
     else:
-        lines.append(f"{path}: {_scalar(value)}" if path else _scalar(value))
+        lines.append(f"{path}: {scalar(value)}" if path else scalar(value))
 
 
 def _is_scalar(value: Any) -> bool:
     return not isinstance(value, Mapping | list | tuple)
 
 
-def _scalar(value: Any) -> str:
+def scalar(value: Any) -> str:
     if isinstance(value, str):
         return value
     if value is None or isinstance(value, bool | int | float):
@@ -213,16 +224,16 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
-def _check_stream(stream: Any) -> None:
+def check_stream(stream: Any) -> None:
     if stream is not None and stream is not False:
         raise InvalidRequest("stream", "decisions never stream")
 
 
-def _model(model: Any) -> str:
-    if model is _MISSING:
+def checked_model(model: Any) -> str:
+    if model is MISSING:
         raise InvalidRequest("model", "required: the ID of a decision model")
     if not isinstance(model, str) or not model.strip():
-        raise InvalidRequest("model", f"must be a non-empty string; got {_show(model)}")
+        raise InvalidRequest("model", f"must be a non-empty string; got {show_value(model)}")
     return model
 
 
@@ -230,7 +241,7 @@ def _client_state(state: Any) -> Any:
     if isinstance(state, str):
         return state
     if not isinstance(state, Mapping | list | tuple):
-        raise InvalidRequest("state", f"must be a string, a JSON object or a JSON array; got {_kind(state)}")
+        raise InvalidRequest("state", f"must be a string, a JSON object or a JSON array; got {kind_of(state)}")
     render_state(state)  # the same depth limit the gateway applies
     try:  # a JSON round trip: refuses what would not serialise, and leaves no aliasing with the caller
         return json.loads(json.dumps(state, allow_nan=False))
@@ -239,11 +250,11 @@ def _client_state(state: Any) -> Any:
 
 
 def _questions(value: Any) -> dict[str, Question]:
-    if value is _MISSING:
+    if value is MISSING:
         raise InvalidRequest("questions", "required: an object mapping question ids to questions")
     if not isinstance(value, Mapping):
         raise InvalidRequest("questions",
-                             f"must be an object mapping question ids to questions; got {_kind(value)}")
+                             f"must be an object mapping question ids to questions; got {kind_of(value)}")
     if not value:
         raise InvalidRequest("questions", "needs at least one question")
     if len(value) > MAX_QUESTIONS:
@@ -251,7 +262,7 @@ def _questions(value: Any) -> dict[str, Question]:
     questions: dict[str, Question] = {}
     for qid, question in value.items():
         if not isinstance(qid, str) or not qid:
-            raise InvalidRequest("questions", f"question ids must be non-empty strings; got {_show(qid)}")
+            raise InvalidRequest("questions", f"question ids must be non-empty strings; got {show_value(qid)}")
         questions[qid] = to_question(question, qid)
     return questions
 
@@ -262,7 +273,7 @@ def _question_fields(value: Any, path: str) -> dict[Any, Any]:
     if isinstance(getattr(value, "type", None), str):  # a Question, or anything shaped like one
         names = ("type", "instructions", "criteria")
         return {name: getattr(value, name) for name in names if getattr(value, name, None) is not None}
-    raise InvalidRequest(path, f"must be an object with a type; got {_kind(value)}")
+    raise InvalidRequest(path, f"must be an object with a type; got {kind_of(value)}")
 
 
 def _noul_criteria(value: Any, path: str) -> dict[str, str | None] | None:
@@ -270,13 +281,13 @@ def _noul_criteria(value: Any, path: str) -> dict[str, str | None] | None:
         return None
     if not isinstance(value, Mapping):
         raise InvalidRequest(path, f"a noul question takes an object with keys 'true' and/or 'false'; "
-                                   f"got {_kind(value)}")
+                                   f"got {kind_of(value)}")
     for key, text in value.items():
         if key not in NOUL_OUTCOMES:
             raise InvalidRequest(f"{path}.{key}",
                                  "a noul question's criteria take only the keys 'true' and 'false'")
         if text is not None and not isinstance(text, str):
-            raise InvalidRequest(f"{path}.{key}", f"must be a string or null; got {_kind(text)}")
+            raise InvalidRequest(f"{path}.{key}", f"must be a string or null; got {kind_of(text)}")
     return dict(value)
 
 
@@ -285,17 +296,17 @@ def _choice_criteria(value: Any, path: str) -> dict[str, str | None]:
         raise InvalidRequest(path, "a choice question needs criteria: "
                                    "an object mapping each option to a description or null")
     if not isinstance(value, Mapping):
-        raise InvalidRequest(path, f"a choice question takes an object of options; got {_kind(value)}")
+        raise InvalidRequest(path, f"a choice question takes an object of options; got {kind_of(value)}")
     n = len(value)
     if n < MIN_CHOICE_OPTIONS:
         raise InvalidRequest(path, f"a choice question needs at least {MIN_CHOICE_OPTIONS} options; got {n}")
     if n > MAX_CHOICE_OPTIONS:
         raise InvalidRequest(path, f"a choice question takes at most {MAX_CHOICE_OPTIONS} options; got {n}")
     for label, text in value.items():
-        if not _blank_free(label):
-            raise InvalidRequest(path, f"option labels must be non-empty strings; got {_show(label)}")
+        if not blank_free(label):
+            raise InvalidRequest(path, f"option labels must be non-empty strings; got {show_value(label)}")
         if text is not None and not isinstance(text, str):
-            raise InvalidRequest(f"{path}.{label}", f"must be a string or null; got {_kind(text)}")
+            raise InvalidRequest(f"{path}.{label}", f"must be a string or null; got {kind_of(text)}")
     return dict(value)
 
 
@@ -304,26 +315,26 @@ def _score_criteria(value: Any, path: str) -> list[str]:
         raise InvalidRequest(path, "a score question needs criteria: an ordered array of level descriptions")
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
         raise InvalidRequest(path, f"a score question takes an ordered array of level descriptions; "
-                                   f"got {_kind(value)}")
+                                   f"got {kind_of(value)}")
     count = len(value)
     if count < MIN_SCORE_LEVELS:
         raise InvalidRequest(path, f"a score question needs at least {MIN_SCORE_LEVELS} levels; got {count}")
     if count > MAX_SCORE_LEVELS:
         raise InvalidRequest(path, f"a score question takes at most {MAX_SCORE_LEVELS} levels; got {count}")
     for index, level in enumerate(value):
-        if not _blank_free(level):
-            raise InvalidRequest(f"{path}.{index}", f"a level must be a non-empty string; got {_show(level)}")
+        if not blank_free(level):
+            raise InvalidRequest(f"{path}.{index}", f"a level must be a non-empty string; got {show_value(level)}")
     return list(value)
 
 
 _CRITERIA = {"noul": _noul_criteria, "choice": _choice_criteria, "score": _score_criteria}
 
 
-def _blank_free(value: Any) -> bool:
+def blank_free(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     """The JSON name of a value's type, for messages that must not echo the value itself."""
     if value is None:
         return "null"
@@ -334,23 +345,23 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
     """A short rendering of a refused value: short strings quoted, anything else by its kind."""
     if isinstance(value, str) and len(value) <= 40:
         return repr(value)
     if isinstance(value, bool | int | float) or value is None:
-        return _scalar(value) if not isinstance(value, int) or abs(value) < 10**40 else "a number"
-    return _kind(value)
+        return scalar(value) if not isinstance(value, int) or abs(value) < 10**40 else "a number"
+    return kind_of(value)
 
 
-def _listed(names: Sequence[str]) -> str:
+def listed(names: Sequence[str]) -> str:
     return ", ".join(names)
 
 
 # --- shared by both directions of the OpenAI decisions shape (protocols.md §7.8) ---------------------
 
 
-def _choice_key(value: Any) -> str:
+def choice_key(value: Any) -> str:
     """A choice value as a System One criteria key: booleans as "true"/"false" (the client's translator,
     wire/decisions_openai.py, and the local gateway's, gwlab/local/decisions_openai.py, both use it)."""
     return ("true" if value else "false") if isinstance(value, bool) else value
@@ -512,19 +523,13 @@ class DecisionResult:
         return tokens if isinstance(tokens, int) else None
 
     def to_record(self) -> dict[str, Any]:
-        """One flat row of tidy columns: `{q}__noul`; `{q}__choice`|`{q}__score` and `{q}__level`,
-        `{q}__p__{option}`, `{q}__confidence`. Unknown answer types add no column (their `raw` stays on the result)."""
-        record: dict[str, Any] = {}
-        for qid, answer in self.answers.items():
-            if isinstance(answer, NoulAnswer):
-                record[f"{qid}__noul"] = answer.noul
-            elif isinstance(answer, ChoiceAnswer | ScoreAnswer):
-                record[f"{qid}__{answer.type}"] = answer.value
-                if isinstance(answer, ScoreAnswer):
-                    record[f"{qid}__level"] = answer.level
-                record.update({f"{qid}__p__{key}": p for key, p in answer.probabilities.items()})
-                record[f"{qid}__confidence"] = answer.confidence
-        return record
+        """One flat row of the pandas layer's tidy columns (`{q}__noul`; `{q}__choice`|`{q}__score` and
+        `{q}__level`, `{q}__p__{option}`, `{q}__confidence`). Unknown answer types add no column (their
+        `raw` stays on the result). The names are the frames layer's (gwlab/frames/columns.py), asked
+        here when called, so wire spells none of them."""
+        from gwlab.frames.columns import decision_record  # pure: no pandas, nothing of wire
+
+        return decision_record(self.answers)
 
     def __repr__(self) -> str:
         shown = [f"{qid}: {_brief(answer)}" for qid, answer in list(self.answers.items())[:5]]

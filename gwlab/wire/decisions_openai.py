@@ -8,7 +8,7 @@ result. Pure: no I/O.
 
 The local gateway translates in the opposite directions (`gwlab.local.decisions_openai`:
 `openai_to_system_one` and `system_one_to_openai_response`); both sides share the mapping's one
-piece of field knowledge, the choice-key rule (`_choice_key`), and the same correspondence:
+piece of field knowledge, the choice-key rule (`choice_key`), and the same correspondence:
 noul↔predicate, criteria keys↔choices values, criteria list↔levels labels, map keys↔list order
 (each question's id travels as its `name`).
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gwlab.wire.decisions import _choice_key, render_state
+from gwlab.wire.decisions import choice_key, render_state
 
 __all__ = ["from_openai_response", "to_openai_request"]
 
@@ -83,9 +83,9 @@ def _answer(question: Mapping[str, Any], answer: Mapping[str, Any] | None) -> di
     probabilities = [p for p in answer.get("probabilities") or () if isinstance(p, Mapping)]
     if kind == "choice":
         choice = answer.get("choice")
-        return {"type": "choice", "choice": _choice_key(choice) if choice is not None else None,
+        return {"type": "choice", "choice": choice_key(choice) if choice is not None else None,
                 "confidence": answer.get("confidence"),
-                "probabilities": {_choice_key(p.get("value")): p.get("probability") for p in probabilities}}
+                "probabilities": {choice_key(p.get("value")): p.get("probability") for p in probabilities}}
     levels = question.get("criteria") or []
     return {"type": "score", "score": answer.get("score"), "confidence": answer.get("confidence"),
             "legend": {str(level): text for level, text in enumerate(levels)},

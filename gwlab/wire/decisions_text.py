@@ -1,6 +1,6 @@
 """A System One question asked of a text model: the words of its prompt and the answers it may give.
 
-A cascade's oracle may be a chat, responses or messages model (`gwlab/frames/cascade_oracle.py`). It
+A cascade's oracle may be a chat, responses or messages model (`gwlab/frames/cascade/oracle.py`). It
 is asked the question the decision model was asked, in words, and its answer is held by a schema to
 the question's outcomes: true or false, an option's label, a level's number (levels count from 0, as
 a score's `level` does). So nothing the model writes has to be parsed by guessing, and an answer

@@ -8,7 +8,7 @@ the frames layer, the views and the local gateway all read the same row, so addi
 when a family is missing anywhere else).
 
 Task APIs (videos, images, any described one) are not rows: each is a `TaskFamily` description
-(`wire/tasks.py`), because their paths and fields differ between gateways.
+(`wire/jobs/tasks.py`), because their paths and fields differ between gateways.
 """
 
 from __future__ import annotations

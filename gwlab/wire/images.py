@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gwlab.wire import tasks
+from gwlab.wire.jobs import tasks
 from gwlab.wire.limits import TASK_CANCELLED_STATUSES
 
 __all__ = ["IMAGES", "IMAGE_SIZES", "IMAGE_VARIANTS", "build_create"]

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gwlab.errors import InvalidRequest
+from gwlab.errors import AnswerInvalid, InvalidRequest
 
 __all__ = ["DEFAULT_MAX_REASKS", "AnswerInvalid", "Schema", "refuses_form"]
 
@@ -29,18 +29,8 @@ _SCALARS: dict[Any, dict[str, Any]] = {
     str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"}, bool: {"type": "boolean"},
     dt.date: {"type": "string", "format": "date"}, dt.datetime: {"type": "string", "format": "date-time"},
 }
-# JSON Schema of a top-level field -> its pandas dtype (lists and nested objects: one object column)
-_DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean", "string": "string"}
+_FIELD_KINDS = ("integer", "number", "boolean", "string")  # a top-level field's kinds besides date, enum, object
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
-
-
-class AnswerInvalid(ValueError):
-    """An answer that is not JSON of the schema; `raw` is the text as the model wrote it."""
-
-    def __init__(self, message: str, raw: str | None) -> None:
-        super().__init__(message)
-        self.raw = raw
-        self.record: dict[str, Any] = {}  # what a frame keeps of the row (its raw text), set by the reader
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,19 +64,21 @@ class Schema:
     def fields(self) -> list[str]:
         return list(self.json["properties"])
 
-    def dtypes(self) -> dict[str, str]:
-        """Per top-level field, its pandas dtype: Int64, Float64, boolean, string, category,
-        datetime64[ns] (dates and datetimes), object (lists and nested objects)."""
+    def kinds(self) -> dict[str, str]:
+        """Per top-level field, what it holds, in JSON Schema's words: integer, number, boolean, string,
+        date (a date or date-time string), enum (a string from a list) or object (lists, nested objects,
+        and a field of several types). Which pandas dtype each becomes is the frames layer's
+        (`gwlab.frames.extract.DTYPES`)."""
         out = {}
         for field, prop in self.json["properties"].items():
-            kinds = _types_of(prop) - {"null"}
-            kind = next(iter(kinds)) if len(kinds) == 1 else "object"
+            found = _types_of(prop) - {"null"}
+            kind = next(iter(found)) if len(found) == 1 else "object"
             if kind == "string" and prop.get("format") in ("date", "date-time"):
-                out[field] = "datetime64[ns]"
+                out[field] = "date"
             elif _enum(prop) is not None and kind == "string":
-                out[field] = "category"
+                out[field] = "enum"
             else:
-                out[field] = _DTYPES.get(kind, "object")
+                out[field] = kind if kind in _FIELD_KINDS else "object"
         return out
 
     def categories(self, field: str) -> list[Any]:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gwlab.errors import InvalidRequest
-from gwlab.wire import tasks
+from gwlab.wire.jobs import tasks
+from gwlab.wire.jobs.tasks import _is_number, _str  # one reading of a loose field, shared by the task families
 from gwlab.wire.limits import (
     LIST_ORDERS,
     TASK_CANCELLED_STATUSES,
@@ -25,7 +26,6 @@ from gwlab.wire.limits import (
     VIDEO_TERMINAL,
     VIDEO_VARIANTS,
 )
-from gwlab.wire.tasks import _is_number, _str  # one reading of a loose field, shared by the task families
 
 __all__ = [
     "VIDEOS",

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from gwlab import errors
-from gwlab.client.transport import normalize_base_url, ws_url
+from gwlab.client.transport.core import normalize_base_url, ws_url
 from tests.support.fakes import CANARY_KEY, chat_body
 
 

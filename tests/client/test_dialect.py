@@ -17,7 +17,7 @@ import pytest
 
 from gwlab import Dialect, errors
 from gwlab.client import dialect
-from gwlab.client.transport import normalize_base_url
+from gwlab.client.transport.core import normalize_base_url
 from gwlab.local import decisions_openai as openai_shape
 from gwlab.wire import decisions, decisions_openai
 from tests.support.fakes import BASE_URL, CANARY_KEY, chat_body, sse_bytes, sse_response

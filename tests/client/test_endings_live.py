@@ -31,7 +31,7 @@ CALLS: dict[str, tuple[Any, Any]] = {
 }
 
 
-@pytest.fixture(scope="module", params=["fast", "httpx"])  # both HTTP transports (client/transport_choice.py)
+@pytest.fixture(scope="module", params=["fast", "httpx"])  # both HTTP transports (client/transport/choice.py)
 def sgw(gateway: Any, request: pytest.FixtureRequest) -> Iterator[gwlab.Gateway]:
     with gwlab.Gateway(gateway.base_url, gateway.api_key, http_transport=request.param) as client:
         yield client

@@ -2,7 +2,7 @@
 
 Nothing is mocked here: each family's create and stream, previous_response_id, the messages auth,
 errors with request ids, and the ledger rows of every call, over both HTTP transports (the fast
-path and httpx's own, gwlab/client/transport_choice.py). Gemma 3 270M is a base model, so the
+path and httpx's own, gwlab/client/transport/choice.py). Gemma 3 270M is a base model, so the
 prompts are completion prompts and the assertions are about protocol, not wisdom.
 """
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 import gwlab
-from gwlab.client._loop import LoopThread
+from gwlab.client.loop import LoopThread
 from tests.support.fakes import BASE_URL, CANARY_KEY, chat_body
 
 

@@ -86,7 +86,7 @@ def raw_server() -> Iterator[str]:
         yield base
 
 
-@pytest.fixture(params=["fast", "httpx"])  # both HTTP transports (gwlab/client/transport_choice.py)
+@pytest.fixture(params=["fast", "httpx"])  # both HTTP transports (gwlab/client/transport/choice.py)
 def gw(raw_server: str, request: pytest.FixtureRequest) -> Iterator[gwlab.Gateway]:
     with gwlab.Gateway(raw_server, KEY, http_transport=request.param) as client:
         yield client

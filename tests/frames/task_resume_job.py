@@ -10,7 +10,7 @@ import pandas as pd
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import Gateway
-from gwlab.frames.limiter import TokenBucket
+from gwlab.frames.run.limiter import TokenBucket
 
 
 def frame(tag: str, rows: int) -> pd.DataFrame:

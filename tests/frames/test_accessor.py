@@ -11,7 +11,7 @@ import pytest
 import gwlab
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import InvalidRequest
-from gwlab.frames.result import BatchFrame
+from gwlab.frames.run.result import BatchFrame
 from tests.support.gateways import RequestLog
 from tests.support.tickets import DECISIONS, QUESTIONS, tickets_frame
 
@@ -152,7 +152,7 @@ def test_the_result_shows_its_run_summary(tickets: pd.DataFrame, gw: Gateway) ->
 
 
 def test_the_client_ledger_tags_the_run(tickets: pd.DataFrame, gw: Gateway) -> None:
-    from gwlab.frames.usage import summarize
+    from gwlab.frames.run.usage import summarize
 
     decide(tickets.iloc[:1], gw)
     usage = gw.usage

@@ -17,7 +17,8 @@ import pytest
 import gwlab
 import gwlab.frames.accessor  # registers df.gw
 from gwlab.errors import BadRequest, InvalidRequest
-from gwlab.frames.extract import PROMPT_ONLY, StructuredFallbackWarning
+from gwlab.frames.extract import PROMPT_ONLY, StructuredFallbackWarning, dtypes
+from gwlab.wire.schema import Schema
 from tests.support.extract import FAULTS, KEY, REQUESTS, SCHEMA, stub_server
 
 
@@ -217,3 +218,12 @@ def test_dask_extract_has_the_typed_meta_and_a_second_compute_pays_nothing(stub,
     REQUESTS.clear()
     again = lazy.compute(scheduler="sync")
     assert REQUESTS == [] and again["__status"].tolist() == ["cached", "cached", "cached", "error"]
+
+
+def test_each_field_kind_has_its_nullable_pandas_dtype_in_frames_not_wire() -> None:
+    mapping = {"product": str, "order": int | None, "price": float, "refund": bool,
+               "sentiment": ["positive", "neutral", "negative"], "when": dt.date, "at": dt.datetime,
+               "tags": list[str]}
+    assert dtypes(Schema.of(mapping)) == {
+        "product": "string", "order": "Int64", "price": "Float64", "refund": "boolean", "sentiment": "category",
+        "when": "datetime64[ns]", "at": "datetime64[ns]", "tags": "object"}

@@ -12,8 +12,8 @@ import pytest
 import gwlab
 import gwlab.frames.accessor
 from gwlab.client.gateway import Gateway
+from gwlab.frames.evaluation.labels import EvaluationWarning
 from gwlab.frames.extract import typed_columns
-from gwlab.frames.labels import EvaluationWarning
 from gwlab.wire.schema import Schema
 
 

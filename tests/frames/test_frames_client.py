@@ -13,9 +13,9 @@ import pytest
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import Gateway
-from gwlab.client.transport import status_error
+from gwlab.client.transport.status import status_error
 from gwlab.errors import ConnectionFailed, RateLimited
-from gwlab.frames.limiter import TokenBucket
+from gwlab.frames.run.limiter import TokenBucket
 from gwlab.wire import limits
 from tests.support.fakes import PauseSpy
 from tests.support.tickets import QUESTIONS, tickets_frame

@@ -14,9 +14,9 @@ import gwlab
 from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames.accessor import RepeatsWarning
-from gwlab.frames.labels import EvaluationWarning
+from gwlab.frames.evaluation.labels import EvaluationWarning
+from gwlab.frames.evaluation.repeats import REPEAT, _text_agreement, deterministic
 from gwlab.frames.operators import FilterWarning
-from gwlab.frames.repeats import REPEAT, _text_agreement, deterministic
 from gwlab.wire.schema import Schema
 from tests.support.gateways import RequestLog
 from tests.support.models import TEXT_MODEL

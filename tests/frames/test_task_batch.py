@@ -20,7 +20,7 @@ import pytest
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import AsyncGateway, Gateway
 from gwlab.errors import InvalidRequest
-from gwlab.frames.budget import Budget
+from gwlab.frames.run.budget import Budget
 from gwlab.wire.models import DEFAULT_MODELS
 from tests.support.task_app import FAMILY, KEY, LoseAnswers, Server, serving
 

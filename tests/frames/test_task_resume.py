@@ -96,7 +96,7 @@ def test_ctrl_c_mid_batch_says_how_many_rows_have_a_saved_task_and_that_a_rerun_
     _, stderr = process.communicate(timeout=120)
     last = stderr.strip().splitlines()[-1]  # what a terminal or a notebook shows under the traceback
     kept = task_ids_in(checkpoint)
-    assert last.startswith("gwlab.frames.outcome.RunInterrupted: interrupted: "), last
+    assert last.startswith("gwlab.RunInterrupted: interrupted: "), last
     assert f"{kept} of {ROWS} rows have a task, whose ids are saved in the checkpoint {checkpoint}" in last
     assert "run the same cell again to go on" in last and process.returncode != 0
     assert len(gateway_tasks(gateway.db, tag)) == kept  # every submission answered reached the checkpoint

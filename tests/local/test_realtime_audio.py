@@ -9,7 +9,7 @@ import base64
 import numpy as np
 import pytest
 
-from gwlab.wire import audio
+from gwlab.wire.realtime import audio
 from tests.support.realtime import b64, connect, overlap, silence, speaks, spoken, types, words
 
 pytestmark = pytest.mark.slow

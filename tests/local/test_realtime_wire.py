@@ -1,4 +1,4 @@
-"""gwlab.wire.realtime: session configuration and client-event checks, without a socket."""
+"""gwlab.wire.realtime.session: session configuration and client-event checks, without a socket."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gwlab.wire import realtime as rt
+from gwlab.wire.realtime import session as rt
 
 TOOL = {"type": "function", "name": "get_weather", "description": "Weather for a city",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}

@@ -5,7 +5,7 @@ mid-body, WebSocket drops, and the gateway itself stopped and restarted mid-batc
 Billing is read from the gateway's own request log. "Billed" means a status-200 row of that log (a
 decision bills its input tokens); a row is tied to the body it answered through the `x-request-id`
 the proxy saw on the way back (see `tests.support.billing`). The process running a batch killed mid-way is
-proven by tests/frames/test_resume.py (test_run_killed_mid_way_resumes_without_resending_a_checkpointed_row).
+proven by tests/frames/run/test_resume.py (test_run_killed_mid_way_resumes_without_resending_a_checkpointed_row).
 """
 
 from __future__ import annotations

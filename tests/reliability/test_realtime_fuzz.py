@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.sync.client import connect
 
-from gwlab.wire.realtime import CLIENT_EVENTS
+from gwlab.wire.realtime.session import CLIENT_EVENTS
 from tests.support.gateways import RunningGateway
 from tests.support.models import REALTIME_MODEL as REALTIME
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from gwlab.frames.limiter import TokenBucket
+from gwlab.frames.run.limiter import TokenBucket
 
 CANARY_KEY = "gwk-canary-5f3e9d1c7b2a4e6f8091"
 BASE_URL = "http://gateway.test/v1"

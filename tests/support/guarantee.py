@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gwlab.frames.intervals import binom_cdf
 from gwlab.stats import cascade as core
+from gwlab.stats.intervals import binom_cdf
 
 __all__ = ["LEVEL", "REAL_CORRECTION", "SEEDS", "Goal", "Regime", "achieved", "holds", "misses", "misses_allowed"]
 

@@ -109,7 +109,7 @@ def assert_no_secret(page: Any, *secrets_: str) -> None:
 def microphone_wav(path: Path) -> Path:
     """The question spoken by espeak-ng, with silence around it (the file loops)."""
     from gwlab.local.engines import get_speaker
-    from gwlab.wire import audio
+    from gwlab.wire.realtime import audio
 
     pcm, rate = get_speaker().speak(QUESTION)
     second = b"\x00" * (MIC_RATE * 2)  # of pcm16 silence

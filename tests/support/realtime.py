@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import websockets
 
-from gwlab.wire import audio
+from gwlab.wire.realtime import audio
 from tests.support.models import REALTIME_MODEL
 
 MODEL = REALTIME_MODEL

@@ -28,7 +28,7 @@ from fastapi.responses import JSONResponse, Response
 from PIL import Image
 
 from bench.harness.loopback import serve_app
-from gwlab.wire.tasks import TaskFamily
+from gwlab.wire.jobs.tasks import TaskFamily
 
 KEY = "third-family-key"
 FAMILY = TaskFamily(

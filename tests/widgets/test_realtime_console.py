@@ -15,8 +15,8 @@ pytest.importorskip("anywidget")
 
 from gwlab import Gateway
 from gwlab.widgets import RealtimeConsole, realtime_console
-from gwlab.wire import audio
 from gwlab.wire.limits import PCM16_SAMPLE_RATE
+from gwlab.wire.realtime import audio
 from tests.support import wait_until
 from tests.support.models import REALTIME_MODEL
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gwlab.errors import InvalidRequest
-from gwlab.wire import batches as wb
+from gwlab.wire.jobs import batches as wb
 
 
 def _out(cid: str, content: str = "hi") -> dict:

@@ -33,10 +33,10 @@ def test_a_mapping_becomes_a_closed_schema_with_every_field_required_and_optiona
     assert schema.json["properties"]["sentiment"]["enum"] == ["positive", "neutral", "negative"]
 
 
-def test_each_mapping_type_has_its_nullable_pandas_dtype():
-    assert Schema.of(MAPPING).dtypes() == {
-        "product": "string", "order": "Int64", "price": "Float64", "refund": "boolean", "sentiment": "category",
-        "when": "datetime64[ns]", "at": "datetime64[ns]", "tags": "object"}
+def test_each_mapping_type_has_its_kind_in_json_schema_s_words():
+    assert Schema.of(MAPPING).kinds() == {
+        "product": "string", "order": "integer", "price": "number", "refund": "boolean", "sentiment": "enum",
+        "when": "date", "at": "date", "tags": "object"}
 
 
 def test_a_pydantic_model_keeps_its_class_and_its_optional_field_becomes_nullable_and_required():
@@ -58,7 +58,7 @@ def test_a_nested_object_is_closed_too_and_read_as_one_object_column():
     schema = Schema.of({"type": "object", "properties": {"who": {"type": "object", "properties": {
         "name": {"type": "string"}}}}, "required": ["who"]})
     assert schema.json["properties"]["who"]["additionalProperties"] is False
-    assert schema.dtypes() == {"who": "object"}
+    assert schema.kinds() == {"who": "object"}
 
 
 @pytest.mark.parametrize("spec, field", [({"x": complex}, "schema.x"), ({"x": [1, "a"]}, "schema.x"),

@@ -1,12 +1,13 @@
-"""gwlab.wire.tasks: a task API described by data; typed tasks read through the description."""
+"""gwlab.wire.jobs.tasks: a task API described by data; typed tasks read through the description."""
 
 from __future__ import annotations
 
 import pytest
 
 from gwlab.errors import InvalidRequest
-from gwlab.wire import images, tasks
-from gwlab.wire.tasks import TaskFamily, build_submit, get_field, parse_page, parse_task
+from gwlab.wire import images
+from gwlab.wire.jobs import tasks
+from gwlab.wire.jobs.tasks import TaskFamily, build_submit, get_field, parse_page, parse_task
 from gwlab.wire.videos import VIDEOS
 
 # a differently shaped task API (DashScope's: nested id and status, upper-case states, no progress)

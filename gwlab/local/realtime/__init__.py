@@ -6,6 +6,6 @@
 - `webrtc`: the WebRTC channel (aiortc), loaded only when a WebRTC offer arrives.
 
 The WebSocket and WebRTC routes stay with every other family's router in gwlab/local/routes/realtime.py.
-The pure rules (event shapes, session validation, limits) are in gwlab/wire/realtime.py, shared with
+The pure rules (event shapes, session validation, limits) are in gwlab/wire/realtime/session.py, shared with
 the client.
 """

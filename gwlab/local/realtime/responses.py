@@ -20,9 +20,9 @@ from gwlab.errors import InvalidRequest
 from gwlab.local import catalog, textgen
 from gwlab.local.errors import APIError
 from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text, ToolChoice
-from gwlab.wire import audio
-from gwlab.wire import realtime as rt
 from gwlab.wire.limits import PCM16_SAMPLE_RATE
+from gwlab.wire.realtime import audio
+from gwlab.wire.realtime import session as rt
 from gwlab.wire.tools import parse_tool
 
 log = logging.getLogger("gwlab.local")

@@ -24,13 +24,13 @@ from gwlab.local import textgen
 from gwlab.local.errors import APIError
 from gwlab.local.realtime.responses import RATE, ActiveResponse, AudioSink, Responses, error_payload
 from gwlab.local.realtime.vad import EnergyVad
-from gwlab.wire import audio
-from gwlab.wire import realtime as rt
 from gwlab.wire.limits import (
     REALTIME_MAX_APPEND_BYTES,
     REALTIME_MIN_COMMIT_MS,
     REALTIME_SESSION_SECONDS,
 )
+from gwlab.wire.realtime import audio
+from gwlab.wire.realtime import session as rt
 
 log = logging.getLogger("gwlab.local")
 

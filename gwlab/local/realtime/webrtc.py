@@ -23,8 +23,8 @@ from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from gwlab.local.errors import APIError
 from gwlab.local.realtime.session import RATE, ServerSession
-from gwlab.wire import audio
 from gwlab.wire.limits import WEBRTC_CONNECTION_TIMEOUT_MS, WEBRTC_DATA_CHANNEL, WEBRTC_SAMPLE_RATE
+from gwlab.wire.realtime import audio
 
 log = logging.getLogger("gwlab.local")
 

@@ -1,7 +1,7 @@
 """Batches: OpenAI's `/v1/batches` over an uploaded JSONL file, run by the batch worker.
 
 A batch is stored as a task (kind `batch`) and run line by line by `BatchWorker`
-(gwlab/local/batch_worker.py) in the background; a batch belongs to the key that created it.
+(gwlab/local/jobs/batch_worker.py) in the background; a batch belongs to the key that created it.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, FastAPI, Request
 
 from gwlab.local.auth import require_key
-from gwlab.local.batch_worker import OPENAI_KIND, BatchWorker
 from gwlab.local.body import field, read_json
 from gwlab.local.errors import APIError
+from gwlab.local.jobs.batch_worker import OPENAI_KIND, BatchWorker
+from gwlab.local.jobs.task_worker import new_id, page
 from gwlab.local.routes.files import files_root
 from gwlab.local.routes.files import load as load_file
 from gwlab.local.store import KeyRecord
-from gwlab.local.task_worker import new_id, page
-from gwlab.wire import batches as wb
+from gwlab.wire.jobs import batches as wb
 
 router = APIRouter(tags=["batches"])
 Key = Annotated[KeyRecord, Depends(require_key)]

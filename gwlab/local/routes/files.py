@@ -19,9 +19,9 @@ from starlette.responses import FileResponse
 
 from gwlab.local.auth import require_key
 from gwlab.local.errors import APIError
+from gwlab.local.jobs.task_worker import new_id, page
 from gwlab.local.store import KeyRecord, Store
-from gwlab.local.task_worker import new_id, page
-from gwlab.wire import batches as wb
+from gwlab.wire.jobs import batches as wb
 
 router = APIRouter(tags=["files"])
 Key = Annotated[KeyRecord, Depends(require_key)]

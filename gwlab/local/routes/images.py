@@ -18,9 +18,9 @@ from starlette.responses import JSONResponse, Response
 from gwlab.local.auth import require_key, require_model
 from gwlab.local.body import field, read_json
 from gwlab.local.errors import APIError
+from gwlab.local.jobs.task_worker import Files, TaskWorker, content, load, new_id, page, poll_headers
 from gwlab.local.settings import Settings
 from gwlab.local.store import KeyRecord
-from gwlab.local.task_worker import Files, TaskWorker, content, load, new_id, page, poll_headers
 from gwlab.wire import images
 from gwlab.wire.images import IMAGE_ID_PREFIX, IMAGES
 from gwlab.wire.models import DEFAULT_MODELS
@@ -35,7 +35,7 @@ MAX_PROMPT_CHARS = 32_000  # the task body is rewritten at every progress step; 
 
 
 def _render(task_id: str, task: dict[str, Any], on_step: Callable[[int], bool]) -> Files:
-    from gwlab.local import image_render  # Pillow: the `local` extra
+    from gwlab.local.jobs import image_render  # Pillow: the `local` extra
 
     width, height = (int(n) for n in task["size"].split("x"))
     result = image_render.render(task["prompt"], width, height, on_step)

@@ -16,12 +16,12 @@ from starlette.responses import FileResponse
 
 from gwlab.errors import InvalidRequest
 from gwlab.local.auth import require_messages_key
-from gwlab.local.batch_worker import ANTHROPIC_KIND, iso
 from gwlab.local.errors import APIError
+from gwlab.local.jobs.batch_worker import ANTHROPIC_KIND, iso
+from gwlab.local.jobs.task_worker import new_id
 from gwlab.local.routes.batches import window, worker
 from gwlab.local.store import KeyRecord
-from gwlab.local.task_worker import new_id
-from gwlab.wire import batches as wb
+from gwlab.wire.jobs import batches as wb
 
 router = APIRouter(tags=["message_batches"])
 Key = Annotated[KeyRecord, Depends(require_messages_key)]

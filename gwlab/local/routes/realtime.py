@@ -27,7 +27,6 @@ from gwlab.local.engines.turns import OWNER
 from gwlab.local.errors import APIError, error_body
 from gwlab.local.realtime.session import ServerSession
 from gwlab.local.store import KeyRecord
-from gwlab.wire import realtime as rt
 from gwlab.wire.limits import (
     API_PREFIX,
     EPHEMERAL_TOKEN_SECONDS,
@@ -37,6 +36,7 @@ from gwlab.wire.limits import (
     REALTIME_KEY_SUBPROTOCOL_PREFIX,
     REALTIME_SUBPROTOCOL,
 )
+from gwlab.wire.realtime import session as rt
 
 log = logging.getLogger("gwlab.local")
 router = APIRouter(tags=["realtime"])

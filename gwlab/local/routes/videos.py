@@ -1,7 +1,7 @@
 """Videos: the OpenAI videos task API (protocols.md section 8) over the local preview renderer.
 
 A submission is stored as a task (status queued) and rendered by the family's `TaskWorker`
-(`gwlab/local/task_worker.py`), which moves it to in_progress with progress 0..100 and then to
+(`gwlab/local/jobs/task_worker.py`), which moves it to in_progress with progress 0..100 and then to
 completed or failed, writing every change to SQLite, so a restarted gateway resumes unfinished tasks."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from gwlab.local import catalog
 from gwlab.local.auth import require_key, require_model
 from gwlab.local.body import BodyTooLarge, field, read_json
 from gwlab.local.errors import APIError
+from gwlab.local.jobs.task_worker import Files, Render, TaskWorker, content, load, new_id, page, poll_headers
 from gwlab.local.settings import Settings
 from gwlab.local.store import KeyRecord, Store
-from gwlab.local.task_worker import Files, Render, TaskWorker, content, load, new_id, page, poll_headers
 from gwlab.wire import videos
 from gwlab.wire.limits import VIDEO_DEFAULT_VARIANT
 from gwlab.wire.models import DEFAULT_MODELS
@@ -43,7 +43,7 @@ _REFERENCE = "input_reference"  # stored beside the outputs so a resumed render 
 
 def _renderer(store: Store) -> Render:
     def render(task_id: str, video: dict[str, Any], on_step: Callable[[int], bool]) -> Files:
-        from gwlab.local import video_render  # Pillow and PyAV: the `local` extra
+        from gwlab.local.jobs import video_render  # Pillow and PyAV: the `local` extra
 
         width, height = (int(n) for n in video["size"].split("x"))
         reference = store.load_content(task_id, _REFERENCE)
@@ -105,7 +105,7 @@ async def _read_submission(request: Request) -> tuple[dict[str, Any], bytes | No
             body[name] = value
     if reference is not None:
         try:
-            from gwlab.local.video_render import check_image
+            from gwlab.local.jobs.video_render import check_image
 
             check_image(reference)
         except ImportError:

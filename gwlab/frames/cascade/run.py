@@ -1,0 +1,195 @@
+"""`df.gw.decide(..., cascade=...)`: the cheap model's run, the oracle's sample, the threshold, the rest.
+
+Every model call is an ordinary `df.gw.decide` run on a slice of the frame, so checkpoints, errors and
+the request log behave as everywhere else, and a resumed cascade pays nothing twice (its sample is seeded
+and the proxy's answers are checkpointed, so the same rows reach the oracle again, from the checkpoint).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gwlab.errors import InvalidRequest
+from gwlab.frames import columns as tidy
+from gwlab.frames.cascade.oracle import CascadeQuestion, Oracle
+from gwlab.frames.cascade.spec import Cascade, Threshold, choose_threshold, proxy_answers, sample_rows
+from gwlab.frames.run.result import BatchFrame
+from gwlab.frames.run.status import RowStatus
+from gwlab.stats.intervals import clopper_pearson
+
+__all__ = [
+    "CASCADE_COLUMNS",
+    "PROXY",
+    "delivered_columns",
+    "final_answers",
+    "pilot_estimate",
+    "proxy_columns",
+    "run_cascade",
+    "sample_positions",
+    "summary",
+    "threshold_for",
+    "with_cascade_columns",
+]
+
+
+async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, Any], model: str | None,
+                      cascade: Cascade, options: Mapping[str, Any]) -> BatchFrame:
+    """The cascade of `df.gw.adecide(..., cascade=cascade)`: see docs/guide/cascades.md."""
+    if not isinstance(cascade, Cascade):
+        raise InvalidRequest("cascade", f"a gwlab.Cascade; got {type(cascade).__name__}")
+    question = CascadeQuestion.of(questions, cascade)
+    _check_names(frame, question, options)
+    oracle = Oracle(frame, state, questions, question, cascade, options)
+    proxy = await frame.gw.adecide(state, questions, model=model, **options)
+    oracle.spent(proxy.run, counted=False)
+    columns = proxy_columns(proxy, frame, options)
+    score, mine = question.score(columns, cascade.metric), question.answers(columns)
+    valid, sampled = sample_positions(score, cascade)
+    asked = np.unique(sampled)
+    said_by_row = dict(zip(asked.tolist(), await oracle.answer(asked), strict=True))
+    threshold, answered = threshold_for(score, mine, (valid, sampled), said_by_row, cascade)
+    reached = columns["__status"].to_numpy() != RowStatus.NOT_RUN.label  # a pilot or a budget stops short
+    routed = np.flatnonzero(reached & ~answered & ~np.isin(np.arange(len(frame)), asked))
+    before = oracle.estimate(len(routed))  # the runner then checks each request against the budget left
+    said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
+    final = final_answers(mine, answered, said_by_row, cascade.metric)
+    out = with_cascade_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached,
+                               frame.columns if options.get("join", True) else ())
+    proxy.run.cascade = summary(cascade, threshold, int(reached.sum()), answered, (len(asked), len(routed)), oracle)
+    proxy.run.cascade["routed_estimate"] = before
+    if proxy.run.pilot is not None:
+        proxy.run.cascade["pilot"] = pilot_estimate(cascade, reached, len(asked), len(routed), oracle)
+    return BatchFrame.wrap(out, proxy.run)
+
+
+CASCADE_COLUMNS = tuple(tidy.SEP + field for field in (tidy.ANSWER, tidy.SOURCE, tidy.PROXY_SCORE))  # suffixes
+
+
+def _check_names(frame: pd.DataFrame, question: CascadeQuestion, options: Mapping[str, Any]) -> None:
+    """Refuse a clash with the frame's columns before anything is sent (as the accessor does for its own)."""
+    tidy.refuse_clash(frame.columns, [f"{question.name}{suffix}" for suffix in CASCADE_COLUMNS],
+                      prefix=options.get("prefix", ""), join=options.get("join", True))
+
+
+def proxy_columns(proxy: pd.DataFrame, frame: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
+    """The proxy run's own columns (not the frame's), named without the run's prefix."""
+    columns = proxy.iloc[:, len(frame.columns):] if options.get("join", True) else proxy
+    return columns.rename(columns=lambda c: c.removeprefix(options.get("prefix", "")))
+
+
+def sample_positions(score: np.ndarray, cascade: Cascade) -> tuple[np.ndarray, np.ndarray]:
+    """The rows the proxy answered (`valid`; a row it failed on goes to the oracle, a row it never reached
+    has no score either) and, among them, the
+    seeded sample's positions for the oracle (recall's may repeat)."""
+    valid = np.flatnonzero(~np.isnan(score))
+    return valid, valid[sample_rows(score[valid], cascade)]
+
+
+def threshold_for(score: np.ndarray, mine: np.ndarray, drawn: tuple[np.ndarray, np.ndarray],
+                  said_by_row: Mapping[int, Any], cascade: Cascade) -> tuple[Threshold, np.ndarray]:
+    """From the oracle's answers on the sample (`drawn`: `sample_positions`' pair), the threshold and, per
+    row, whether the proxy answers it (never a sampled row: the oracle has answered those)."""
+    valid, sampled = drawn
+    kept = sampled[[said_by_row[p] is not None for p in sampled]]  # an unanswered one says nothing
+    hits = np.array([_hit(mine[p], said_by_row[p], cascade.metric) for p in kept], dtype=bool)
+    threshold = choose_threshold(score[valid], np.searchsorted(valid, kept), hits, cascade)
+    answered = np.zeros(len(score), dtype=bool)
+    answered[valid] = proxy_answers(score[valid], threshold, cascade.metric)
+    answered[sampled] = False
+    return threshold, answered
+
+
+def _hit(mine: Any, said: Any, metric: str) -> bool:
+    """For a sampled row: was the proxy right (accuracy), or does the oracle say true (precision/recall)."""
+    return bool(said is True) if metric != "accuracy" else (said is not None and mine == said)
+
+
+def final_answers(mine: np.ndarray, answered: np.ndarray, said: Mapping[int, Any], metric: str) -> np.ndarray:
+    """Per row, the cascade's answer: the proxy's (as the metric lets it answer) or the oracle's (`said`)."""
+    out = np.empty(len(mine), dtype=object)
+    proxy_says = {"accuracy": None, "precision": True, "recall": False}[metric]
+    for position in range(len(mine)):
+        if answered[position]:
+            out[position] = mine[position] if proxy_says is None else proxy_says
+        else:
+            out[position] = said.get(position)
+    return out
+
+
+PROXY = "__proxy"  # the cheap model's own columns of the cascaded question: {q}__proxy__noul, __proxy__p__{option}, ...
+
+
+def with_cascade_columns(proxy: pd.DataFrame, question: CascadeQuestion, prefix: str, final: np.ndarray,
+                         answered: np.ndarray, score: np.ndarray, reached: np.ndarray | None = None,
+                         given: Iterable[Any] = ()) -> pd.DataFrame:
+    """The delivered frame: the question's own columns hold the cascade's answers, the cheap model's are
+    kept as `{q}__proxy__*`, and `CASCADE_COLUMNS` are added; a row the proxy never `reached` (a
+    pilot's, a budget's: None means every row) has no source; the frame's own columns (`given`, joined
+    in front) are never renamed. See docs/guide/cascades.md, "Columns"."""
+    own, given = f"{prefix}{question.name}__", set(given)
+    mine = [c for c in proxy.columns if str(c).startswith(own) and c not in given]
+    out = pd.DataFrame(proxy).rename(columns={c: f"{prefix}{question.name}{PROXY}__{c[len(own):]}" for c in mine})
+    options = [c[len(own) + 3:] for c in mine if c.startswith(f"{own}p__") and not c.endswith("__std")]
+    for name, values in delivered_columns(question, final, options).items():
+        out[f"{own}{name}"] = values
+    answer, source, proxy_score = (f"{prefix}{question.name}{suffix}" for suffix in CASCADE_COLUMNS)
+    out[answer] = pd.array(final, dtype="boolean") if question.kind == "noul" else final
+    reached = np.ones(len(answered), dtype=bool) if reached is None else reached
+    out[source] = np.where(answered, "proxy", np.where(reached, "oracle", None))
+    out[proxy_score] = score
+    return out
+
+
+def delivered_columns(question: CascadeQuestion, final: np.ndarray, options: list[str]) -> dict[str, Any]:
+    """The delivered answers under the question's own column names, as `gwlab.evaluate` reads them: a
+    noul's P(true) is 1.0 or 0.0; a choice's or a score's probabilities are one-hot on the delivered
+    option or level (the delivered answer is an answer, not a probability: its calibration is that of
+    hard answers); missing stays missing."""
+    missing = np.array([v is None for v in final], dtype=bool)
+    if question.kind == "noul":
+        return {"noul": np.where(missing, np.nan, [float(bool(v)) if v is not None else 0.0 for v in final])}
+    names = np.array(["" if v is None else str(v) for v in final], dtype=object)
+    out: dict[str, Any] = {}
+    if question.kind == "score":
+        levels = pd.array([None if v is None else int(v) for v in final], dtype="Int64")
+        out["score"], out["level"] = levels.astype("Float64").to_numpy(dtype=float, na_value=np.nan), levels
+    else:
+        out["choice"] = pd.array([None if v is None else str(v) for v in final], dtype="str")
+    for option in options:
+        out[f"p__{option}"] = np.where(missing, np.nan, (names == option).astype(float))
+    return out
+
+
+def summary(cascade: Cascade, threshold: Threshold, reached: int, answered: np.ndarray, calls: tuple[int, int],
+            oracle: Oracle) -> dict[str, Any]:
+    """`.run.cascade`: counts over the rows the proxy reached (all of them, unless a pilot or a budget
+    stopped it), the oracle's spend, and the sample's estimate with its bound and interval."""
+    (sampled, routed), n = calls, threshold.trials
+    total = sampled + routed
+    interval = clopper_pearson(threshold.successes, n, 1 - cascade.delta) if n else (math.nan,) * 2
+    return {"metric": cascade.metric, "target": cascade.target, "delta": cascade.delta, "oracle": oracle.name,
+            "threshold": threshold.value, "proxy_rows": int(answered.sum()), "oracle_rows": total,
+            "oracle_calls": {"sampled": sampled, "routed": routed, "total": total},
+            "oracle_sent": oracle.sent, "oracle_cached": oracle.cached,
+            "all_oracle_calls": reached, "saving": reached / total if total else math.inf,
+            "oracle_cost": oracle.cost, "all_oracle_cost": oracle.cost / total * reached if total else 0.0,
+            "estimate": threshold.estimate, "bound": threshold.bound, "interval": list(interval),
+            "certified": threshold.certified, "note": threshold.note}
+
+
+def pilot_estimate(cascade: Cascade, reached: np.ndarray, sampled: int, routed: int, oracle: Oracle
+                   ) -> dict[str, Any]:
+    """What the whole frame's cascade would ask of the oracle, from a pilot over its first rows: the
+    sample (`cascade.sample` rows at most) plus the share of the pilot's other rows it routed; priced at
+    the pilot's oracle cost per call (0 for labels). The proxy's own estimate is `run.pilot`."""
+    n, ran = len(reached), int(reached.sum())
+    share = routed / (ran - sampled) if ran > sampled else 1.0
+    calls = min(cascade.sample, n) + share * max(0, n - min(cascade.sample, n))
+    per_call = oracle.cost / oracle.sent if oracle.sent else 0.0
+    return {"rows": n - ran, "oracle_calls": calls, "routed_share": share, "oracle_cost": calls * per_call,
+            "all_oracle_calls": n}

@@ -1,0 +1,1 @@
+"""Judging answers: evaluation against labels, comparison of runs, field scores, repeats, calibration."""

@@ -1,0 +1,1 @@
+"""Extraction grounding: each extracted value aligned with its source text (columns) and shown highlighted (view)."""

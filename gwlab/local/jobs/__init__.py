@@ -1,0 +1,1 @@
+"""Background work: the task worker and its preview renderers, the batch worker and its per-line runs."""

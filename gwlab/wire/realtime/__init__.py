@@ -1,0 +1,1 @@
+"""Realtime wire facts, pure: the session configuration and client events, typed server events, audio."""

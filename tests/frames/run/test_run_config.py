@@ -1,0 +1,93 @@
+"""A run's options are one frozen object: one set of defaults and one check, for rows, tasks and Dask."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from gwlab import InvalidRequest
+from gwlab.frames.accessor import GatewayAccessor
+from gwlab.frames.dask.partitions import DaskOptions
+from gwlab.frames.run.config import DEFAULTS, RUN_OPTIONS_DOC, ExtractOptions, RunConfig, RunOptions, TaskOptions
+
+
+def test_each_kind_takes_its_defaults_from_the_one_table() -> None:
+    for kind, defaults in DEFAULTS.items():
+        config = RunConfig.of(kind, {})
+        assert {name: getattr(config, name) for name in defaults} == defaults
+
+
+def test_a_config_is_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RunConfig().concurrency = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("kind", ["rows", "tasks", "dask"])
+@pytest.mark.parametrize(("option", "value"), [("errors", "ignore"), ("concurrency", 0), ("concurrency", True),
+                                               ("pilot", 0), ("requests_per_minute", -1), ("prefix", 3)])
+def test_a_bad_option_is_refused_naming_it_whichever_runner_takes_it(kind, option, value) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        RunConfig.of(kind, {option: value})
+    assert refused.value.field == option
+
+
+@pytest.mark.parametrize(("kind", "option"), [("tasks", "repeats"), ("rows", "poll_interval"), ("rows", "folder"),
+                                              ("tasks", "tokens_per_minute"), ("rows", "nonsense")])
+def test_an_option_the_runner_does_not_take_is_a_type_error_naming_it(kind, option) -> None:
+    with pytest.raises(TypeError, match=option):
+        RunConfig.of(kind, {option: 1})
+
+
+def test_df_gw_rows_and_tasks_refuse_a_bad_option_before_sending_anything() -> None:
+    frame = pd.DataFrame({"q": ["a"]})
+
+    def never(*_: object) -> None:
+        raise AssertionError("nothing may be sent")
+
+    from gwlab.frames._client import Connection
+
+    with pytest.raises(InvalidRequest) as refused:
+        frame.gw.decide("{q}", {"x": {"type": "noul", "instructions": "x?"}}, gateway=Connection(never),
+                        concurrency=0, checkpoint=None)
+    assert refused.value.field == "concurrency"
+    with pytest.raises(InvalidRequest) as refused:
+        frame.gw.images("{q}", poll_interval=0, checkpoint=None)
+    assert refused.value.field == "poll_interval"
+
+
+# --- the options declared once: the typed keywords and the docs' tables follow RunConfig (issue 32) ----------
+
+
+def _documented_names(doc: str) -> set[str]:
+    """The option names a numpydoc parameter table lists (`name : type` and `a, b : type` lines)."""
+    names = set()
+    for line in doc.splitlines():
+        head, colon, _ = line.strip().partition(" : ")
+        if colon and line.startswith(" " * 4) and not line.startswith(" " * 9):
+            names |= {name.strip() for name in head.split(",")}
+    return names
+
+
+def test_the_typed_row_and_task_options_are_the_config_s_own() -> None:
+    assert set(RunOptions.__annotations__) == RunConfig.options("rows")
+    assert set(TaskOptions.__annotations__) == RunConfig.options("tasks")
+    extract_own = {"max_reasks", "structured", "grounding", "source"}
+    assert set(ExtractOptions.__annotations__) == RunConfig.options("rows") | extract_own
+
+
+def test_the_dask_options_the_config_knows_are_ones_a_dask_run_takes() -> None:
+    config_fields = {f.name for f in dataclasses.fields(RunConfig)}
+    assert set(DaskOptions.__annotations__) & config_fields <= RunConfig.options("dask")
+
+
+def test_the_docs_tables_list_every_option_a_run_takes() -> None:
+    assert _documented_names(RUN_OPTIONS_DOC) == RunConfig.options("rows")
+    assert RunConfig.options("tasks") <= _documented_names(GatewayAccessor.tasks.__doc__ or "")
+
+
+def test_the_tie_sees_an_option_missing_from_the_docs() -> None:
+    """The check itself: a table without `pilot` is caught."""
+    without = "\n".join(line for line in RUN_OPTIONS_DOC.splitlines() if not line.strip().startswith("pilot"))
+    assert RunConfig.options("rows") - _documented_names(without) == {"pilot"}
