@@ -50,6 +50,7 @@ def test_dates_are_scored_by_calendar_day_whatever_the_columns_unit_or_zone() ->
     timed = pd.Series([pd.Timestamp("2026-01-15T10:00"), pd.Timestamp("2026-02-01"), pd.NaT, pd.NaT])
     plain = pd.Series([dt.date(2026, 1, 15), dt.date(2026, 2, 1), dt.date(2026, 3, 11), None], dtype=object)
     frame = pd.DataFrame({"truth": labels, "utc": utc, "micro": micro, "timed": timed, "plain": plain})
+    frame["__status"] = "sent"  # every row answered: its null is an answer, not a failed extraction
     right = {}
     for column in ("utc", "micro", "timed", "plain"):
         with warnings.catch_warnings():
@@ -63,7 +64,8 @@ def test_dates_are_scored_by_calendar_day_whatever_the_columns_unit_or_zone() ->
 
 @pytest.mark.parametrize("value", [pd.Timestamp("2026-01-15T00:00+02:00"), "2026-01-15"])
 def test_a_midnight_elsewhere_or_a_date_written_as_text_is_not_taken_for_the_day(value) -> None:
-    frame = pd.DataFrame({"truth": [pd.Timestamp("2026-01-15")], "pred": pd.Series([value], dtype=object)})
+    frame = pd.DataFrame({"truth": [pd.Timestamp("2026-01-15")], "pred": pd.Series([value], dtype=object),
+                          "__status": ["sent"]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvaluationWarning)
         table = gwlab.evaluate(frame, truth={"when": "truth"}, pred={"when": "pred"}, kind="fields").metrics
