@@ -162,10 +162,11 @@ def _widget_states(gw: Gateway, scan: Scan) -> None:
 
 def _files(tmp: Path, scan: Scan, when: str) -> None:
     """Every file written: the SQLite files with their -wal and -shm (gateway, ledger, checkpoint), stderr."""
-    for path in sorted(tmp.iterdir()):
-        place = {"gateway": "gateway files", "ledger": "client", "checkpoint": "checkpoint"}.get(
-            path.name.split(".")[0], "other files")
-        scan.add(place, f"{path.name} ({when})", path.read_bytes())
+    for path in sorted(p for p in tmp.rglob("*") if p.is_file()):  # the gateway's files folder too
+        top = path.relative_to(tmp).parts[0]
+        place = {"gateway": "gateway files", "gateway-files": "gateway files", "ledger": "client",
+                 "checkpoint": "checkpoint"}.get(top.split(".")[0], "other files")
+        scan.add(place, f"{path.relative_to(tmp)} ({when})", path.read_bytes())
 
 
 @pytest.fixture(scope="module")

@@ -142,9 +142,9 @@ def _prompt(body: dict[str, Any]) -> str:
 
 def _submit(request: Request, key: KeyRecord, video: dict[str, Any], reference: bytes | None) -> JSONResponse:
     store: Store = request.app.state.store
+    store.save_task(video["id"], key.id, KIND, video)  # first: content is kept only for a task that exists
     if reference is not None:
         store.save_content(video["id"], _REFERENCE, "application/octet-stream", reference)
-    store.save_task(video["id"], key.id, KIND, video)
     _worker(request).submit(video["id"], key.id)
     return JSONResponse(video, headers=_poll_headers(request, video))
 

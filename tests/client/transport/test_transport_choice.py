@@ -29,6 +29,7 @@ from gwlab import errors
 from gwlab.client.transport.choice import choose, is_loopback
 from gwlab.wire import limits
 from tests.support.fakes import CANARY_KEY, FakeLocal
+from tests.support.gateways import RunningGateway, start_gateway, stop_gateway
 from tests.support.models import REALTIME_MODEL, TEXT_MODEL
 
 PROXY_VARIABLES = [name for base in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
@@ -51,6 +52,15 @@ def clean_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_loopback_http_gateway_without_proxy_gets_the_fast_path(host):
     choice = choose(f"http://{host}:8000/v1")
     assert (choice.name, choice.proxy) == ("fast", None)
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
+    """The embedded gateway, told that `gateway.test` (the name only the proxy resolves) names it: it refuses
+    any other Host (docs/security.md, DNS rebinding)."""
+    running = start_gateway(tmp_path_factory.mktemp("proxied") / "gateway.sqlite", "--allow-host", "gateway.test")
+    yield running
+    stop_gateway(running)
 
 
 @pytest.mark.parametrize("url", ["http://10.0.0.5:8000/v1", "http://gateway.test/v1", "http://128.0.0.1/v1",
