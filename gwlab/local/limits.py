@@ -25,11 +25,13 @@ class Limits:
     realtime_buffer_bytes: int = 10 * 1024 * 1024
     realtime_sessions_per_key: int = 8
     # connections: seconds to send a request's headers, and its body; idle keep-alive seconds; and the
-    # number of connections and tasks served at once (uvicorn's limit_concurrency: a 503 beyond it)
+    # number of connections and tasks served at once (uvicorn's limit_concurrency: a 503 beyond it). 1024,
+    # not 256: idle keep-alive connections count too, so 200 busy clients beside a notebook's pooled ones
+    # met 503s at 256 (CI, test_load.py); 1024 still stops a flood well below the open-file limit
     header_timeout_s: float = 10.0
     body_timeout_s: float = 60.0
     keep_alive_s: float = 30.0
-    max_concurrency: int | None = 256
+    max_concurrency: int | None = 1024
 
     def __post_init__(self) -> None:
         for f in fields(self):
