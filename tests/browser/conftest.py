@@ -22,6 +22,7 @@ import pytest
 
 from tests.support import free_port, wait_until
 from tests.support.lab import CHROMIUM_FLAGS, LAB_SETTINGS, ROOT, Lab
+from tests.support.processes import start_owned
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +58,7 @@ def lab(browser_stack: None, gateway: Any, tmp_path_factory: pytest.TempPathFact
                f"--ServerApp.root_dir={root}", "--LabApp.news_url=None", "--LabApp.check_for_updates_class="
                "jupyterlab.NeverCheckForUpdate"]
     log = (base / "lab.log").open("wb")
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+    process = start_owned(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
     url = f"http://127.0.0.1:{port}"
 
     def up() -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness.loopback import wait_until
+from tests.support.processes import start_owned
 
 __all__ = ["RequestLog", "RunningGateway", "make_key", "own_gateway", "run_cli", "set_key",
            "start_gateway", "stop_gateway"]
@@ -53,8 +54,9 @@ def start_gateway(db: Path, *extra: str, key: str | None = None, stderr: int | N
     the database; by default one is made in-process (the CLI's subprocess costs seconds on a busy machine),
     with a unique name, so a restarted gateway can share the database."""
     key = key or make_key(db, "tests")
-    process = subprocess.Popen([sys.executable, "-m", "gwlab.cli", "serve", "--db", str(db), *extra],
-                               stdout=subprocess.PIPE, stderr=stderr, text=True)
+    process = start_owned(  # dies with the suite, even SIGKILLed (no orphan gateway holding a port and a core)
+        [sys.executable, "-m", "gwlab.cli", "serve", "--db", str(db), *extra], stdout=subprocess.PIPE,
+        stderr=stderr, text=True)
     assert process.stdout is not None
     url = process.stdout.readline().strip()
     if not url.startswith("http://"):

@@ -37,10 +37,10 @@ _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 def die_with_parent() -> None:
     """`preexec_fn` of a test's server: the kernel SIGKILLs it when the process that started it dies.
 
-    A suite killed by a time limit (SIGKILL: no fixture teardown runs) otherwise left llama-cpp-python's
-    server, laya-serve and LiteLLM's proxy running as orphans (NOTES.md). Runs in the child between fork
-    and exec, after `start_new_session` made it its own group; if the parent already died in between, the
-    signal would never come, so the child exits at once.
+    A suite killed by a time limit (SIGKILL: no fixture teardown runs) otherwise left the gateway,
+    JupyterLab, llama-cpp-python's server, laya-serve and LiteLLM's proxy running as orphans (NOTES.md).
+    Runs in the child between fork and exec, after `start_new_session` made it its own group; if the
+    parent already died in between, the signal would never come, so the child exits at once.
     """
     parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
@@ -50,6 +50,6 @@ def die_with_parent() -> None:
         os._exit(125)
 
 
-def start_owned(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+def start_owned(argv: Sequence[str], **options: Any) -> subprocess.Popen[Any]:
     """`Popen(argv)` in its own process group (so a stop signals its workers too) that dies with this process."""
     return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=die_with_parent, **options)
