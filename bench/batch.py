@@ -2,6 +2,7 @@
 
     python bench/batch.py                     # 10,000 and 50,000 rows
     python bench/batch.py --rows 2000         # a quick run
+    python bench/batch.py --client-only --repeats 7   # build and parse alone (no gateway), median of 7 runs
 
 Four figures per size, each beside its trivial baseline:
 - build: rows/s of turning (custom_id, body) pairs into the JSONL input file (`wire.batches`), beside a
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,27 +56,36 @@ def output_file(pairs: list[tuple[str, dict]]) -> bytes:
     return ("\n".join(lines[::-1]) + "\n").encode()  # reversed: results are out of order
 
 
-def rate(n: int, fn) -> float:
-    started = time.perf_counter()
-    fn()
-    return n / (time.perf_counter() - started)
+def rate(n: int, fn, repeats: int = 1, clock=time.perf_counter) -> float:
+    """Rows per second: the median of `repeats` timed runs (the machine may be shared and busy). With
+    `clock=time.process_time`, per second of this process's own CPU time: what one core does, however
+    many other processes share the machine (the wall-clock rate on a loaded machine measures the load)."""
+    rates = []
+    for _ in range(repeats):
+        started = clock()
+        fn()
+        rates.append(n / max(clock() - started, 1e-9))
+    return statistics.median(rates)
 
 
-def local_rates(n: int) -> dict[str, float]:
+def local_rates(n: int, repeats: int = 1) -> dict[str, float]:
     pairs = items(n)
-    build = rate(n, lambda: wb.build_openai_jsonl(pairs, ENDPOINT))
+    build = rate(n, lambda: wb.build_openai_jsonl(pairs, ENDPOINT), repeats)
     bare_build = rate(n, lambda: b"".join(json.dumps({"custom_id": c, "method": "POST", "url": ENDPOINT, "body": b})
-                                          .encode() + b"\n" for c, b in pairs))
+                                          .encode() + b"\n" for c, b in pairs), repeats)
     data = output_file(pairs)
     ids = [c for c, _ in pairs]
-    parse = rate(n, lambda: wb.collate([data], ids))
-    bare_parse = rate(n, lambda: [json.loads(x) for x in data.splitlines()])
+    parse = rate(n, lambda: wb.collate([data], ids), repeats)
+    bare_parse = rate(n, lambda: [json.loads(x) for x in data.splitlines()], repeats)
+    cpu_build = rate(n, lambda: wb.build_openai_jsonl(pairs, ENDPOINT), repeats, time.process_time)
+    cpu_parse = rate(n, lambda: wb.collate([data], ids), repeats, time.process_time)
     tracemalloc.start()
     wb.collate([data], ids)
     wb.build_openai_jsonl(pairs, ENDPOINT)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return {"build": build, "bare_build": bare_build, "parse": parse, "bare_parse": bare_parse,
+            "cpu_build": cpu_build, "cpu_parse": cpu_parse,
             "peak_mb_per_50k": peak / 1e6 * 50_000 / n}
 
 
@@ -111,7 +123,20 @@ def gateway_rates(n: int, root: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, nargs="*", default=[10_000, 50_000])
+    parser.add_argument("--client-only", action="store_true", help="build and parse alone: no gateway")
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs per figure; the median is printed")
     args = parser.parse_args()
+    if args.client_only:
+        print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores; "
+              f"median of {args.repeats} runs; goal >= 20,000 rows/s each")
+        for n in args.rows:
+            local = local_rates(n, args.repeats)
+            print(f"{n:>7,} rows | build {local['build']:>9,.0f} rows/s (bare json.dumps {local['bare_build']:>9,.0f})"
+                  f" | parse {local['parse']:>9,.0f} rows/s (bare json.loads {local['bare_parse']:>9,.0f})"
+                  f" | peak {local['peak_mb_per_50k']:.0f} MB per 50k rows")
+            print(f"{'':>7}        per CPU-second of one core: build {local['cpu_build']:>9,.0f} rows/s"
+                  f" | parse {local['cpu_parse']:>9,.0f} rows/s")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.rows:
             local = local_rates(n)

@@ -1,6 +1,6 @@
 """Cut the official OpenAI OpenAPI document down to the JSON Schemas gwlab's contract tests need.
 
-Run: python tests/contracts/extract_openai.py PATH/TO/openapi.yaml COMMIT
+Run: python tests/contracts/extract_openai.py PATH/TO/openapi.yaml COMMIT [OUT ROOT...]
 (openapi.yaml, or openapi.json, from github.com/openai/openai-openapi; COMMIT is the upstream commit it
 came from; reading YAML needs PyYAML, which the test extra brings).
 Writes tests/contracts/openai/schemas.json: the reachable closure of ROOTS as Draft 2020-12 `$defs`,
@@ -85,19 +85,28 @@ def _load(source: Path) -> dict[str, Any]:
     return yaml.safe_load(source.read_text())
 
 
-def main(source: Path, commit: str) -> None:
+def main(source: Path, commit: str, out: Path = OUT, roots: tuple[str, ...] = ROOTS) -> None:
+    """OUT and ROOTS other than the defaults cut another bundle: `openai/batch_lines.json` holds the batch
+    file lines (BatchRequestInput, BatchRequestOutput), which the document carried until its commit
+    e1cb7a8 (June 2025); it is cut from that commit's parent, 498c71d."""
     document = _load(source)
-    defs = closure(document["components"]["schemas"], ROOTS)
+    defs = closure(document["components"]["schemas"], roots)
     bundle = {"$schema": "https://json-schema.org/draft/2020-12/schema",
               "$comment": f"from openai/openai-openapi openapi.yaml at {commit} (MIT, see LICENSE); "
                           "made by tests/contracts/extract_openai.py",
               "x-openapi-version": document["info"]["version"], "x-upstream-commit": commit,
-              "x-roots": list(ROOTS), "x-stream-events": stream_event_types(defs), "$defs": defs}
-    OUT.write_text(json.dumps(bundle, indent=1, sort_keys=False) + "\n")
-    print(f"{OUT}: {len(defs)} schemas, {OUT.stat().st_size // 1024} KiB")
+              "x-roots": list(roots), "$defs": defs}
+    if "ResponseStreamEvent" in defs:
+        bundle["x-stream-events"] = stream_event_types(defs)
+        bundle["$defs"] = bundle.pop("$defs")  # last, as before
+    out.write_text(json.dumps(bundle, indent=1, sort_keys=False) + "\n")
+    print(f"{out}: {len(defs)} schemas, {out.stat().st_size // 1024} KiB")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: extract_openai.py PATH/TO/openapi.yaml UPSTREAM_COMMIT")
-    main(Path(sys.argv[1]), sys.argv[2])
+    if len(sys.argv) == 3:
+        main(Path(sys.argv[1]), sys.argv[2])
+    elif len(sys.argv) > 4:
+        main(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), tuple(sys.argv[4:]))
+    else:
+        sys.exit("usage: extract_openai.py PATH/TO/openapi.yaml UPSTREAM_COMMIT [OUT ROOT...]")

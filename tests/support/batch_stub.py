@@ -21,6 +21,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 USAGE_IN, USAGE_OUT = 11, 3  # tokens billed per answered request
+WINDOW = 24 * 3600  # the stub's completion window, in its batch objects' expires_at
+
+
+def _iso(seconds: float | None) -> str | None:
+    return None if seconds is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 @dataclass
@@ -85,6 +90,7 @@ class _Job:
         self.status = "validating"
         self.metadata: dict[str, Any] = {}
         self.created = time.time()
+        self.ended_at: float | None = None
         self.results: list[tuple[str, str, dict[str, Any] | None]] = []  # (cid, kind, answer or error)
 
     def poll(self) -> str:
@@ -122,7 +128,7 @@ class _Job:
         self.results += [(f"unknown{i}", "succeeded", _chat_answer(f"unknown{i}", {})) for i in range(s.unknown)]
         if s.shuffle:
             rng.shuffle(self.results)
-        self.status, self.ended = end, True
+        self.status, self.ended, self.ended_at = end, True, time.time()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -137,6 +143,8 @@ class _Job:
         has_err = any(k != "succeeded" for _, k, _ in self.results)
         return {"id": self.id, "object": "batch", "endpoint": "/v1/chat/completions", "status": status,
                 "input_file_id": f"file-in-{self.id}", "completion_window": "24h", "created_at": int(self.created),
+                "expires_at": int(self.created) + WINDOW,
+                **({f"{status}_at": int(self.ended_at)} if self.ended_at else {}),
                 "output_file_id": f"file-out-{self.id}" if has_out else None,
                 "error_file_id": f"file-err-{self.id}" if has_err else None,
                 "request_counts": self.counts, "metadata": self.metadata}
@@ -152,8 +160,9 @@ class _Job:
         return {"id": self.id, "type": "message_batch",
                 "processing_status": "ended" if self.ended else ("canceling" if self.cancelled else "in_progress"),
                 "request_counts": {"processing": processing, **kinds},
-                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.created)),
-                "ended_at": None, "expires_at": None, "archived_at": None, "cancel_initiated_at": None,
+                "created_at": _iso(self.created),
+                "ended_at": _iso(self.ended_at), "expires_at": _iso(self.created + WINDOW), "archived_at": None,
+                "cancel_initiated_at": None,
                 "results_url": f"/v1/messages/batches/{self.id}/results" if self.ended else None}
 
     def openai_file(self, which: str) -> bytes:
@@ -214,7 +223,7 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
             path, raw = self.path.split("?")[0], self._body()
             if path == "/v1/files":
                 file_id = f"file-{len(state.files)}"
-                state.files[file_id] = _multipart_file(raw, self.headers.get("content-type", ""))
+                state.files[file_id] = multipart_file(raw, self.headers.get("content-type", ""))
                 self._send(200, {"id": file_id, "object": "file", "bytes": len(state.files[file_id]),
                                  "created_at": int(time.time()), "filename": "in.jsonl", "purpose": "batch",
                                  "status": "processed"})
@@ -281,7 +290,7 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _multipart_file(raw: bytes, content_type: str) -> bytes:
+def multipart_file(raw: bytes, content_type: str) -> bytes:
     """The file part of a multipart body (the stub's only upload)."""
     boundary = content_type.split("boundary=")[1].strip('"').encode()
     for part in raw.split(b"--" + boundary):

@@ -17,16 +17,17 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 BUNDLE = Path(__file__).resolve().parents[1] / "contracts" / "openai" / "schemas.json"
+BATCH_LINES = BUNDLE.with_name("batch_lines.json")  # the batch file lines, from an older official document
 
 
 @cache
-def bundle() -> dict[str, Any]:
-    return json.loads(BUNDLE.read_text())
+def bundle(path: Path = BUNDLE) -> dict[str, Any]:
+    return json.loads(path.read_text())
 
 
 @cache
-def _validator(name: str) -> jsonschema.Draft202012Validator:
-    root = bundle()
+def _validator(name: str, path: Path = BUNDLE) -> jsonschema.Draft202012Validator:
+    root = bundle(path)
     schema = {"$schema": root["$schema"], "$defs": root["$defs"], "$ref": f"#/$defs/{name}"}
     return jsonschema.Draft202012Validator(schema)
 
@@ -34,6 +35,11 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
 def violations(body: Any, name: str) -> list[str]:
     """Each way `body` breaks the official schema `name`: the field, the schema path and why."""
     return [_describe(_deepest(error), name) for error in _validator(name).iter_errors(body)]
+
+
+def batch_line_violations(line: Any, name: str) -> list[str]:
+    """Each way a batch file line breaks `BatchRequestInput` or `BatchRequestOutput` (batch_lines.json)."""
+    return [_describe(_deepest(error), name) for error in _validator(name, BATCH_LINES).iter_errors(line)]
 
 
 def _deepest(error: ValidationError) -> ValidationError:

@@ -179,6 +179,7 @@ def start_laya_serve(workdir: Path, *, rate_limit_per_minute: int | None = None)
 LITELLM_CHAT_MODEL = "gemma"  # routed to the llama-cpp-python server
 LITELLM_DECIDE_MODEL = "decide"  # routed to gwlab's embedded gateway, OpenAI's decisions shape at /v1/decisions
 LITELLM_SYSTEMONE_MODEL = "jev"  # routed to laya-serve, System One at /v1/systemone
+LITELLM_BATCH_MODEL = "batches"  # gwlab's embedded gateway: OpenAI files + batches pass through to it
 
 
 def litellm_config(llama: RunningServer, embedded_url: str, embedded_decide_model: str,
@@ -186,6 +187,12 @@ def litellm_config(llama: RunningServer, embedded_url: str, embedded_decide_mode
     """The proxy's model list. Keys are `os.environ/NAME` references, so the file holds none."""
     return f"""\
 model_list:
+  # first: a provider-wide call (files, batches: no model named) takes the first openai deployment's credentials
+  - model_name: {LITELLM_BATCH_MODEL}
+    litellm_params:
+      model: openai/{embedded_decide_model}
+      api_base: {embedded_url}
+      api_key: os.environ/BYO_EMBEDDED_KEY
   - model_name: {LITELLM_CHAT_MODEL}
     litellm_params:
       model: openai/{llama.model}
@@ -202,6 +209,12 @@ model_list:
       model: laya/english  # accepted by laya-serve through LAYA_SERVE_EXTRA_MODELS
       api_base: {laya.root}
       api_key: os.environ/BYO_LAYA_KEY
+# OpenAI files + batches pass through to gwlab's embedded gateway (docs/guide/batches.md, "Behind LiteLLM"):
+# uploads and downloads read files_settings; batch create/retrieve/list/cancel read OPENAI_API_BASE/KEY
+files_settings:
+  - custom_llm_provider: openai
+    api_base: {embedded_url}
+    api_key: os.environ/BYO_EMBEDDED_KEY
 general_settings:
   master_key: os.environ/LITELLM_MASTER_KEY
 """
@@ -219,7 +232,7 @@ def start_litellm_proxy(llama: RunningServer, embedded_url: str, embedded_key: s
     env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_USE_CHAT_COMPLETIONS_URL_FOR_ANTHROPIC_MESSAGES": "True",
            "LITELLM_MASTER_KEY": key, "BYO_LLAMA_KEY": llama.api_key, "BYO_EMBEDDED_KEY": embedded_key,
            "BYO_LAYA_KEY": laya.api_key, "LITELLM_TELEMETRY": "False", "DISABLE_SCHEMA_UPDATE": "True",
-           "HF_HUB_OFFLINE": "1", "NO_DOCS": "True"}
+           "HF_HUB_OFFLINE": "1", "NO_DOCS": "True", "OPENAI_API_BASE": embedded_url, "OPENAI_API_KEY": embedded_key}
     argv = [str(executable), "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
             "--num_workers", "1"]
     return start("LiteLLM proxy", argv, env, port, key,

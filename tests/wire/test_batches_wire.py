@@ -140,3 +140,15 @@ def test_anthropic_requests_are_checked_naming_the_index() -> None:
     with pytest.raises(InvalidRequest) as info:
         wb.check_anthropic_request({"custom_id": "a"}, 3)
     assert info.value.field == "requests.3.params"
+
+
+def test_a_jobs_timing_is_read_from_its_own_times_in_either_api() -> None:
+    openai = wb.parse_job({"id": "b", "status": "completed", "created_at": 1000, "completed_at": 1090,
+                           "expires_at": 1000 + 86400}, wb.OPENAI_BATCHES)
+    assert wb.timing(openai) == (90.0, 86400.0)
+    anthropic = wb.parse_job({"id": "m", "processing_status": "ended", "created_at": "2024-08-20T18:37:24Z",
+                              "ended_at": "2024-08-20T18:39:04Z", "expires_at": "2024-08-21T18:37:24Z"},
+                             wb.ANTHROPIC_BATCHES)
+    assert wb.timing(anthropic) == (100.0, 86400.0)
+    running = wb.parse_job({"id": "b", "status": "in_progress", "created_at": 1000}, wb.OPENAI_BATCHES)
+    assert wb.timing(running) == (None, None)  # not ended, no window given: nothing is guessed

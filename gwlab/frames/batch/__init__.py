@@ -1,1 +1,1 @@
-"""Provider batch jobs for the text runs: submit and collect (jobs), the journal, the accessor's batch phase (run)."""
+"""Provider batch jobs for the text runs: submit and collect (jobs), the journal, the batch phase (run), its pilot."""

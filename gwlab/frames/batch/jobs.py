@@ -93,6 +93,9 @@ class BatchPhase:
     stopped: str | None = None
     pending: set[str] = field(default_factory=set)  # custom ids still running (wait=False or timeout)
     estimate: dict[str, float] | None = None  # with a budget: what the submitted requests may cost at most
+    timings: list[tuple[int, float | None, float | None]] = field(default_factory=list)  # per collected job:
+    # (requests, seconds from creation to its end, its window), from the gateway's own times (pilot.py)
+    pilot: dict[str, Any] | None = None  # with pilot=: the rest's estimate at the batch price (pilot.py)
 
     def summary(self) -> dict[str, Any]:
         return {"api": self.api, "jobs": [e.job_id for e in self.jobs], "submitted": self.submitted,
@@ -321,6 +324,7 @@ async def _collect(ctx: _Context, phase: BatchPhase, entry: JournalEntry, job: B
     cost = ctx.prices.cost(ctx.recipe.model, ctx.recipe.endpoint, billed_in, billed_out, batch=True)
     ctx.journal.collected(entry.token, job.status, counts, cost, (billed_in, billed_out), errors)
     phase.collected += counts.get("succeeded", 0)
+    phase.timings.append((len(entry.custom_ids), *wb.timing(job)))
     phase.cost += cost
     phase.billed = (phase.billed[0] + billed_in, phase.billed[1] + billed_out)
     for name, n in counts.items():

@@ -14,13 +14,15 @@ from typing import Any
 from gwlab.errors import InvalidRequest
 from gwlab.frames import _client
 from gwlab.frames.batch.jobs import BatchOptions, BatchPhase, refusing_sender, run_batch_phase
+from gwlab.frames.batch.pilot import batch_pilot_estimate
 from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.run.budget import Budget
 from gwlab.frames.run.checkpoint import AnswerStore
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.lifecycle import Progress
 from gwlab.frames.run.outcome import RunSummary
-from gwlab.frames.run.runner import Batch
+from gwlab.frames.run.runner import Batch, jobs_before
+from gwlab.frames.run.usage import as_table
 
 __all__ = ["finish", "prepare"]
 
@@ -57,21 +59,26 @@ async def prepare(recipe: RowRecipe, batch: Batch, config: RunConfig, connection
     if checkpoint is None:
         raise InvalidRequest("checkpoint", "batch= keeps its job ids and answers in the checkpoint: "
                              "pass a checkpoint path (or leave checkpoint='auto')")
-    if config.repeats > 1 or config.pilot is not None:
-        raise InvalidRequest("batch", "batch= does not take repeats= or pilot= (yet): run those synchronously")
+    if config.repeats > 1:
+        raise InvalidRequest("batch", "batch= does not take repeats= (yet): run those synchronously")
     if config.refresh:
         raise InvalidRequest("batch", "batch= with refresh=True would pay for answers the checkpoint has")
     client = _client.batch_client(connection.gateway, recipe.name)
     values = [batch.value(j) for j in range(len(batch))]
+    first_left = len(values) if config.pilot is None else jobs_before(batch, config.pilot)
     bar = _JobsBar(config.progress, f"{recipe.name} {recipe.model}")
     stopper: list[Any] = []
     _client.stop_on_interrupt(_Forward(stopper))
     try:
-        phase = await run_batch_phase(recipe, values, checkpoint, origin, client, BatchOptions.of(config.batch)
-                                      or options, prices=config.prices,
-                                      budget=Budget.of(config.budget, config.prices), progress=bar, stopper=stopper)
+        phase = await run_batch_phase(recipe, values[:first_left], checkpoint, origin, client, options,
+                                      prices=config.prices, budget=Budget.of(config.budget, config.prices),
+                                      progress=bar, stopper=stopper)
     finally:
         bar.close()
+    if first_left < len(values):  # a pilot: the rest estimated from its job, at the batch price
+        phase.pilot = batch_pilot_estimate(recipe, values[:first_left], values[first_left:],
+                                           int(batch.rows_per_job[first_left:].sum()), phase, checkpoint, origin,
+                                           as_table(config.prices), options)
     send = refusing_sender(checkpoint.path, recipe, origin, phase.pending)  # type: ignore[attr-defined]
     return phase, send, lambda _exc, _attempt: None, config.but(budget=None, progress=False, errors="coerce")
 
@@ -90,6 +97,8 @@ class _Forward:
 def finish(summary: RunSummary, phase: BatchPhase, send: Any) -> None:
     """The jobs' billing becomes the run's: cost, tokens and `.run.batch`."""
     summary.batch = phase.summary()
+    if phase.pilot is not None:  # in place of the runner's estimate, which prices the rest synchronously
+        summary.pilot = phase.pilot
     summary.cost = phase.cost
     summary.input_tokens, summary.output_tokens = phase.billed
     if phase.stopped and not summary.stopped:

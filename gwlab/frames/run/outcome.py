@@ -146,8 +146,18 @@ class RunSummary:
             rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"
             line += (f"\npilot: the other {p['rows']} rows need {p['requests']} requests, "
                      f"about {p['input_tokens']:.0f} in / {p['output_tokens']:.0f} out tokens, "
-                     f"est. {rest_cost}")
+                     f"est. {rest_cost}" + _batch_pilot_text(p))
         return line
+
+
+def _batch_pilot_text(p: dict[str, Any]) -> str:
+    """A batch run's pilot (frames/batch/pilot.py): the batch price, its jobs, their time and the window."""
+    if not p.get("batch"):
+        return ""
+    over = p["seconds"] > p["window_s"]
+    return (f" at the batch price, in {p['jobs']} job(s) taking about {p['seconds']:.0f} s"
+            + (f" (past the {p['window_s']:.0f} s window: expect expiry part-way)" if over
+               else f" (window {p['window_s']:.0f} s)"))
 
 
 def recorded_where(recorded: str | None) -> str:

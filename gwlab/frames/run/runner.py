@@ -36,7 +36,7 @@ from gwlab.frames.run.usage import as_table
 from gwlab.wire.families import ProtocolFamily
 from gwlab.wire.schema import AnswerInvalid
 
-__all__ = ["Answer", "Batch", "Budget", "RunResult", "RunSummary", "Runner", "Sender"]
+__all__ = ["Answer", "Batch", "Budget", "RunResult", "RunSummary", "Runner", "Sender", "jobs_before"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +90,7 @@ class Runner(Stoppable):
         bar = Progress(self.progress, len(batch.row_job), self.description)
         remaining = np.full(jobs, k, dtype=np.int64)
         bar.advance(len(batch.row_errors))
-        last_job = jobs if self.pilot is None else _jobs_before(batch, self.pilot)
+        last_job = jobs if self.pilot is None else jobs_before(batch, self.pilot)
         items: Iterator[tuple[int, int]] = ((j, r) for j in range(last_job) for r in range(k))
         counters = {"sent": 0, "cached": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0}
 
@@ -321,7 +321,7 @@ def _iso(epoch: float) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
-def _jobs_before(batch: Batch, rows: int) -> int:
+def jobs_before(batch: Batch, rows: int) -> int:
     """How many distinct requests the first `rows` rows need (jobs are numbered by first appearance)."""
     head = batch.row_job[:max(0, rows)]
     head = head[head >= 0]

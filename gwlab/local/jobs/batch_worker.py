@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,8 +117,7 @@ class BatchWorker:
 
     def cancel(self, kind: str, job_id: str, key_id: int) -> None:
         """Ask a job to stop; one that is not running now is ended here, its finished lines kept."""
-        job_type = OpenAIJob if kind == OPENAI_KIND else AnthropicJob
-        job = job_type(self, job_id, key_id)
+        job = JOB_TYPES[kind](self, job_id, key_id)
         body = job.load()
         if kind == OPENAI_KIND:
             body.update(status="cancelling", cancelling_at=_now())
@@ -141,10 +140,7 @@ class BatchWorker:
             kind, job_id, key_id = await self._queue.get()
             self.current = job_id
             try:
-                if kind == OPENAI_KIND:
-                    await OpenAIJob(self, job_id, key_id).run()
-                else:
-                    await AnthropicJob(self, job_id, key_id).run()
+                await JOB_TYPES[kind](self, job_id, key_id).run()
             except asyncio.CancelledError:
                 raise
             except Exception:  # a broken job must not end the worker
@@ -161,8 +157,12 @@ class BatchWorker:
         await asyncio.sleep(self.settings.batch_seconds_per_request)
 
 
-class OpenAIJob:
-    """An OpenAI batch: validating -> in_progress -> finalizing -> completed | expired | cancelled | failed."""
+class _Job:
+    """What a job of either API holds: its worker, id, key and files; its stored object, read and written."""
+
+    kind: str
+    status_field: str
+    cancelling: str  # the status a cancel request sets
 
     def __init__(self, worker: BatchWorker, job_id: str, key_id: int) -> None:
         self.w, self.id, self.key_id = worker, job_id, key_id
@@ -174,7 +174,19 @@ class OpenAIJob:
         return job
 
     def save(self, job: dict[str, Any]) -> None:
-        self.w.store.save_task(self.id, self.key_id, OPENAI_KIND, job)
+        self.w.store.save_task(self.id, self.key_id, self.kind, job)
+
+    def stop_reason(self, job: dict[str, Any], done: Sized) -> str | None:
+        """Before each line: "cancelled" once a cancel was asked, "expired" once the window passed."""
+        if job[self.status_field] == self.cancelling:
+            return "cancelled"
+        return "expired" if self.w.window_passed(job, len(done)) else None
+
+
+class OpenAIJob(_Job):
+    """An OpenAI batch: validating -> in_progress -> finalizing -> completed | expired | cancelled | failed."""
+
+    kind, status_field, cancelling = OPENAI_KIND, "status", "cancelling"
 
     def _input(self, job: dict[str, Any]) -> Path | None:
         found = self.w.store.load_file(job["input_file_id"], self.key_id)
@@ -194,11 +206,8 @@ class OpenAIJob:
         ending = "completed"
         for n, obj in _lines(source):
             job = self.load()
-            if job["status"] == "cancelling":
-                ending = "cancelled"
-                break
-            if self.w.window_passed(job, len(done)):
-                ending = "expired"
+            if stop := self.stop_reason(job, done):
+                ending = stop
                 break
             cid = obj.get("custom_id") if isinstance(obj, dict) else None
             if n in done:
@@ -320,20 +329,10 @@ class OpenAIJob:
         return register(self.w.store, self.key_id, path, f"{job['id']}_{kind}.jsonl", wb.OUTPUT_PURPOSE)
 
 
-class AnthropicJob:
+class AnthropicJob(_Job):
     """A message batch: in_progress -> canceling -> ended, one result per request."""
 
-    def __init__(self, worker: BatchWorker, job_id: str, key_id: int) -> None:
-        self.w, self.id, self.key_id = worker, job_id, key_id
-        self.paths = worker.files(job_id)
-
-    def load(self) -> dict[str, Any]:
-        job = self.w.store.load_task(self.id, self.key_id)
-        assert job is not None
-        return job
-
-    def save(self, job: dict[str, Any]) -> None:
-        self.w.store.save_task(self.id, self.key_id, ANTHROPIC_KIND, job)
+    kind, status_field, cancelling = ANTHROPIC_KIND, "processing_status", "canceling"
 
     async def run(self) -> None:
         job = self.load()
@@ -343,12 +342,8 @@ class AnthropicJob:
         done = self.done()
         ending = "ended"
         for _, obj in _lines(self.paths.requests()):
-            job = self.load()
-            if job["processing_status"] == "canceling":
-                ending = "cancelled"
-                break
-            if self.w.window_passed(job, len(done)):
-                ending = "expired"
+            if stop := self.stop_reason(self.load(), done):
+                ending = stop
                 break
             if obj["custom_id"] in done:
                 continue
@@ -388,6 +383,9 @@ class AnthropicJob:
         job.update(processing_status="ended", ended_at=iso(time.time()),
                    results_url=API_PREFIX + wb.ANTHROPIC_BATCHES.path(str(wb.ANTHROPIC_BATCHES.results_path), self.id))
         self.save(job)
+
+
+JOB_TYPES: dict[str, type[OpenAIJob] | type[AnthropicJob]] = {OPENAI_KIND: OpenAIJob, ANTHROPIC_KIND: AnthropicJob}
 
 
 def _result(answer: LineAnswer) -> dict[str, Any]:

@@ -158,17 +158,26 @@ def poll_headers(pace: float, task: Mapping[str, Any]) -> dict[str, str]:
     return {VIDEO_POLL_AFTER_HEADER: str(max(100, min(int(pace * 1000), 1000)))}
 
 
+def cursor_slice(ordered: list[dict[str, Any]], limit: int, after: str | None, before: str | None = None,
+                 *, noun: str | None = None) -> tuple[list[dict[str, Any]], bool]:
+    """(the page, whether more follow) of an ordered listing, after or before an id. An unknown `after`
+    is a 400 naming `noun` (OpenAI's listings), or an empty page when `noun` is None (Anthropic's)."""
+    ids = [t["id"] for t in ordered]
+    if after is not None:
+        if after not in ids and noun is not None:
+            raise APIError(400, f"'after' names no {noun} of this key: '{after}'", param="after")
+        ordered = ordered[ids.index(after) + 1:] if after in ids else []
+    elif before is not None:
+        ordered = ordered[:ids.index(before)][-limit:] if before in ids else []
+    return ordered[:limit], len(ordered) > limit
+
+
 def page(tasks: list[dict[str, Any]], limit: int, order: str, after: str | None, noun: str) -> dict[str, Any]:
     """One page of a listing in OpenAI's list shape, ordered by creation (`desc`: newest first)."""
     ordered = sorted(tasks, key=lambda t: (t["created_at"], t["id"]), reverse=order == "desc")
-    if after is not None:
-        ids = [t["id"] for t in ordered]
-        if after not in ids:
-            raise APIError(400, f"'after' names no {noun} of this key: '{after}'", param="after")
-        ordered = ordered[ids.index(after) + 1:]
-    chosen = ordered[:limit]
+    chosen, more = cursor_slice(ordered, limit, after, noun=noun)
     return {"object": "list", "data": chosen, "first_id": chosen[0]["id"] if chosen else None,
-            "last_id": chosen[-1]["id"] if chosen else None, "has_more": len(ordered) > limit}
+            "last_id": chosen[-1]["id"] if chosen else None, "has_more": more}
 
 
 def content(store: Store, task: Mapping[str, Any], variant: str, *, noun: str, code: str, param: str,

@@ -57,11 +57,19 @@ def _metadata(body: dict[str, Any]) -> dict[str, str] | None:
     return meta
 
 
-def _load(request: Request, key: KeyRecord, batch_id: str) -> dict[str, Any]:
+def load_job(request: Request, key: KeyRecord, batch_id: str, kind: tuple[str, str], *, code: str,
+             param: str) -> dict[str, Any]:
+    """The key's job of this kind (`(field, value)` of the stored object), else the API's 404: another key's
+    job, a task of another kind and no job at all look the same."""
     job = request.app.state.store.load_task(batch_id, key.id)
-    if job is None or job.get("object") != "batch":
-        raise APIError(404, f"No batch with id '{batch_id}'", code="batch_not_found", param="batch_id")
+    if job is None or job.get(kind[0]) != kind[1]:
+        noun = kind[1].replace("_", " ")
+        raise APIError(404, f"No {noun} with id '{batch_id}'", code=code, param=param)
     return job
+
+
+def _load(request: Request, key: KeyRecord, batch_id: str) -> dict[str, Any]:
+    return load_job(request, key, batch_id, ("object", "batch"), code="batch_not_found", param="batch_id")
 
 
 @router.post("/batches")

@@ -18,8 +18,8 @@ from gwlab.errors import InvalidRequest
 from gwlab.local.auth import require_messages_key
 from gwlab.local.errors import APIError
 from gwlab.local.jobs.batch_worker import ANTHROPIC_KIND, iso
-from gwlab.local.jobs.task_worker import new_id
-from gwlab.local.routes.batches import window, worker
+from gwlab.local.jobs.task_worker import cursor_slice, new_id
+from gwlab.local.routes.batches import load_job, window, worker
 from gwlab.local.store import KeyRecord
 from gwlab.wire.jobs import batches as wb
 
@@ -60,10 +60,7 @@ def _render(request: Request, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load(request: Request, key: KeyRecord, batch_id: str) -> dict[str, Any]:
-    job = request.app.state.store.load_task(batch_id, key.id)
-    if job is None or job.get("type") != "message_batch":
-        raise APIError(404, f"No message batch with id '{batch_id}'", code="not_found", param="message_batch_id")
-    return job
+    return load_job(request, key, batch_id, ("type", "message_batch"), code="not_found", param="message_batch_id")
 
 
 @router.post("/messages/batches")
@@ -92,14 +89,8 @@ async def list_message_batches(request: Request, key: Key, limit: int = 20, afte
     if not 1 <= limit <= 1000:
         raise APIError(400, "'limit' must be from 1 to 1000", param="limit")
     jobs = sorted(request.app.state.store.list_tasks(key.id, ANTHROPIC_KIND), key=lambda j: j["id"], reverse=True)
-    ids = [j["id"] for j in jobs]
-    if after_id is not None:  # Anthropic's cursor: the page after this id, in the listing's order
-        jobs = jobs[ids.index(after_id) + 1:] if after_id in ids else []
-    elif before_id is not None:
-        jobs = jobs[:ids.index(before_id)] if before_id in ids else []
-        jobs = jobs[-limit:]
-    chosen = jobs[:limit]
-    return {"data": [_render(request, j) for j in chosen], "has_more": len(jobs) > limit,
+    chosen, more = cursor_slice(jobs, limit, after_id, before_id)  # an unknown cursor: an empty page
+    return {"data": [_render(request, j) for j in chosen], "has_more": more,
             "first_id": chosen[0]["id"] if chosen else None, "last_id": chosen[-1]["id"] if chosen else None}
 
 

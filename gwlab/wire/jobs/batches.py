@@ -21,7 +21,7 @@ from gwlab.wire.families import FAMILIES
 __all__ = ["ANTHROPIC_BATCHES", "OPENAI_BATCHES", "BatchAPI", "BatchJob", "BatchResult", "Collation",
            "anthropic_request", "build_anthropic_requests", "build_openai_jsonl", "check_custom_ids",
            "collate", "iter_jsonl", "openai_line", "parse_anthropic_result", "parse_job",
-           "parse_openai_result", "split_by_limits"]
+           "parse_openai_result", "split_by_limits", "timing"]
 
 MB = 1024 * 1024
 COMPLETION_WINDOW = "24h"  # the only window either provider sells
@@ -310,6 +310,21 @@ def parse_job(obj: Mapping[str, Any], api: BatchAPI) -> BatchJob:
     return BatchJob(api.name, obj["id"], status, total, succeeded, errored, pending, created,
                     status in api.terminal, obj.get("output_file_id"), obj.get("error_file_id"),
                     obj.get("results_url"), dict(meta), dict(obj))
+
+
+_ENDED_AT = ("completed_at", "failed_at", "expired_at", "cancelled_at", "ended_at")
+
+
+def timing(job: BatchJob) -> tuple[float | None, float | None]:
+    """(seconds from creation to the end, the window in seconds), read from the batch object's own times
+    (either API); None where the gateway did not say. The pilot of a batch run extrapolates from them."""
+    created = job.created_at
+    ended = next((t for t in (_time(job.raw.get(f)) for f in _ENDED_AT) if t is not None), None)
+    expires = _time(job.raw.get("expires_at"))
+    if created is None:
+        return None, None
+    return (None if ended is None else max(ended - created, 0.0),
+            None if expires is None else max(expires - created, 0.0))
 
 
 def _time(value: Any) -> float | None:

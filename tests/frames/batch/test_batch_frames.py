@@ -55,3 +55,30 @@ def test_batch_is_refused_where_it_cannot_apply(gateway: RunningGateway, tmp_pat
                           checkpoint=tmp_path / "c.sqlite")
         with pytest.raises(gwlab.InvalidRequest, match="checkpoint"):
             frame.gw.chat("{q}", model=TEXT_MODEL, max_tokens=2, gateway=gw, batch=True, checkpoint=None)
+
+
+EXTRACT_SCHEMA = {"sentiment": ["positive", "negative"], "refund": bool}
+
+
+def test_extract_as_a_batch_job_gives_the_typed_columns_of_a_synchronous_extract(gateway: RunningGateway,
+                                                                                   tmp_path: Path) -> None:
+    """The structured-output form travels inside the batch line, so the local grammar constrains the
+    answer as in a synchronous call; the answers are read into the same typed columns, at the batch rate."""
+    frame = pd.DataFrame({"text": ["I love my new kettle, it works perfectly.",
+                                   "The kettle broke on day two; I want my money back."]})
+    options = {"model": TEXT_MODEL, "max_tokens": 24, "progress": False, "max_reasks": 0}
+    prompt = "Sentiment and whether a refund is asked: {text}"
+    with Gateway(gateway.base_url, gateway.api_key) as gw:
+        sync = frame.gw.extract(prompt, EXTRACT_SCHEMA, gateway=gw, checkpoint=tmp_path / "s.sqlite", **options)
+        batch = frame.gw.extract(prompt, EXTRACT_SCHEMA, gateway=gw, checkpoint=tmp_path / "b.sqlite",
+                                 batch=FAST, prices=PRICES, **options)
+        again = frame.gw.extract(prompt, EXTRACT_SCHEMA, gateway=gw, checkpoint=tmp_path / "b.sqlite",
+                                 batch=FAST, prices=PRICES, **options)
+    assert list(batch.columns) == list(sync.columns)
+    assert dict(batch.dtypes) == dict(sync.dtypes)  # category and boolean, as the schema says
+    assert batch["__error"].isna().all(), batch["__error"].tolist()
+    assert batch["sentiment"].isin(["positive", "negative"]).all() and batch["refund"].isin([True, False]).all()
+    assert batch.run.batch["collected"] == 2 and batch.run.batch["submitted"] == 2
+    assert batch.run.cost == pytest.approx((batch.run.input_tokens * 2.0 + batch.run.output_tokens * 8.0) / 2e6)
+    assert again.run.batch["submitted"] == again.run.batch["collected"] == 0  # collecting twice pays nothing
+    assert again[["sentiment", "refund"]].equals(batch[["sentiment", "refund"]])
