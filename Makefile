@@ -61,17 +61,21 @@ db-deps:
 		{ [ "$$(id -u)" = 0 ] && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; } || \
 		echo "db-deps: no PostgreSQL (as root: apt-get install postgresql); the PostgreSQL tests skip"
 
-# The suite keeps about one of two cores busy (much of it waits on the gateway's models), so the notebooks
-# run beside it (-j2); each target's output is printed whole when it ends (--output-sync). The notebooks
-# get their own gateway database and checkpoint store, so the two never share a file.
+# The suite runs on two xdist workers (much of a test waits on the gateway's models, so two keep the cores
+# busy; tests/conftest.py groups each module, and the folders sharing servers, onto one worker), and the
+# core-install tests and the notebooks run beside it (-j2); each target's output is printed whole when it
+# ends (--output-sync). The notebooks get their own gateway database and checkpoint store.
 test: setup byo browser-deps db-deps
 	$(BIN)/ruff check gwlab tests bench
-	$(MAKE) --no-print-directory test-core
-	$(MAKE) --no-print-directory -j2 --output-sync=target suite notebooks-apart
+	$(MAKE) --no-print-directory -j2 --output-sync=target suite beside
 
-.PHONY: suite notebooks-apart
+.PHONY: suite beside notebooks-apart
 suite: setup
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadgroup
+
+beside: setup
+	$(MAKE) --no-print-directory test-core
+	$(MAKE) --no-print-directory notebooks-apart
 
 notebooks-apart: setup
 	apart=$$(mktemp -d) && GWLAB_DB=$$apart/gateway.sqlite GWLAB_CHECKPOINT=$$apart/frames.sqlite \
