@@ -57,7 +57,7 @@ from gwlab.frames.evaluation.estimate import estimate
 from gwlab.frames.evaluation.evaluate import evaluate
 from gwlab.frames.evaluation.label_plan import LabelPlan, PlanOptions, label_plan
 from gwlab.frames.evaluation.repeats import stability
-from gwlab.frames.evaluation.sequential_compare import SequentialComparison, compare_sequential
+from gwlab.frames.evaluation.sequential_compare import Sequential, SequentialComparison, compare_sequential
 from gwlab.frames.grounding.view import show_grounding
 from gwlab.frames.run.budget import Budget
 from gwlab.frames.run.records import run_answers, runs
@@ -105,6 +105,7 @@ __all__ = [
     "Response",
     "RunInterrupted",
     "RunRecordWarning",
+    "Sequential",
     "SequentialComparison",
     "ServerError",
     "StatusError",
