@@ -56,6 +56,8 @@ from gwlab.frames.evaluation.compare import compare
 from gwlab.frames.evaluation.estimate import estimate
 from gwlab.frames.evaluation.evaluate import evaluate
 from gwlab.frames.evaluation.label_plan import LabelPlan, PlanOptions, label_plan
+from gwlab.frames.evaluation.label_store import LabelStore
+from gwlab.frames.evaluation.labelling import LabelSession, SessionOptions
 from gwlab.frames.evaluation.repeats import stability
 from gwlab.frames.evaluation.sequential_compare import Sequential, SequentialComparison, compare_sequential
 from gwlab.frames.grounding.view import show_grounding
@@ -94,6 +96,8 @@ __all__ = [
     "InvalidEvent",
     "InvalidRequest",
     "LabelPlan",
+    "LabelSession",
+    "LabelStore",
     "Message",
     "NotFound",
     "PermissionDenied",
@@ -108,6 +112,7 @@ __all__ = [
     "Sequential",
     "SequentialComparison",
     "ServerError",
+    "SessionOptions",
     "StatusError",
     "StreamError",
     "StreamInterrupted",

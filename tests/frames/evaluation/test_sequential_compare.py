@@ -51,7 +51,8 @@ def test_a_a_comparisons_rarely_decide() -> None:  # compare's form is the same 
     decided = 0
     for seed in range(40):
         df = _frame(seed, n=1500, b_edge=0.0)
-        result = gwlab.compare_sequential(df, lambda rows: rows["a"], lambda rows: rows["b"], "label", round_rows=50, seed=seed)
+        result = gwlab.compare_sequential(df, lambda rows: rows["a"], lambda rows: rows["b"], "label",
+                                          round_rows=50, seed=seed)
         decided += result.decision != "unresolved"
     assert decided <= 2  # 0.05 of 40 is 2; the sequence's own level is simulated in tests/stats
 
