@@ -72,7 +72,7 @@ class LabelSession:
                 raise InvalidRequest(field, f"unknown column {column!r}")
         self.frame, self.plan, self.prob = frame, plan, prob
         self.store = store if isinstance(store, LabelStore) else LabelStore(store)
-        self._show = Template.parse(self.options.show, frame.columns, field="show")
+        self._show = Template.parse(self.options.show, list(frame.columns), field="show")
         rng = np.random.default_rng(self.options.seed)
         self.order: list[Hashable] = list(plan.rows[rng.permutation(len(plan.rows))])
         self._cursor: int | None = None  # a row gone back to; None: the first without a label
@@ -153,7 +153,9 @@ class LabelSession:
         labels.loc[given.index] = given.to_numpy()
         prob = two_phase_probabilities(self.plan.probabilities.to_numpy(dtype=np.float64), before, len(given),
                                        len(self.order))
-        return self.frame.assign(**{_LABEL: labels, _PROB: prob})
+        view = self.frame.copy(deep=False)
+        view[_LABEL], view[_PROB] = labels, prob
+        return view
 
     def estimate(self) -> pd.DataFrame:
         """`gwlab.estimate` over the labels so far (its table), with the two-phase probabilities once
