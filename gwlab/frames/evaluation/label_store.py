@@ -138,9 +138,10 @@ class LabelStore:
 
     def column(self, question: str, index: pd.Index) -> pd.Series:
         """The labels of `question` aligned to a frame's `index` (None where a row has none)."""
-        stored = self.labels(question)
-        lookup = dict(zip(stored.index, stored.to_numpy(), strict=True))
-        return pd.Series([lookup.get(_decode(_encode(i, "row"))) for i in index], index=index, dtype=object,
+        with self._lock:
+            lookup = dict(self._db.execute("SELECT row_id, label FROM labels WHERE question = ?", (question,)))
+        found = (lookup.get(_encode(i, "row")) for i in index)  # matched as stored: encoded ids
+        return pd.Series([None if text is None else _decode(text) for text in found], index=index, dtype=object,
                          name=question)
 
     def record_column(self, question: str, labels: pd.Series, *, source: str = "column") -> int:
