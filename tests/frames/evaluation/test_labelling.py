@@ -141,3 +141,21 @@ def test_least_sure_first_or_unscaled_probabilities_are_mutants_that_fail() -> N
     for order, scaled in (("uncertain", False), ("random", False)):
         coverage, bias = _coverage(order, scaled, sims=200)
         assert coverage < 0.85 and abs(bias) > 0.03, (order, scaled, coverage, bias)
+
+
+def test_a_choice_question_offers_its_options_and_estimates_each_share(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet([1, 1, 1], 300)
+    teams = ["billing", "technical", "shipping"]
+    frame = pd.DataFrame({"text": [f"m {i}" for i in range(300)],
+                          **{f"team__p__{t}": p[:, i] for i, t in enumerate(teams)}})
+    spec = {"type": "choice", "instructions": "Which team?",
+            "criteria": {"billing": "money", "technical": "bugs", "shipping": "parcels"}}
+    plan = gwlab.label_plan(frame, "team__p__billing", budget=30)
+    session = gwlab.LabelSession(frame, plan, {"team": spec}, prob="team", store=tmp_path / "l.sqlite")
+    assert list(session.choices) == teams
+    for team in ["billing", "shipping", "technical", "billing"]:
+        session.record(team)
+    table = session.estimate()
+    assert list(table["answer"]) == teams and (table["labelled"] == 4).all()
+    assert np.isfinite(table["estimate"]).all()
