@@ -95,7 +95,10 @@ class Labeller(anywidget.AnyWidget):
             self.text = "" if row is None else self.session.text(row)
             self.given = "" if given is None else str(given)
             self.done, self.total = done, total
-            self.estimate = _estimate_lines(self.session)
+            try:
+                self.estimate = _estimate_lines(self.session)
+            except Exception as exc:  # shown in the panel, not lost in the kernel's log; the label is stored
+                self.estimate, self.error = [], f"estimate: {type(exc).__name__}: {exc}"
 
 
 def _number(value: Any) -> str:

@@ -87,3 +87,17 @@ def test_every_row_labelled_shows_no_row_and_the_state_holds_no_credential(tmp_p
     assert "labels.sqlite" not in state  # the store's path stays in the kernel too
     synced = [name for name in widget.keys if not name.startswith("_")]
     assert not [name for name in synced if SECRET_NAMES.search(name)], synced  # no credential-shaped trait
+
+
+def test_an_estimate_that_fails_is_shown_in_the_panel_and_the_label_is_kept(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    widget = Labeller(_session(tmp_path / "labels.sqlite"))
+    first = widget.row
+
+    def broken() -> pd.DataFrame:  # a fault injected into the estimate
+        raise ValueError("injected")
+
+    monkeypatch.setattr(widget.session, "estimate", broken)
+    widget.answer("true")
+    assert widget.error == "estimate: ValueError: injected" and widget.estimate == []
+    assert gwlab.LabelStore(tmp_path / "labels.sqlite").labels("refund").to_dict() == {int(first): "true"}
