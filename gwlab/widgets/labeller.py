@@ -22,16 +22,16 @@ _MAX_KEYS = 9  # options 1-9 have a number key; more are clicked
 class Labeller(anywidget.AnyWidget):
     """The planned rows of a `gwlab.LabelSession`, one at a time, with the question and its options.
 
-    Parameters
-    ----------
-    session : gwlab.LabelSession
-        The frame, the plan, the question, the store and the estimate's settings.
-
     A click on an option, or its number key (1-9; Backspace or the left arrow goes back one row), stores
     the label in the session's SQLite store before the next row shows, so a kernel restart loses none: a
     new session on the same store resumes at the first row without a label. The estimate and its
     interval (`gwlab.estimate` over the labels so far, with the session's two-phase probabilities) are
     recomputed after every label. Nothing here talks to a gateway: no key is near the widget.
+
+    Parameters
+    ----------
+    session : gwlab.LabelSession
+        The frame, the plan, the question, the store and the estimate's settings.
     """
 
     _esm = esm_of(__file__)
