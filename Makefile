@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo test test-core lint lab bench clean browser-deps db-deps screenshots byo
+.PHONY: setup demo test test-core lint lab bench clean browser-deps db-deps screenshots byo ppi-ref
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,18 @@ $(BYO_STAMP): tests/byo/requirements-litellm.txt
 	touch $(BYO_STAMP)
 
 byo: $(BYO_STAMP)
+
+# tests/stats/test_ppi.py checks gwlab's PPI++ against the paper's package, ppi-python, run as a subprocess
+# from its own venv (tests/stats/requirements-ppi.txt says why not .venv). Built once, ~1 min with pip's cache;
+# the suite is told where it is (GWLAB_PPI_PYTHON), so under `make test` a missing reference fails, never skips.
+PPI := .venv-ppi
+PPI_STAMP := $(PPI)/.installed
+$(PPI_STAMP): tests/stats/requirements-ppi.txt
+	$(PY) -m venv $(PPI)
+	$(PPI)/bin/pip install -q -r tests/stats/requirements-ppi.txt
+	touch $(PPI_STAMP)
+
+ppi-ref: $(PPI_STAMP)
 
 # A core install (`pip install gwlab`, no extras: pandas 3 without pyarrow) runs the client and df.gw paths
 # of tests/core against a gateway served by the full venv (tests/core/run_core.py says how). Built once.
@@ -65,13 +77,13 @@ db-deps:
 # busy; tests/conftest.py groups each module, and the folders sharing servers, onto one worker), and the
 # core-install tests and the notebooks run beside it (-j2); each target's output is printed whole when it
 # ends (--output-sync). The notebooks get their own gateway database and checkpoint store.
-test: setup byo browser-deps db-deps
+test: setup byo ppi-ref browser-deps db-deps
 	$(BIN)/ruff check gwlab tests bench
 	$(MAKE) --no-print-directory -j2 --output-sync=target suite beside
 
 .PHONY: suite beside notebooks-apart
 suite: setup
-	$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadgroup
+	GWLAB_PPI_PYTHON=$(CURDIR)/$(PPI)/bin/python $(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 
 beside: setup
 	$(MAKE) --no-print-directory test-core
@@ -96,7 +108,7 @@ bench: setup
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(BYO) $(CORE) out .pytest_cache
+	rm -rf $(VENV) $(BYO) $(CORE) $(PPI) out .pytest_cache
 
 # Notebooks run by nbval on the embedded gateway (hosted variables unset); outputs marked
 # NBVAL_CHECK_OUTPUT are compared after notebooks/nbval_sanitize.cfg. `make notebooks` runs them alone.

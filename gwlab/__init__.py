@@ -56,8 +56,10 @@ from gwlab.frames.evaluation.compare import compare
 from gwlab.frames.evaluation.estimate import estimate
 from gwlab.frames.evaluation.evaluate import evaluate
 from gwlab.frames.evaluation.label_plan import LabelPlan, PlanOptions, label_plan
+from gwlab.frames.evaluation.label_store import LabelStore
+from gwlab.frames.evaluation.labelling import LabelSession, SessionOptions
 from gwlab.frames.evaluation.repeats import stability
-from gwlab.frames.evaluation.sequential_compare import SequentialComparison, compare_sequential
+from gwlab.frames.evaluation.sequential_compare import Sequential, SequentialComparison, compare_sequential
 from gwlab.frames.grounding.view import show_grounding
 from gwlab.frames.run.budget import Budget
 from gwlab.frames.run.records import run_answers, runs
@@ -94,6 +96,8 @@ __all__ = [
     "InvalidEvent",
     "InvalidRequest",
     "LabelPlan",
+    "LabelSession",
+    "LabelStore",
     "Message",
     "NotFound",
     "PermissionDenied",
@@ -105,8 +109,10 @@ __all__ = [
     "Response",
     "RunInterrupted",
     "RunRecordWarning",
+    "Sequential",
     "SequentialComparison",
     "ServerError",
+    "SessionOptions",
     "StatusError",
     "StreamError",
     "StreamInterrupted",

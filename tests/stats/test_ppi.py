@@ -2,10 +2,10 @@
 coverage simulations at their hardest regime (a biased model, small labelled sets) beside a broken
 mutant (the model-only share's interval) that must fail them.
 
-`ppi_py` (PyPI `ppi-python`) needs numba, whose wheels pin numpy below the venv's, so it is read either
-in-process when importable or through the interpreter named by GWLAB_PPI_PYTHON (a side venv:
-`python -m venv /tmp/ppi/venv && /tmp/ppi/venv/bin/pip install ppi-python`); without either the
-reference test is skipped, saying so.
+`ppi_py` (PyPI `ppi-python`) needs numba, whose numpy pin would decide the venv's numpy, so it lives in a
+side venv that `make ppi-ref` builds (.venv-ppi, pinned by tests/stats/requirements-ppi.txt; `make test`
+builds it first) and runs as a subprocess on the same data. `make test` names it in GWLAB_PPI_PYTHON, and
+then a missing reference fails; a bare pytest run without .venv-ppi skips the reference test, saying so.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import pytest
 
 from gwlab.stats.ppi import ipw_mean, ppi_mean, t_quantile, tuned_lambda
 
-_SIDE = os.environ.get("GWLAB_PPI_PYTHON", "/tmp/ppi/venv/bin/python")
+_REQUIRED = os.environ.get("GWLAB_PPI_PYTHON")
+_SIDE = _REQUIRED or str(Path(__file__).resolve().parents[2] / ".venv-ppi" / "bin" / "python")
 
 _REFERENCE = """
 import json, sys
@@ -61,13 +62,14 @@ def _reference(cases: list[dict], tmp_path: Path) -> list[list[float]]:
     """`ppi_py`'s estimate and 95 % interval per case, from this interpreter or the side venv's."""
     python = sys.executable if importlib.util.find_spec("ppi_py") else _SIDE
     if not Path(python).exists():
-        pytest.skip(f"ppi_py not importable and no side venv at {_SIDE} (set GWLAB_PPI_PYTHON)")
+        assert not _REQUIRED, f"GWLAB_PPI_PYTHON={_REQUIRED} does not exist (make ppi-ref)"
+        pytest.skip(f"ppi_py not importable and no side venv at {_SIDE} (make ppi-ref)")
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     (tmp_path / "ref.py").write_text(_REFERENCE)
     done = subprocess.run([python, str(tmp_path / "ref.py"), str(tmp_path / "cases.json")],
                           capture_output=True, text=True, timeout=120)
-    if done.returncode != 0 and "No module named 'ppi_py'" in done.stderr:
-        pytest.skip(f"{python} has no ppi_py")
+    if done.returncode != 0 and "No module named 'ppi_py'" in done.stderr and not _REQUIRED:
+        pytest.skip(f"{python} has no ppi_py (make ppi-ref)")
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 

@@ -16,7 +16,7 @@ import html
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack, overload
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,7 @@ from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
 from gwlab.frames.evaluation import evidence, repeats
 from gwlab.frames.evaluation.labels import EvaluationWarning
+from gwlab.frames.evaluation.sequential_compare import Sequential, SequentialComparison, run_sequential
 from gwlab.frames.evaluation.targets import Target, resolve
 from gwlab.frames.run.records import run_answers
 from gwlab.stats import intervals
@@ -66,10 +67,21 @@ class CompareSettings(TypedDict, total=False):
 _SETTINGS = {"bins": 10, "resamples": intervals.RESAMPLES, "seed": intervals.SEED}
 
 
-def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any, *, level: float = 0.95,
+@overload
+def compare(a: Any, b: Any, truth: Any, *, level: float = ..., questions: Mapping[str, Any] | None = ...,
+            reduce: str | None = ..., levels_from: int | Mapping[str, int] | None = ...,
+            labels: Mapping[Any, Any] | None = ..., sequential: None = ...,
+            **settings: Unpack[CompareSettings]) -> Comparison: ...
+@overload
+def compare(a: Any, b: Any, truth: Any, *, level: float = ..., questions: Mapping[str, Any] | None = ...,
+            reduce: str | None = ..., levels_from: int | Mapping[str, int] | None = ...,
+            labels: Mapping[Any, Any] | None = ..., sequential: Sequential,
+            **settings: Unpack[CompareSettings]) -> SequentialComparison: ...
+def compare(a: Any, b: Any, truth: Any, *, level: float = 0.95,
             questions: Mapping[str, Any] | None = None, reduce: str | None = None,
             levels_from: int | Mapping[str, int] | None = None, labels: Mapping[Any, Any] | None = None,
-            **settings: Unpack[CompareSettings]) -> Comparison:
+            sequential: Sequential | None = None,
+            **settings: Unpack[CompareSettings]) -> Comparison | SequentialComparison:
     """Compare two sets of answers to the same rows (two models, prompts, gateways, a run and its baseline).
 
     Parameters
@@ -100,18 +112,27 @@ def compare(a: pd.DataFrame | pd.Series, b: pd.DataFrame | pd.Series, truth: Any
         its warning when they fit both scales).
     labels : dict, optional
         Label synonyms, as in `gwlab.evaluate` (``{1: False, 2: True}``, or ``{question id: {...}}``).
+    sequential : Sequential, optional
+        Send rows in rounds and stop paying once accuracy(B) - accuracy(A) is resolved: `a` and `b` are
+        then functions answering a chunk of ``sequential.rows`` (a Series of answers indexed like it),
+        `truth` a label column of those rows (or a Series indexed like them); the anytime-valid confidence
+        sequence at ``1 - level`` decides, as in `gwlab.compare_sequential`. Accuracy only.
 
     Returns
     -------
-    Comparison
+    Comparison or SequentialComparison
         ``table`` (one row per question and metric), ``flips`` (right->wrong, wrong->right rows),
-        ``only_a``/``only_b`` (rows one side lacks, reported and warned of) and a ``verdict``.
+        ``only_a``/``only_b`` (rows one side lacks, reported and warned of) and a ``verdict``; with
+        `sequential`, where the rounds stopped (``rows``, ``low``, ``high``, ``decision``, ``trace``).
 
     Examples
     --------
     >>> gwlab.compare(run_a, run_b, truth=labels["urgent"]).verdict          # doctest: +SKIP
+    >>> gwlab.compare(answer_a, answer_b, "label", sequential=gwlab.Sequential(df, budget=2000))  # doctest: +SKIP
     """
     level = intervals.check_level(level)
+    if sequential is not None:
+        return run_sequential(a, b, truth, sequential, alpha=1.0 - level)
     unknown = sorted(set(settings) - set(_SETTINGS))
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")

@@ -7,12 +7,16 @@ sequence excludes [-margin, margin] (B better or worse by more than `margin`), w
 (-margin, margin) (the sides are within `margin`: only with margin > 0), or when the budget ends. Looking
 after every round is what the sequence allows; a fixed-n interval looked at this way would not keep its
 level. What it does not promise: a difference on rows outside the frame, or on another metric.
+
+`gwlab.compare(a, b, truth, sequential=gwlab.Sequential(rows=df, ...))` is the same run under compare's
+name (`a`, `b` then answer a chunk of rows; compare's `level` is 1 - alpha).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,9 +24,44 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.stats.sequential import confidence_sequence
 
-__all__ = ["SequentialComparison", "compare_sequential"]
+__all__ = ["Sequential", "SequentialComparison", "compare_sequential", "run_sequential"]
 
 Answerer = Callable[[pd.DataFrame], pd.Series]
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """How `gwlab.compare(..., sequential=...)` sends rows: from `rows` in rounds of `round_rows`, at most
+    `budget` rows (None: all), stopping once B - A is resolved beyond `margin`; `seed` orders the rows."""
+
+    rows: pd.DataFrame
+    round_rows: int = 50
+    budget: int | None = None
+    margin: float = 0.0
+    seed: int = 0
+
+    def __repr__(self) -> str:  # not the rows' whole table
+        return (f"Sequential({len(self.rows)} rows, round_rows={self.round_rows}, budget={self.budget}, "
+                f"margin={self.margin}, seed={self.seed})")
+
+
+def run_sequential(a: Any, b: Any, truth: Any, options: Sequential, alpha: float) -> SequentialComparison:
+    """compare's sequential form: `a`, `b` answerers, `truth` a column of `options.rows` or a Series like it."""
+    if not isinstance(options, Sequential):
+        raise InvalidRequest("sequential", f"a gwlab.Sequential(rows=..., ...); got {type(options).__name__}")
+    if not isinstance(options.rows, pd.DataFrame):
+        raise InvalidRequest("sequential.rows", "the DataFrame of rows to send in rounds")
+    for name, side in (("a", a), ("b", b)):
+        if not callable(side):
+            raise InvalidRequest(name, "with sequential=, a function answering a chunk of rows "
+                                       "(e.g. lambda rows: rows.gw.decide(...)['q__choice'])")
+    rows = options.rows
+    if isinstance(truth, pd.Series):
+        rows, truth = rows.assign(__truth__=truth.reindex(rows.index)), "__truth__"
+    if not isinstance(truth, str):
+        raise InvalidRequest("truth", "with sequential=, a label column of the rows or a Series indexed like them")
+    return compare_sequential(rows, a, b, truth, round_rows=options.round_rows,
+                              budget=options.budget, alpha=alpha, margin=options.margin, seed=options.seed)
 
 
 @dataclass(frozen=True)

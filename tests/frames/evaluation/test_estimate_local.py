@@ -1,6 +1,7 @@
-"""`gwlab.estimate` and `gwlab.compare_sequential` on the real embedded gateway's answers to the support
-messages: the tidy columns decide writes are read as they are, and a sequential run sends only the rows
-it used."""
+"""`gwlab.estimate` and the sequential comparison on the real embedded gateway's answers to the support
+messages: the tidy columns decide writes are read as they are, and a sequential run
+(`gwlab.compare(..., sequential=gwlab.Sequential(...))`, which runs `compare_sequential`) sends only the
+rows it used."""
 
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ def test_sequential_comparison_sends_only_the_rows_it_used(gw: Gateway, gateway)
             return out["refund__noul"].map(lambda p: None if pd.isna(p) else bool(p >= 0.5))
         return answer
 
-    result = gwlab.compare_sequential(frame, side("{text}"), side("Customer message: {text}"), "refund",
-                                      round_rows=20, budget=40)
+    result = gwlab.compare(side("{text}"), side("Customer message: {text}"), "refund",
+                           sequential=gwlab.Sequential(frame, round_rows=20, budget=40))
+    assert isinstance(result, gwlab.SequentialComparison)
     assert result.rows in (20, 40) and len(result.trace) == result.rows // 20
     assert -1 <= result.low <= result.high <= 1 and np.isfinite(result.low)
     assert len(log.settled(mark, "/v1/decisions")) == 2 * result.rows
