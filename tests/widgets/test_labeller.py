@@ -15,7 +15,7 @@ pytest.importorskip("anywidget")
 
 import gwlab
 from gwlab.widgets import Labeller
-from tests.widgets.test_widget_secrets import SECRET_NAMES
+from tests.support.widget_state import SECRET_NAMES
 
 REFUND = {"refund": {"type": "noul", "instructions": "Is the customer asking for money back?",
                      "criteria": {"true": "asks for a refund", "false": "anything else"}}}

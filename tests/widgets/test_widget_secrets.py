@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,9 @@ from gwlab import Gateway
 from gwlab.widgets import DecisionExplorer, RealtimeConsole, StreamConsole, UsageDashboard
 from tests.support import wait_until
 from tests.support.models import PROMPT, REALTIME_MODEL, TEXT_MODEL
+from tests.support.widget_state import SECRET_NAMES
 
 WIDGETS_DIR = Path(gwlab.widgets.__file__).parent
-SECRET_NAMES = re.compile(r"(api_?)?key$|^key|secret|password|auth|url|bearer|^token|_token$", re.IGNORECASE)
 
 
 def exercised(gw: Gateway) -> list[tuple[Any, list[Any]]]:
