@@ -74,7 +74,7 @@ db-deps:
 		echo "db-deps: no PostgreSQL (as root: apt-get install postgresql); the PostgreSQL tests skip"
 
 # The suite runs on two xdist workers (much of a test waits on the gateway's models, so two keep the cores
-# busy; tests/conftest.py groups each module, and the folders sharing servers, onto one worker), and the
+# busy; tests/conftest.py sends each module, and each folder sharing servers, to one worker), and the
 # core-install tests and the notebooks run beside it (-j2); each target's output is printed whole when it
 # ends (--output-sync). The notebooks get their own gateway database and checkpoint store.
 test: setup byo ppi-ref browser-deps db-deps
@@ -83,7 +83,7 @@ test: setup byo ppi-ref browser-deps db-deps
 
 .PHONY: suite beside notebooks-apart
 suite: setup
-	GWLAB_PPI_PYTHON=$(CURDIR)/$(PPI)/bin/python $(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadgroup
+	GWLAB_PPI_PYTHON=$(CURDIR)/$(PPI)/bin/python $(BIN)/pytest -q -p no:cacheprovider -n 2
 
 beside: setup
 	$(MAKE) --no-print-directory test-core
