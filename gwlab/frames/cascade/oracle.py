@@ -102,6 +102,7 @@ class Oracle:
         self.options = {**options, "join": False, "prefix": "", "pilot": None}  # a pilot limits the proxy only
         self.budget = Budget.of(options.get("budget"), options.get("prices"))
         self.sent, self.cached, self.cost, self.tokens = 0, 0, 0.0, 0
+        self.input_tokens = self.output_tokens = 0
         self.labels = self._labels(options.get("pilot")) if isinstance(cascade.oracle, pd.Series) else None
 
     @property
@@ -196,6 +197,8 @@ class Oracle:
         if counted:
             self.sent, self.cached, self.cost = self.sent + run.sent, self.cached + run.cached, self.cost + run.cost
             self.tokens += run.input_tokens + run.output_tokens
+            self.input_tokens, self.output_tokens = (self.input_tokens + run.input_tokens,
+                                                     self.output_tokens + run.output_tokens)
         if self.budget is not None:
             tokens = None if self.budget.tokens is None else max(0, self.budget.tokens - run.input_tokens
                                                                   - run.output_tokens)
