@@ -11,24 +11,16 @@ rows; IPW labels drawn towards uncertain rows by `labelling_probabilities`.
 from __future__ import annotations
 
 import numpy as np
-from harness.coverage import conversations, coverage, drawn_labels, few_labels  # bench/harness is on sys.path
-
-from gwlab.stats.ppi import ipw_mean, ppi_mean
+from harness.coverage import (  # bench/harness is on sys.path
+    conversations,
+    coverage,
+    drawn_labels,
+    few_labels,
+    ipw_interval,
+    ppi_interval,
+)
 
 SIMS = 500
-
-
-def _ppi(lam: float | None, clustered: bool = False):  # type: ignore[no-untyped-def]
-    def interval(y, h, u, clusters=None, clusters_unlabelled=None):  # type: ignore[no-untyped-def]
-        ids = {"clusters": clusters, "clusters_unlabelled": clusters_unlabelled} if clustered else {}
-        r = ppi_mean(y, h, u, lam=lam, **ids)
-        return r.low, r.high
-    return interval
-
-
-def _ipw(y, p, pi):  # type: ignore[no-untyped-def]
-    r = ipw_mean(y, p, pi)
-    return r.low, r.high
 
 
 def main() -> None:
@@ -36,17 +28,17 @@ def main() -> None:
     print(f"coverage at nominal 0.95, {SIMS} simulations per seed, seeds {list(seeds)}")
     for n in (30, 50, 80):
         for lam in (None, 1.0):
-            rows = [coverage(few_labels([n]), _ppi(lam), SIMS, s) for s in seeds]
-            classical = np.mean([coverage(few_labels([n]), _ppi(0.0), SIMS, s).width for s in seeds])
+            rows = [coverage(few_labels([n]), ppi_interval(lam), SIMS, s) for s in seeds]
+            classical = np.mean([coverage(few_labels([n]), ppi_interval(0.0), SIMS, s).width for s in seeds])
             print(f"PPI++ lam={'tuned' if lam is None else lam} n={n}: coverage "
                   f"{[round(r.rate, 3) for r in rows]}, width {np.mean([r.width for r in rows]):.3f} "
                   f"(labelled-only {classical:.3f})")
     for k in (12, 24):
         print(f"clusters, {k} labelled conversations: clustered "
-              f"{[coverage(conversations(k), _ppi(None, True), SIMS, s).rate for s in seeds]}, row-wise "
-              f"{[coverage(conversations(k), _ppi(None), SIMS, s).rate for s in seeds]}")
+              f"{[coverage(conversations(k), ppi_interval(None, True), SIMS, s).rate for s in seeds]}, row-wise "
+              f"{[coverage(conversations(k), ppi_interval(None, False), SIMS, s).rate for s in seeds]}")
     for budget in (30, 60):
-        rows = [coverage(drawn_labels(budget), _ipw, SIMS, s) for s in seeds]
+        rows = [coverage(drawn_labels(budget), ipw_interval, SIMS, s) for s in seeds]
         print(f"active IPW, budget {budget}: coverage {[round(r.rate, 3) for r in rows]}, "
               f"width {np.mean([r.width for r in rows]):.3f}")
 

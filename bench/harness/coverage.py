@@ -17,6 +17,7 @@ import numpy as np
 
 from gwlab.stats import calibration_error as ce
 from gwlab.stats.active import labelling_probabilities
+from gwlab.stats.ppi import ipw_mean, ppi_mean
 
 Draw = Callable[[np.random.Generator, int], tuple[float, tuple[Any, ...]]]
 Interval = Callable[..., tuple[float, float]]
@@ -79,6 +80,21 @@ def drawn_labels(budget: int) -> Draw:
         pi = labelling_probabilities(p, budget)
         return float(truth.mean()), (np.where(rng.random(UNLABELLED) < pi, truth, np.nan), p, pi)
     return draw
+
+
+def ppi_interval(lam: float | None, clustered: bool = True) -> Interval:
+    """`ppi_mean`'s interval for the draws above (`clustered`: given the conversations when a draw has them)."""
+    def interval(y: np.ndarray, h: np.ndarray, u: np.ndarray, clusters: np.ndarray | None = None,
+                 clusters_unlabelled: np.ndarray | None = None) -> tuple[float, float]:
+        ids = {"clusters": clusters, "clusters_unlabelled": clusters_unlabelled} if clustered else {}
+        r = ppi_mean(y, h, u, lam=lam, **ids)
+        return r.low, r.high
+    return interval
+
+
+def ipw_interval(y: np.ndarray, p: np.ndarray, pi: np.ndarray) -> tuple[float, float]:
+    r = ipw_mean(y, p, pi)
+    return r.low, r.high
 
 
 def calibration(n: int, shrink: float) -> Draw:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.harness.coverage import conversations, coverage, drawn_labels, few_labels
+from bench.harness.coverage import conversations, coverage, drawn_labels, few_labels, ipw_interval, ppi_interval
 from gwlab.stats.ppi import ipw_mean, ppi_mean, t_quantile, tuned_lambda
 
 _SIDE = os.environ.get("GWLAB_PPI_PYTHON", "/tmp/ppi/venv/bin/python")
@@ -118,20 +118,12 @@ def test_cluster_variance_of_the_labelled_mean_matches_statsmodels_cluster_robus
     assert got.se == pytest.approx(float(fit.bse[0]), rel=1e-9)
 
 
-def _ppi(lam: float | None, clustered: bool = True):  # type: ignore[no-untyped-def]
-    def interval(y, h, u, clusters=None, clusters_unlabelled=None):  # type: ignore[no-untyped-def]
-        ids = {"clusters": clusters, "clusters_unlabelled": clusters_unlabelled} if clustered else {}
-        r = ppi_mean(y, h, u, lam=lam, **ids)
-        return r.low, r.high
-    return interval
-
-
 SMALL = few_labels((30, 50, 80))  # a model that overstates the share by 0.15, 30-80 labels beside 2,000 answers
 
 
 def test_ppi_interval_covers_at_nominal_with_a_biased_model_and_few_labels() -> None:
     for lam in (None, 1.0):
-        assert (covered := coverage(SMALL, _ppi(lam), 600, seed=11).rate) >= 0.93, (lam, covered)
+        assert (covered := coverage(SMALL, ppi_interval(lam), 600, seed=11).rate) >= 0.93, (lam, covered)
 
 
 def test_model_only_interval_mutant_fails_the_same_coverage_check() -> None:
@@ -146,19 +138,15 @@ def test_model_only_interval_mutant_fails_the_same_coverage_check() -> None:
 def test_clustered_interval_covers_when_rows_share_clusters() -> None:
     """24 whole conversations labelled (120 rows). With 12 the clustered interval covers 0.91: below ~20
     labelled clusters the normal approximation is too short (docs/guide/labels.md says so, `estimate` warns)."""
-    assert coverage(conversations(24), _ppi(None), 500, seed=5).rate >= 0.93
+    assert coverage(conversations(24), ppi_interval(None), 500, seed=5).rate >= 0.93
 
 
 def test_row_wise_interval_mutant_fails_when_rows_share_clusters() -> None:
-    assert coverage(conversations(24), _ppi(None, clustered=False), 500, seed=5).rate < 0.85
+    assert coverage(conversations(24), ppi_interval(None, clustered=False), 500, seed=5).rate < 0.85
 
 
 def test_ipw_interval_covers_with_labels_drawn_towards_uncertain_rows() -> None:
-    def ipw(y: np.ndarray, p: np.ndarray, pi: np.ndarray) -> tuple[float, float]:
-        r = ipw_mean(y, p, pi)
-        return r.low, r.high
-
-    assert coverage(drawn_labels(60), ipw, 500, seed=9).rate >= 0.93
+    assert coverage(drawn_labels(60), ipw_interval, 500, seed=9).rate >= 0.93
 
 
 def test_ipw_refuses_a_row_that_could_not_be_labelled() -> None:
