@@ -41,6 +41,8 @@ from harness.support_tasks import (  # bench/harness: this script's folder is on
     QUEUES,
     URGENCY,
     URGENCY_LEVELS,
+    chosen_truth,
+    pair_truth,
     routing_accuracy,
     share_positive,
 )
@@ -150,24 +152,35 @@ def binary_row(row: dict[str, Any], q: Binary | None) -> dict[str, Any]:
 
 
 def joins(bench: Bench, rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """The messages joined to the queue table on both sides; accuracy against `team`."""
+    """The messages joined to the queue table on both sides: accuracy against `team` (per message), and
+    precision, recall and F1 on the (message, queue) pairs of the message's team, beside the baselines."""
     task = {"texts": rows["text"].tolist(), "left_ids": [int(i) for i in rows.index], "instruction": JOIN_INSTRUCTION,
             "right_texts": QUEUES["description"].tolist(), "right_ids": QUEUES.index.tolist()}
     out, row = bench.lotus("sem_join", task)
     pairs = [tuple(p) for p in out.get("pairs", [])]
     row["matches"] = len(pairs) if "pairs" in out else None
     majority, share = majority_share(rows["team"])
-    scored = [with_quality(row, "accuracy vs team", lambda: routing_accuracy(pairs, rows["team"]), "pairs" in out),
+    scored = [pair_row(with_quality(row, "accuracy vs team", lambda: routing_accuracy(pairs, rows["team"]),
+                                    "pairs" in out), pairs if "pairs" in out else None, rows["team"]),
               {"side": "baseline", "operator": f"always {majority!r} (majority team)", "measure": "accuracy vs team",
                "quality": share}]
+    grid = pair_truth([], rows["team"])[1]
+    scored += [{"side": "baseline", "operator": f"pairs: {name}", "measure": "pairs vs team",
+                **{k: getattr(q, k) for k in ("precision", "recall", "f1", "kept")}} for name, q in baselines(grid)]
 
     merged, row = bench.gwlab("df.gw.merge", lambda o: rows.gw.merge(
         QUEUES, MERGE_CONDITION, left_on="{text}", right_on="{description}", how="left", **o))
     matched = merged["right_index"].dropna()
     row["matches"] = len(matched)
-    scored.append(with_quality(row, "accuracy vs team",
-                               lambda: routing_accuracy(matched.items(), rows["team"])))
+    accuracy = with_quality(row, "accuracy vs team", lambda: routing_accuracy(matched.items(), rows["team"]))
+    scored.append(pair_row(accuracy, list(matched.items()), rows["team"]))
     return scored
+
+
+def pair_row(row: dict[str, Any], pairs: list[Any] | None, teams: pd.Series) -> dict[str, Any]:
+    """The row with precision, recall and F1 on its matched pairs (None where the operator failed)."""
+    q = None if pairs is None else Binary.of(*pair_truth(pairs, teams))
+    return {**row, **{k: None if q is None else getattr(q, k) for k in ("precision", "recall", "f1", "kept")}}
 
 
 def topks(bench: Bench, rows: pd.DataFrame, k: int) -> tuple[list[dict[str, Any]], str]:
@@ -177,16 +190,28 @@ def topks(bench: Bench, rows: pd.DataFrame, k: int) -> tuple[list[dict[str, Any]
     out, row = bench.lotus("sem_topk", task)
     lotus_chosen = out.get("chosen", [])
     measure = f"urgent share of top {k}"
-    scored = [with_quality(row, measure, lambda: share_positive(lotus_chosen, rows["urgent"]), "chosen" in out)]
+    scored = [chosen_row(with_quality(row, measure, lambda: share_positive(lotus_chosen, rows["urgent"]),
+                                      "chosen" in out), lotus_chosen if "chosen" in out else None, rows["urgent"])]
 
     top, row = bench.gwlab("df.gw.topk", lambda o: rows.gw.topk(URGENCY, k, state="{text}", levels=URGENCY_LEVELS,
                                                                **o))
     row["comparisons"] = top.run.comparisons
-    scored.append(with_quality(row, measure, lambda: share_positive(top.index, rows["urgent"])))
+    scored.append(chosen_row(with_quality(row, measure, lambda: share_positive(top.index, rows["urgent"])),
+                             list(top.index), rows["urgent"]))
+    urgent_n = int(rows["urgent"].astype(bool).sum())
+    scored.append({"side": "baseline", "operator": f"a random {k} (expected)", "measure": measure,
+                   "quality": urgent_n / len(rows), "precision": urgent_n / len(rows), "recall": k / len(rows),
+                   "kept": k})
     both = len(set(lotus_chosen) & set(top.index)) if "chosen" in out else None
     urgent = rows["urgent"].astype(bool)
     return scored, (f"top {k}: chosen by both sides {both} of {k}; urgent base rate {urgent.mean():.3f} (a random "
                     f"{k}'s expected share); a perfect ranking's share {min(k, int(urgent.sum())) / k:.3f}")
+
+
+def chosen_row(row: dict[str, Any], chosen: list[Any] | None, labels: pd.Series) -> dict[str, Any]:
+    """The row with precision, recall and F1 of the chosen rows on the positive label (None where it failed)."""
+    q = None if chosen is None else Binary.of(*chosen_truth(chosen, labels))
+    return {**row, **{k: None if q is None else getattr(q, k) for k in ("precision", "recall", "f1", "kept")}}
 
 
 def with_quality(row: dict[str, Any], measure: str, score: Callable[[], float], ok: bool = True) -> dict[str, Any]:

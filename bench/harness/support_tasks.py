@@ -47,3 +47,18 @@ def share_positive(chosen: Iterable[Hashable], labels: pd.Series) -> float:
     if not picked:
         raise ValueError("chosen: no rows were chosen")
     return float(labels.loc[picked].astype(bool).mean())
+
+
+def pair_truth(pairs: Iterable[tuple[Hashable, Hashable]], teams: pd.Series,
+               queues: pd.DataFrame = QUEUES) -> tuple[list[bool], list[bool]]:
+    """Every (message, queue) pair as (matched?, queue of the message's team?), for P/R/F1 on pairs."""
+    matched = {(left, right) for left, right in pairs}
+    grid = [(i, q) for i in teams.index for q in queues.index]
+    return ([pair in matched for pair in grid],
+            [str(queues.at[q, "team"]) == str(teams.at[i]) for i, q in grid])
+
+
+def chosen_truth(chosen: Iterable[Hashable], labels: pd.Series) -> tuple[list[bool], list[bool]]:
+    """Every row as (chosen?, labelled true?), for P/R/F1 of a top k on its positive label."""
+    picked = set(chosen)
+    return [i in picked for i in labels.index], labels.astype(bool).tolist()

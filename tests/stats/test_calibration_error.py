@@ -1,10 +1,13 @@
 """The binned ECE's debiased estimate matches the paper's package, and its interval covers the population ECE.
 
 Coverage is simulated where the old percentile bootstrap of the plug-in failed (issue 31 point 5): a calibrated
-model (population ECE 0, at the boundary) and mildly and clearly miscalibrated ones, at 300 and 1,000 rows.
-The model: predictions uniform on [0, 1], labels true with probability 0.5 + shrink (p - 0.5). With ten
-equal-width bins each bin's gap is -(1 - shrink)(midpoint - 0.5), so the population ECE is
-(1 - shrink) * mean|midpoint - 0.5| = (1 - shrink) * 0.25 exactly: no estimate of the truth is involved.
+model (population ECE 0, at the boundary), mildly and clearly miscalibrated ones, at 300 and 1,000 rows
+(bench/harness/coverage.py `calibration`: the population ECE is known exactly, (1 - shrink) * 0.25).
+About nominal where the interval's bounds are tight (a calibrated model, a clearly miscalibrated one);
+at least nominal where every bin's gap is within its noise (shrink 0.85, 0.75: conservative, see the
+module's docstring and bench/ece_coverage.py). Two mutants fail the same check: the percentile
+bootstrap gwlab shipped first (below nominal), and the union bound it shipped next (far above nominal
+for a clearly miscalibrated model).
 """
 
 from __future__ import annotations
@@ -12,58 +15,34 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.harness.coverage import calibration, coverage, percentile_bootstrap_ece, union_bound_ece
 from gwlab.stats import calibration_error as ce
 
 LEVEL = 0.95
 SEEDS = 200  # simulated data sets per regime
-# the coverage a valid 95 % interval can show over SEEDS data sets: 3 binomial standard errors below nominal
+# the coverage a valid 95 % interval can show over SEEDS data sets: 3 binomial standard errors either side
 FLOOR = LEVEL - 3 * np.sqrt(LEVEL * (1 - LEVEL) / SEEDS)
-CEILING = LEVEL + 3 * np.sqrt(LEVEL * (1 - LEVEL) / SEEDS)  # "about nominal" where the bound is tight (ECE 0)
+CEILING = LEVEL + 3 * np.sqrt(LEVEL * (1 - LEVEL) / SEEDS)
+TIGHT = (1.0, 0.0)  # calibrated, and clearly miscalibrated: where "about nominal" is asserted from above too
 
 
 def _sample(rng: np.random.Generator, n: int, shrink: float) -> tuple[np.ndarray, np.ndarray]:
-    p = rng.random(n)
-    return p, (rng.random(n) < 0.5 + shrink * (p - 0.5)).astype(float)
-
-
-def _population_ece(shrink: float) -> float:
-    return (1 - shrink) * 0.25
+    p, y, _ = calibration(n, shrink)(rng, 0)[1]
+    return p, y
 
 
 def _interval(p: np.ndarray, y: np.ndarray, seed: int) -> tuple[float, float]:
     return ce.interval(ce.binned(p, y), LEVEL, draws=4000, seed=seed)
 
 
-def _percentile_bootstrap(p: np.ndarray, y: np.ndarray, seed: int) -> tuple[float, float]:
-    """The mutant: what gwlab shipped before, a percentile bootstrap of the plug-in ECE (400 resamples)."""
-    rng = np.random.default_rng(seed)
-    n, resamples = len(p), 400
-    which = np.clip(np.searchsorted(np.linspace(0, 1, 11), p, side="right") - 1, 0, 9)
-    drawn = rng.integers(0, n, size=(resamples, n))
-    cell = (np.arange(resamples)[:, None] * 10 + which[drawn]).ravel()
-    gap = np.bincount(cell, (y - p)[drawn].ravel(), resamples * 10).reshape(resamples, 10)
-    values = np.abs(gap).sum(axis=1) / n  # sum_b (n_b / n) |mean gap_b|
-    low, high = np.quantile(values, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return float(low), float(high)
-
-
-def _coverage(method, n: int, shrink: float) -> float:  # type: ignore[no-untyped-def]
-    rng = np.random.default_rng(1000 + n)
-    truth, hits = _population_ece(shrink), 0
-    for seed in range(SEEDS):
-        low, high = method(*_sample(rng, n, shrink), seed)
-        hits += low <= truth <= high
-    return hits / SEEDS
-
-
 def _assert_covers(method, n: int, shrink: float) -> None:  # type: ignore[no-untyped-def]
-    coverage = _coverage(method, n, shrink)
-    assert coverage >= FLOOR, f"coverage {coverage:.3f} of the population ECE {_population_ece(shrink):.4f}"
-    if shrink == 1.0:  # at ECE 0 the inequality behind the interval is an equality: nominal, not more
-        assert coverage <= CEILING, f"coverage {coverage:.3f} at ECE 0 is above nominal: the bound is loose"
+    rate = coverage(calibration(n, shrink), method, SEEDS, seed=1000 + n).rate
+    assert rate >= FLOOR, f"coverage {rate:.3f} of the population ECE {(1 - shrink) * 0.25:.4f}"
+    if shrink in TIGHT:
+        assert rate <= CEILING, f"coverage {rate:.3f} at ECE {(1 - shrink) * 0.25:.4f} is above nominal"
 
 
-REGIMES = [(n, shrink) for n in (300, 1000) for shrink in (1.0, 0.85, 0.75)]
+REGIMES = [(n, shrink) for n in (300, 1000) for shrink in (1.0, 0.85, 0.75, 0.0)]
 
 
 @pytest.mark.parametrize(("n", "shrink"), REGIMES)
@@ -74,7 +53,13 @@ def test_the_interval_covers_the_population_ece_at_its_level(n: int, shrink: flo
 @pytest.mark.parametrize(("n", "shrink"), [(300, 1.0), (1000, 1.0), (300, 0.85)])
 def test_the_percentile_bootstrap_of_the_plugin_fails_the_same_coverage_check(n: int, shrink: float) -> None:
     with pytest.raises(AssertionError, match="coverage"):
-        _assert_covers(_percentile_bootstrap, n, shrink)
+        _assert_covers(percentile_bootstrap_ece, n, shrink)
+
+
+@pytest.mark.parametrize("n", [300, 1000])
+def test_the_union_bound_fails_the_same_check_for_a_clearly_miscalibrated_model(n: int) -> None:
+    with pytest.raises(AssertionError, match="above nominal"):
+        _assert_covers(union_bound_ece, n, 0.0)
 
 
 def test_the_plugin_is_biased_upwards_and_the_debiased_estimate_less() -> None:

@@ -21,7 +21,17 @@ import numpy as np
 import pytest
 
 from gwlab.stats import cascade as core
-from tests.support.guarantee import LEVEL, REAL_CORRECTION, SEEDS, Goal, Regime, holds, misses, misses_allowed
+from tests.support.guarantee import (
+    LEVEL,
+    REAL_CORRECTION,
+    SEEDS,
+    Goal,
+    Regime,
+    cascade_once,
+    holds,
+    misses,
+    misses_allowed,
+)
 
 
 def boundary(metric: str, sample: int, delta: float, rows: int = 50_000) -> Regime:
@@ -147,10 +157,6 @@ def test_recall_saves_oracle_calls_where_the_sample_allows_it() -> None:
     regime = prevalence(0.1, 300, 0.1)
     calls = []
     for seed in range(50):
-        goal = replace(regime.goal, seed=seed)
-        sampled = core.sample_rows(regime.score, goal)
-        threshold = core.choose_threshold(regime.score, sampled, regime.good[sampled], goal)
-        proxy = core.proxy_answers(regime.score, threshold, "recall")
-        proxy[sampled] = False
+        _, proxy = cascade_once(regime, seed)
         calls.append(int((~proxy).sum()))
     assert np.median(calls) < 0.5 * len(regime.score)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.harness.coverage import conversations, coverage, drawn_labels, few_labels, ipw_interval, ppi_interval
 from gwlab.stats.ppi import ipw_mean, ppi_mean, t_quantile, tuned_lambda
 
 _REQUIRED = os.environ.get("GWLAB_PPI_PYTHON")
@@ -119,29 +120,12 @@ def test_cluster_variance_of_the_labelled_mean_matches_statsmodels_cluster_robus
     assert got.se == pytest.approx(float(fit.bse[0]), rel=1e-9)
 
 
-def _coverage(estimator, sims: int, seed: int) -> float:
-    """Share of `sims` intervals covering the true share: a model that overstates it by 0.15 (biased),
-    small labelled sets (n from 30 to 80) beside 2,000 model answers."""
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for i in range(sims):
-        n = (30, 50, 80)[i % 3]
-        big_n = 2000
-        share = 0.3
-        truth = rng.random(n + big_n) < share
-        p = np.clip(np.where(truth, 0.75, 0.3) + rng.normal(0, 0.15, n + big_n), 0, 1)
-        result = estimator(truth[:n].astype(float), p[:n], p[n:])
-        hits += result[0] <= share <= result[1]
-    return hits / sims
+SMALL = few_labels((30, 50, 80))  # a model that overstates the share by 0.15, 30-80 labels beside 2,000 answers
 
 
 def test_ppi_interval_covers_at_nominal_with_a_biased_model_and_few_labels() -> None:
     for lam in (None, 1.0):
-        def ppi(y: np.ndarray, h: np.ndarray, u: np.ndarray, lam: float | None = lam) -> tuple[float, float]:
-            r = ppi_mean(y, h, u, lam=lam)
-            return r.low, r.high
-
-        assert (covered := _coverage(ppi, 600, seed=11)) >= 0.93, (lam, covered)
+        assert (covered := coverage(SMALL, ppi_interval(lam), 600, seed=11).rate) >= 0.93, (lam, covered)
 
 
 def test_model_only_interval_mutant_fails_the_same_coverage_check() -> None:
@@ -150,48 +134,21 @@ def test_model_only_interval_mutant_fails_the_same_coverage_check() -> None:
         half = 1.96 * every.std() / math.sqrt(len(every))
         return every.mean() - half, every.mean() + half
 
-    assert _coverage(model_only, 600, seed=11) < 0.5
-
-
-def _cluster_coverage(clustered: bool, sims: int = 500) -> float:
-    """300 conversations of 5 messages with a shared tendency each; 24 whole conversations labelled (120
-    rows). With 12 labelled conversations the clustered interval covers 0.91: below ~20 labelled clusters
-    the normal approximation is too short (docs/guide/labels.md says so, and `estimate` warns)."""
-    rng = np.random.default_rng(5)
-    hits = 0
-    for _ in range(sims):
-        clusters = np.repeat(np.arange(300), 5)
-        base = rng.random(300) < 0.3
-        truth = np.where(rng.random(1500) < 0.8, base[clusters], rng.random(1500) < 0.3)
-        p = np.clip(np.where(truth, 0.7, 0.35) + rng.normal(0, 0.1, 1500), 0, 1)
-        labelled = np.isin(clusters, rng.choice(300, 24, replace=False))
-        ids = {"clusters": clusters[labelled], "clusters_unlabelled": clusters[~labelled]} if clustered else {}
-        r = ppi_mean(truth[labelled].astype(float), p[labelled], p[~labelled], **ids)
-        hits += r.low <= truth.mean() <= r.high
-    return hits / sims
+    assert coverage(SMALL, model_only, 600, seed=11).rate < 0.5
 
 
 def test_clustered_interval_covers_when_rows_share_clusters() -> None:
-    assert _cluster_coverage(clustered=True) >= 0.93
+    """24 whole conversations labelled (120 rows). With 12 the clustered interval covers 0.91: below ~20
+    labelled clusters the normal approximation is too short (docs/guide/labels.md says so, `estimate` warns)."""
+    assert coverage(conversations(24), ppi_interval(None), 500, seed=5).rate >= 0.93
 
 
 def test_row_wise_interval_mutant_fails_when_rows_share_clusters() -> None:
-    assert _cluster_coverage(clustered=False) < 0.85
+    assert coverage(conversations(24), ppi_interval(None, clustered=False), 500, seed=5).rate < 0.85
 
 
 def test_ipw_interval_covers_with_labels_drawn_towards_uncertain_rows() -> None:
-    rng = np.random.default_rng(9)
-    hits, sims = 0, 500
-    for _ in range(sims):
-        big_n = 2000
-        truth = rng.random(big_n) < 0.3
-        p = np.clip(np.where(truth, 0.75, 0.3) + rng.normal(0, 0.15, big_n), 0, 1)
-        weight = np.sqrt(p * (1 - p)) + 0.05
-        pi = np.clip(60 * weight / weight.sum(), 1e-3, 1)  # about 60 labels, uncertain rows favoured
-        drawn = rng.random(big_n) < pi
-        r = ipw_mean(np.where(drawn, truth, np.nan), p, pi)
-        hits += r.low <= truth.mean() <= r.high
-    assert hits / sims >= 0.93
+    assert coverage(drawn_labels(60), ipw_interval, 500, seed=9).rate >= 0.93
 
 
 def test_ipw_refuses_a_row_that_could_not_be_labelled() -> None:

@@ -13,7 +13,8 @@ import numpy as np
 from gwlab.stats import cascade as core
 from gwlab.stats.intervals import binom_cdf
 
-__all__ = ["LEVEL", "REAL_CORRECTION", "SEEDS", "Goal", "Regime", "achieved", "holds", "misses", "misses_allowed"]
+__all__ = ["LEVEL", "REAL_CORRECTION", "SEEDS", "Goal", "Regime", "achieved", "cascade_once", "holds", "misses",
+           "misses_allowed"]
 
 SEEDS = 300
 LEVEL = 0.001  # the binomial test's level: a correct certificate fails the check about once in 1,000 suites
@@ -48,14 +49,23 @@ class Regime:
     goal: Goal
 
 
-def achieved(regime: Regime, seed: int, choose: Callable[..., core.Threshold]) -> float:
-    """What the guarantee speaks of, on the whole frame: accuracy of the delivered answers; precision of
-    the rows the proxy answers true; recall of the delivered answers."""
+def cascade_once(regime: Regime, seed: int, choose: Callable[..., core.Threshold] = core.choose_threshold
+                 ) -> tuple[core.Threshold, np.ndarray]:
+    """One seed's cascade on the regime's frame: its threshold, and per row whether the proxy answers it
+    (never a sampled row: the oracle answered those)."""
     goal = replace(regime.goal, seed=seed)
     sampled = core.sample_rows(regime.score, goal)
     threshold = choose(regime.score, sampled, regime.good[sampled], goal)
     proxy = core.proxy_answers(regime.score, threshold, goal.metric)
-    proxy[sampled] = False  # the oracle answered these
+    proxy[sampled] = False
+    return threshold, proxy
+
+
+def achieved(regime: Regime, seed: int, choose: Callable[..., core.Threshold]) -> float:
+    """What the guarantee speaks of, on the whole frame: accuracy of the delivered answers; precision of
+    the rows the proxy answers true; recall of the delivered answers."""
+    goal = regime.goal
+    _, proxy = cascade_once(regime, seed, choose)
     if goal.metric == "accuracy":
         return float(1 - (proxy & ~regime.good).mean())
     if goal.metric == "precision":

@@ -102,7 +102,8 @@ class Oracle:
         self.options = {**options, "join": False, "prefix": "", "pilot": None}  # a pilot limits the proxy only
         self.budget = Budget.of(options.get("budget"), options.get("prices"))
         self.sent, self.cached, self.cost, self.tokens = 0, 0, 0.0, 0
-        self.labels = self._labels() if isinstance(cascade.oracle, pd.Series) else None
+        self.input_tokens = self.output_tokens = 0
+        self.labels = self._labels(options.get("pilot")) if isinstance(cascade.oracle, pd.Series) else None
 
     @property
     def name(self) -> str:
@@ -112,9 +113,11 @@ class Oracle:
         return self.cascade.oracle if self.cascade.protocol == "decisions" else (
             f"{self.cascade.oracle} ({self.cascade.protocol})")
 
-    def _labels(self) -> pd.Series:
+    def _labels(self, pilot: int | None) -> pd.Series:
         """The labels in the proxy's terms, read (and refused) by the evaluation's label reader when the
-        cascade is built, before the proxy is paid for."""
+        cascade is built, before the proxy is paid for. Every row the proxy may reach (the pilot's first
+        rows, else all) may go to the oracle, so a missing label among them is refused then too: found
+        later, it would stop a cascade whose cheap model was already paid for."""
         series = self.cascade.oracle
         if not series.index.is_unique:
             raise InvalidRequest("oracle", "the label Series' index has duplicate labels")
@@ -124,6 +127,13 @@ class Oracle:
         if classes is None:
             raise InvalidRequest("oracle", f"question {self.question.name!r} names no options to read labels by")
         read = as_answers(self.question.name, series, kind, classes, question_levels(spec) if kind == "score" else None)
+        reachable = read[:pilot] if pilot is not None else read
+        missing = [self.frame.index[p] for p in np.flatnonzero([v is None for v in reachable])]
+        if missing:
+            raise InvalidRequest("oracle", f"no label for {len(missing)} of the {len(reachable)} rows the cascade "
+                                           f"may send to the oracle (any row the cheap model reaches), e.g. "
+                                           f"{missing[:5]!r}; label them, or run the cascade on the labelled rows "
+                                           "(frame[labels.notna()])")
         return pd.Series(read, index=series.index, dtype=object)
 
     async def answer(self, positions: np.ndarray) -> np.ndarray:
@@ -143,12 +153,7 @@ class Oracle:
         return said
 
     def _from_labels(self, positions: np.ndarray) -> np.ndarray:
-        values = self.labels.iloc[positions].to_numpy()
-        missing = [self.frame.index[p] for p, v in zip(positions, values, strict=True) if v is None]
-        if missing:
-            raise InvalidRequest("oracle", f"no label for {len(missing)} row(s) the cascade sends to the "
-                                           f"oracle, e.g. {missing[:5]!r}")
-        return values
+        return self.labels.iloc[positions].to_numpy()  # every reachable row's label was checked up front
 
     async def _ask_text(self, rows: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
         """The question in words to a text model, one extract request per row, its answer held to the
@@ -192,6 +197,8 @@ class Oracle:
         if counted:
             self.sent, self.cached, self.cost = self.sent + run.sent, self.cached + run.cached, self.cost + run.cost
             self.tokens += run.input_tokens + run.output_tokens
+            self.input_tokens, self.output_tokens = (self.input_tokens + run.input_tokens,
+                                                     self.output_tokens + run.output_tokens)
         if self.budget is not None:
             tokens = None if self.budget.tokens is None else max(0, self.budget.tokens - run.input_tokens
                                                                   - run.output_tokens)

@@ -8,18 +8,24 @@ and the proxy's answers are checkpointed, so the same rows reach the oracle agai
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import _client
 from gwlab.frames import columns as tidy
 from gwlab.frames.cascade.oracle import CascadeQuestion, Oracle
 from gwlab.frames.cascade.spec import Cascade, Threshold, choose_threshold, proxy_answers, sample_rows
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.run.records import Derived, record_derived
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.status import RowStatus
+from gwlab.frames.run.stores import open_for_run
 from gwlab.stats.intervals import clopper_pearson
 
 __all__ = [
@@ -45,7 +51,18 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     question = CascadeQuestion.of(questions, cascade)
     _check_names(frame, question, options)
     oracle = Oracle(frame, state, questions, question, cascade, options)
-    proxy = await frame.gw.adecide(state, questions, model=model, **options)
+    started = time.perf_counter()
+    with _client.run_tag(None, "cascade") as label:  # every call of the cascade carries its one id
+        proxy = await frame.gw.adecide(state, questions, model=model, **options)
+        out = await _cascade(frame, proxy, question, oracle, options)
+    _record(proxy, out, oracle, options, label, time.perf_counter() - started)
+    return BatchFrame.wrap(out, proxy.run)
+
+
+async def _cascade(frame: pd.DataFrame, proxy: BatchFrame, question: CascadeQuestion, oracle: Oracle,
+                   options: Mapping[str, Any]) -> pd.DataFrame:
+    """From the cheap model's run: the sample, the threshold, the routed rows, the delivered frame."""
+    cascade = oracle.cascade
     oracle.spent(proxy.run, counted=False)
     columns = proxy_columns(proxy, frame, options)
     score, mine = question.score(columns, cascade.metric), question.answers(columns)
@@ -64,7 +81,37 @@ async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, A
     proxy.run.cascade["routed_estimate"] = before
     if proxy.run.pilot is not None:
         proxy.run.cascade["pilot"] = pilot_estimate(cascade, reached, len(asked), len(routed), oracle)
-    return BatchFrame.wrap(out, proxy.run)
+    return out
+
+
+def _record(proxy: BatchFrame, out: pd.DataFrame, oracle: Oracle, options: Mapping[str, Any],
+            label: _client.RunLabel, elapsed: float) -> None:
+    """The cascade's own run record, so `gwlab.run_answers(out.run.run_id)` reads the delivered answers
+    back (the cheap model's run keeps its record: `.run.cascade["proxy_run"]`). Its counts add the
+    oracle's requests to the cheap model's; `.run`'s own counts stay the cheap model's."""
+    base, run = proxy.run.run_id, proxy.run
+    renamed = {c: n for c, n in zip(proxy.columns, out.columns[:len(proxy.columns)], strict=True) if c != n}
+    kept = set(renamed.values()) | set(proxy.columns)
+    added = out[[c for c in out.columns if c not in kept or c in renamed]]
+    c = run.cascade
+    facts = {"sent": run.sent + oracle.sent, "cached": run.cached + oracle.cached,
+             "input_tokens": run.input_tokens + oracle.input_tokens,
+             "output_tokens": run.output_tokens + oracle.output_tokens, "cost": _sum_cost(run.cost, oracle.cost),
+             "duration": elapsed, "cascade": {k: c[k] for k in ("oracle", "metric", "target", "delta", "certified")}
+             | {"oracle_calls": c["oracle_calls"]["total"]}}
+    store, owned = open_for_run(RunConfig.of("rows", dict(options)).checkpoint)
+    told = SimpleNamespace(elapsed=elapsed, run_id=None, recorded=None)
+    try:
+        record_derived(store, told, Derived(base, renamed, added.set_axis(range(len(out))), facts), label)
+    finally:
+        if owned and store is not None:
+            store.close()
+    run.run_id, run.recorded, c["proxy_run"] = told.run_id, told.recorded, base
+
+
+def _sum_cost(proxy: float, oracle: float) -> float | None:
+    total = proxy + oracle
+    return None if math.isnan(total) else total
 
 
 CASCADE_COLUMNS = tuple(tidy.SEP + field for field in (tidy.ANSWER, tidy.SOURCE, tidy.PROXY_SCORE))  # suffixes

@@ -42,8 +42,19 @@ from gwlab.wire.schema import AnswerInvalid, Schema
 if TYPE_CHECKING:
     from gwlab.frames._client import RunLabel
 
-__all__ = ["PROCESS_ONLY", "PROCESS_RUNS", "RUN_COLUMNS", "Described", "RunLog", "record_rows", "record_tasks",
-           "run_answers", "runs"]
+__all__ = [
+    "PROCESS_ONLY",
+    "PROCESS_RUNS",
+    "RUN_COLUMNS",
+    "Derived",
+    "Described",
+    "RunLog",
+    "record_derived",
+    "record_rows",
+    "record_tasks",
+    "run_answers",
+    "runs",
+]
 
 PROCESS_ONLY = "process only (checkpoint=None): gone when the process ends, answers not kept"
 # the columns of `gwlab.runs()`, in order; a run's detail (answer keys, index) is stored beside, not listed
@@ -133,6 +144,32 @@ def record_tasks(store: AnswerStore | None, run: TaskRun, frame: pd.DataFrame, s
     _append(store, summary, facts, described.label,
             lambda: {"answers": {"keys": run.keys, "columns": columns, "dtypes": dtypes},
                      "index": _index_spec(described.index)})
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A run made from another's answers (a cascade from its cheap model's run): the base run's id, its
+    columns renamed, the columns added (values on the base's index) and the facts that differ from its."""
+
+    base: str
+    renamed: Mapping[str, str]
+    added: pd.DataFrame
+    facts: Mapping[str, Any]
+
+
+def record_derived(store: AnswerStore | None, summary: Any, derived: Derived, label: RunLabel | None) -> None:
+    """Append the record of a derived run: the base run's listed facts with `derived.facts` over them, and a
+    detail that rebuilds its frame from the base's answers (nothing sent again) plus the columns added."""
+    log: Any = store if isinstance(store, RunLog) else PROCESS_RUNS
+    base, _ = _find(log, derived.base)
+    listed = {c: base.get(c) for c in RUN_COLUMNS if c not in ("run_id", "ledger_run", "started", "kept")}
+    facts = {**listed, "prefix": base.get("prefix", ""), "kind": "derived", "base_run": derived.base,
+             **derived.facts}
+    added = derived.added
+    _append(store, summary, facts, label, lambda: {
+        "base": derived.base, "renamed": dict(derived.renamed),
+        "columns": {str(c): [json_value(v) for v in added[c]] for c in added.columns},
+        "dtypes": {str(c): str(added[c].dtype) for c in added.columns}})
 
 
 def _append(store: AnswerStore | None, summary: Any, facts: dict[str, Any], label: RunLabel | None,
@@ -289,15 +326,26 @@ def run_answers(run_id: str, checkpoint: Any = None) -> pd.DataFrame:
         raise InvalidRequest("run_id", f"a run id string (result.run.run_id); got {run_id!r}")
     log, owned = _open(checkpoint)
     try:
-        record, source = _find(log, run_id)
-        detail = source.run_detail(run_id)
-        if detail is None:
-            raise InvalidRequest("run_id", f"run {run_id} is recorded {record['kept']}: its answers cannot be "
-                                           "read back; run with a checkpoint to keep them")
-        return _rebuild(record, json.loads(detail), log)
+        return _answers_of(log, run_id)
     finally:
         if owned:
             log.close()  # type: ignore[union-attr]
+
+
+def _answers_of(log: RunLog | None, run_id: str) -> pd.DataFrame:
+    """A run's frame from `log`: a derived run's is its base run's, renamed, with the columns it added."""
+    record, source = _find(log, run_id)
+    detail = source.run_detail(run_id)
+    if detail is None:
+        raise InvalidRequest("run_id", f"run {run_id} is recorded {record['kept']}: its answers cannot be "
+                                       "read back; run with a checkpoint to keep them")
+    spec = json.loads(detail)
+    if record.get("kind") != "derived":
+        return _rebuild(record, spec, log)
+    frame = _answers_of(log, spec["base"]).rename(columns=spec["renamed"])
+    for name, values in _typed(spec["columns"], spec["dtypes"]).items():
+        frame[name] = values.set_axis(frame.index)  # the same rows, in order: the dtype kept
+    return frame
 
 
 def _find(log: RunLog | None, run_id: str) -> tuple[dict[str, Any], RunLog]:
@@ -363,14 +411,18 @@ def _read(recipe: RowRecipe, data: Any) -> dict[str, Any]:
 
 def _task_frame(record: Mapping[str, Any], stored: Mapping[str, Any], index: pd.Index) -> pd.DataFrame:
     """A task batch's columns as that run ended, with their dtypes, on its index."""
-    columns = {}
-    for name, values in stored["columns"].items():
-        dtype = stored["dtypes"][name]
-        series = pd.Series(values, dtype=object)
-        columns[name] = pd.to_datetime(series, utc=True).astype(dtype) if dtype.startswith("datetime") \
-            else series.astype(dtype)
-    frame = pd.DataFrame(columns)
+    frame = pd.DataFrame(_typed(stored["columns"], stored["dtypes"]))
     frame.index = index
     if record["prefix"]:
         frame.columns = [f"{record['prefix']}{c}" for c in frame.columns]
     return frame
+
+
+def _typed(columns: Mapping[str, list[Any]], dtypes: Mapping[str, str]) -> dict[str, pd.Series]:
+    """Recorded columns (JSON values) with their dtypes again."""
+    out = {}
+    for name, values in columns.items():
+        dtype, series = dtypes[name], pd.Series(values, dtype=object)
+        out[name] = pd.to_datetime(series, utc=True).astype(dtype) if dtype.startswith("datetime") \
+            else series.astype(dtype)
+    return out

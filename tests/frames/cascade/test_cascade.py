@@ -126,12 +126,20 @@ def test_cascade_pilot_reaches_only_its_rows_and_estimates_the_oracle_calls_of_t
     assert whole["refund__source"].notna().all()
 
 
-def test_label_oracle_missing_a_needed_label_is_refused_naming_the_oracle(messages: pd.DataFrame,
-                                                                         gw: Gateway) -> None:
-    labels = messages["refund"].astype(object).where(messages.index > 10)  # the first ten rows unlabelled
-    with pytest.raises(InvalidRequest, match="no label") as caught:
-        cascade_run(messages, gw, REFUND, gwlab.Cascade(oracle=labels, sample=60))
-    assert caught.value.field == "oracle"
+def test_label_oracle_missing_a_label_is_refused_before_anything_is_paid(messages: pd.DataFrame, gw: Gateway,
+                                                                       gateway) -> None:
+    """Any row the cheap model reaches may go to the oracle, so a missing label is found before the cheap
+    model's run, not when the cascade reaches it (issue 31 point 10); a pilot's rows are all it checks."""
+    labels = messages["refund"].astype(object).where(messages.index > messages.index[10])  # 11 rows unlabelled
+    log = RequestLog(gateway.db)
+    mark = log.mark()
+    with pytest.raises(InvalidRequest, match="no label for 11 of the 60 rows") as caught:
+        cascade_run(messages, gw, REFUND, gwlab.Cascade(oracle=labels, sample=20))
+    assert caught.value.field == "oracle" and repr(messages.index[0]) in str(caught.value)
+    assert log.settled(mark, "/v1/decisions") == []
+    late = messages["refund"].astype(object).where(messages.index < messages.index[50])  # past a pilot of 20
+    out = cascade_run(messages, gw, REFUND, gwlab.Cascade(oracle=late, sample=10), pilot=20)
+    assert out["refund__source"].iloc[:20].notna().all()
 
 
 def test_cascade_repr_never_prints_the_labels(messages: pd.DataFrame) -> None:

@@ -6,7 +6,6 @@ one real `df.gw.decide(cascade=...)` run of issue 31's case: what it delivers is
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +14,7 @@ import pytest
 
 import gwlab
 from gwlab.client.gateway import Gateway
-from gwlab.stats import cascade as core
-from tests.support.guarantee import SEEDS, Goal, Regime, misses, misses_allowed
+from tests.support.guarantee import SEEDS, Goal, Regime, cascade_once, misses, misses_allowed
 from tests.support.messages import QUESTIONS, support_messages
 
 ASKED = {"refund": QUESTIONS["refund"], "team": QUESTIONS["team"]}
@@ -59,11 +57,7 @@ def test_the_issues_recall_case_claims_no_more_than_it_delivers(
     """41 refunds of 312, sample 40: the bound is the target, or 1 exactly when the correction saturated."""
     case = regime(proxy, messages, Goal("recall", 0.9, 0.1, 40))
     for seed in range(20):
-        goal = replace(case.goal, seed=seed)
-        sampled = core.sample_rows(case.score, goal)
-        threshold = core.choose_threshold(case.score, sampled, case.good[sampled], goal)
-        proxy_says = core.proxy_answers(case.score, threshold, "recall")
-        proxy_says[sampled] = False
+        threshold, proxy_says = cascade_once(case, seed)
         recall = 1 - (proxy_says & case.good).sum() / case.good.sum()
         assert threshold.bound in (0.9, 1.0)  # the target, or 1 when every row went to the oracle
         assert threshold.bound < 1.0 or recall == 1.0  # a claimed 1 is exact
