@@ -15,6 +15,7 @@ run stops and the rest are reported not run.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import math
 import time
@@ -100,11 +101,19 @@ class Runner(Stoppable):
                 bar.advance(int(batch.rows_per_job[job]))
 
         async def worker() -> None:
+            committing: list[asyncio.Future[None]] = []  # this worker's answers not yet on disk
             for job, repeat in items:
                 if self._stopping:
-                    return
-                await self._one(job, repeat, batch, result, spend, counters)
-                finished(job)
+                    break
+                stored = await self._one(job, repeat, batch, result, spend, counters)
+                if stored is None:
+                    finished(job)
+                    continue
+                # a row is done once its answer is committed; the worker sends its next request meanwhile
+                done = asyncio.wrap_future(stored)
+                done.add_done_callback(lambda f, job=job: f.cancelled() or f.exception() or finished(job))
+                committing = [*_pending(committing), done]
+            await asyncio.gather(*committing)
 
         await drive([worker() for _ in range(min(self.concurrency, max(1, jobs * k)))], self.checkpoint, bar)
         if self.pilot is not None and last_job < jobs and not self._stopping:
@@ -115,7 +124,8 @@ class Runner(Stoppable):
         return result
 
     async def _one(self, job: int, repeat: int, batch: Batch, result: RunResult, spend: Spend,
-                   counters: dict[str, int]) -> None:
+                   counters: dict[str, int]) -> concurrent.futures.Future[None] | None:
+        """Ask one request (or read it from the checkpoint); the future of its answer's commit, if any."""
         recipe = self.recipe
         try:
             body = recipe.body(batch.value(job))
@@ -123,7 +133,7 @@ class Runner(Stoppable):
             text = canonical(body) if self._needs_text else ""
         except (InvalidRequest, ValueError, TypeError) as exc:
             self._fail(result, job, repeat, exc)
-            return
+            return None
         key = key_of(self.gateway, recipe.endpoint, text, repeat) if self.checkpoint is not None else ""
         if self.checkpoint is not None and not self.refresh:
             entry = self.checkpoint.get(key)
@@ -135,14 +145,14 @@ class Runner(Stoppable):
                 self._store(result, job, repeat, entry.data(), entry.request_id, entry.input_tokens,
                             entry.output_tokens, CACHED)
                 counters["cached"] += 1
-                return
+                return None
         estimate = self.estimate(text) if text else 0
         while not spend.fits(estimate, recipe.reserved_output):
             if spend.in_flight == 0 or self._stopping:
                 self.stop("budget")
                 if self.checkpoint is not None:
                     self.checkpoint.release(key)
-                return
+                return None
             async with spend.changed:
                 await spend.changed.wait()
         held = spend.hold(estimate, recipe.reserved_output)
@@ -163,9 +173,9 @@ class Runner(Stoppable):
             self._store(result, job, repeat, reply.data, reply.request_id, tokens_in, tokens_out, SENT)
             counters["sent"] += 1
             if self.checkpoint is not None:
-                self.checkpoint.put(key, recipe.endpoint, recipe.model, reply.text or canonical(reply.data),
-                                    reply.request_id, tokens_in, tokens_out, self.gateway)
-                await asyncio.sleep(0)  # let the flush (scheduled first) commit before this worker sends again
+                return self.checkpoint.put(key, recipe.endpoint, recipe.model, reply.text or canonical(reply.data),
+                                           reply.request_id, tokens_in, tokens_out, self.gateway)
+            return None
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -173,6 +183,7 @@ class Runner(Stoppable):
             if self.checkpoint is not None:
                 self.checkpoint.release(key)
             self._fail(result, job, repeat, exc)
+            return None
         finally:
             # the bill is what was paid, whatever became of the answer (an invalid one, a re-ask that failed)
             counters["input_tokens"] += paid[0]
@@ -301,6 +312,11 @@ class Runner(Stoppable):
         rows = int(batch.rows_per_job[first_left:].sum())
         return {"rows": rows, "requests": requests, "input_tokens": tokens_in, "output_tokens": tokens_out,
                 "cost": self.prices.cost(recipe.model, recipe.endpoint, tokens_in, tokens_out)}
+
+
+def _pending(commits: list[asyncio.Future[None]]) -> list[asyncio.Future[None]]:
+    """The commits not yet done; a failed one raises its error (the run stops: its answers are not safe)."""
+    return [f for f in commits if not f.done() or f.result()]
 
 
 def _added_usage(data: Any, before: Any, asked: int) -> Any:
