@@ -47,6 +47,7 @@ class Answer:
     data: Any
     text: str | None = None
     request_id: str | None = None
+    reasks: int = 0  # the requests that asked again for this answer (an invalid structured answer)
 
 
 # one attempt of a request of a protocol family (a row of gwlab.wire.families) with a JSON body
@@ -159,13 +160,11 @@ class Runner(Stoppable):
         paid = [0, 0]  # tokens of every answer this row's requests got: re-asks and invalid answers included
         try:
             await self.limiter.acquire(estimate)
-            try:
+            if recipe.exchange is None:
                 reply = await self._send_with_pauses(body, estimate, counters, paid)
-            except Exception as exc:  # a 400 the recipe has another form for: nothing billed, sent again
-                if recipe.fallback is None or not recipe.fallback(exc, self.gateway):
-                    raise
-                reply = await self._send_with_pauses(recipe.body(batch.value(job)), estimate, counters, paid)
-            reply = await self._reask(batch.value(job), reply, estimate, counters, paid)
+            else:  # the recipe drives the row's requests (re-asks, a resend in another form)
+                reply = await recipe.exchange(batch.value(job), self._row_send(estimate, counters, paid))
+                counters["reasked"] = counters.get("reasked", 0) + reply.reasks
             tokens_in, tokens_out = (t or 0 for t in recipe.usage(reply.data))
             if estimate and tokens_in > estimate:
                 self.factor *= tokens_in / estimate
@@ -190,20 +189,24 @@ class Runner(Stoppable):
             counters["output_tokens"] += paid[1]
             await spend.settle(held, *paid)
 
-    async def _reask(self, value: Any, reply: Answer, estimate: int, counters: dict[str, int],
-                     paid: list[int]) -> Answer:
-        """While the recipe asks again (an invalid structured answer), send its follow-up: each one a real
-        request, its usage added to the row's so the budget and the checkpoint count what was paid."""
-        follow_up = self.recipe.follow_up
-        asked = 0
-        while follow_up is not None and (again := follow_up(value, reply.data, asked)) is not None:
-            asked += 1
-            await self.limiter.acquire(estimate)
-            answer = await self._send_with_pauses(again, estimate, counters, paid)
-            self.limiter.settle(estimate, 0)  # the row's one settle below counts every ask's tokens
-            counters["reasked"] = counters.get("reasked", 0) + 1
-            reply = Answer(_added_usage(answer.data, reply.data, asked), None, answer.request_id)
-        return reply
+    def _row_send(self, estimate: int, counters: dict[str, int],
+                  paid: list[int]) -> Callable[[dict[str, Any]], Awaitable[Answer]]:
+        """A row's send for its recipe's exchange: the first request uses the limiter slot the row took, each
+        later one (a re-ask) takes its own; every answer's usage is added to the row's (`paid`), so the
+        budget and the checkpoint count what was paid."""
+        sent = 0
+
+        async def send(body: dict[str, Any]) -> Answer:
+            nonlocal sent
+            if sent:
+                await self.limiter.acquire(estimate)
+            sent += 1
+            answer = await self._send_with_pauses(body, estimate, counters, paid)
+            if sent > 1:
+                self.limiter.settle(estimate, 0)  # the row's one settle counts every ask's tokens
+            return answer
+
+        return send
 
     async def _send_with_pauses(self, body: dict[str, Any], estimate: int, counters: dict[str, int],
                                 paid: list[int]) -> Answer:
@@ -317,17 +320,6 @@ class Runner(Stoppable):
 def _pending(commits: list[asyncio.Future[None]]) -> list[asyncio.Future[None]]:
     """The commits not yet done; a failed one raises its error (the run stops: its answers are not safe)."""
     return [f for f in commits if not f.done() or f.result()]
-
-
-def _added_usage(data: Any, before: Any, asked: int) -> Any:
-    """The last answer of a re-asked row, its usage summed with the earlier asks' (same field names)."""
-    if not isinstance(data, dict):
-        return data
-    usage, earlier = data.get("usage"), before.get("usage") if isinstance(before, dict) else None
-    if isinstance(usage, dict) and isinstance(earlier, dict):
-        usage = {k: v + earlier[k] if isinstance(v, int) and isinstance(earlier.get(k), int) else v
-                 for k, v in usage.items()}
-    return {**data, "usage": usage, "gwlab_reasks": asked}
 
 
 def _iso(epoch: float) -> str | None:
