@@ -114,6 +114,8 @@ class Runner(Stoppable):
                 done = asyncio.wrap_future(stored)
                 done.add_done_callback(lambda f, job=job: f.cancelled() or f.exception() or finished(job))
                 committing = [*_pending(committing), done]
+                if len(committing) > 1:  # one answer of a worker off disk at a time: a slow disk slows the
+                    await asyncio.wait(committing[:-1])  # run rather than leaving paid answers queued
             await asyncio.gather(*committing)
 
         await drive([worker() for _ in range(min(self.concurrency, max(1, jobs * k)))], self.checkpoint, bar)
