@@ -49,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gwlab import errors
+from gwlab.errors import StructuredFallbackWarning
 from gwlab.wire import chat as wire_chat
 from gwlab.wire import decisions as wire_decisions
 from gwlab.wire import decisions_openai
@@ -201,7 +202,7 @@ class DialectBook:
             warnings.warn(f"{self.base_url} has no structured output ({native.name} refused with a 400): gwlab asks "
                           "in the prompt and parses, for this gateway from now on (dialect={'structured_output': "
                           "'native'} on the gateway, or structured='native' on df.gw.extract, to force the native "
-                          "form)", errors.StructuredFallbackWarning, stacklevel=2)
+                          "form)", StructuredFallbackWarning, stacklevel=2)
         return True
 
 
