@@ -171,6 +171,9 @@ class AnswerInvalid(GatewayError, ValueError):
         super().__init__(message)
         self.raw = raw
         self.record: dict[str, Any] = {}  # what a frame keeps of the row (its raw text), set by the reader
+        self.reply: Any = None  # the last reply, and every reply paid for, set by the re-ask driver
+        self.replies: list[Any] = []
+        self.asked = 0  # how many times it was asked again
 
 
 class StatusError(GatewayError):

@@ -12,6 +12,8 @@ read only the older `max_tokens`. A `Dialect` names those choices:
   server we know reads one of them and none refuses the pair) | "max_completion_tokens" | "max_tokens"
 - `batches`: "both" (OpenAI files + batches and Anthropic message batches) | "openai" | "anthropic" |
   "none": a batch API the gateway lacks is refused by `gwlab.client.batches` before anything is sent
+- `structured_output`: "native" (the family's form: `response_format`, `text.format`, a forced tool) |
+  "prompt" (the schema in the prompt, parsed): how `schema=` calls and `df.gw.extract` ask for JSON
 
 Each setting carries its provenance: "explicit" (the user's `dialect=`), "default", or
 "detected: <the evidence>". Explicit settings win and are never re-detected. A detected setting is
@@ -31,6 +33,9 @@ resend. Detection rules (docs/guide/byo-gateway.md, "What gwlab detects and how 
   shape): the request is translated to OpenAI's shape (`wire.decisions_openai`) and sent once more.
 - A chat 400 whose error names one cap field (`param` or message): resent once without it; the
   other field is remembered.
+- A 400/422 naming the family's structured-output field (`StructuredForm.refused`): the same question is
+  asked once more with the schema in the prompt (`wire/structured/driver.py`), and "prompt" remembered
+  (`refused_form`, with a StructuredFallbackWarning once per gateway), for single calls and frame runs alike.
 """
 
 from __future__ import annotations
@@ -38,15 +43,18 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gwlab import errors
+from gwlab.errors import StructuredFallbackWarning
 from gwlab.wire import chat as wire_chat
 from gwlab.wire import decisions as wire_decisions
 from gwlab.wire import decisions_openai
 from gwlab.wire.families import FAMILIES
+from gwlab.wire.structured.forms import IN_PROMPT, StructuredForm
 
 __all__ = ["DEFAULTS", "Dialect", "DialectBook", "Fallback", "Outgoing", "adapt_request", "adapt_response",
            "fallback", "forget", "from_models", "route_missing"]
@@ -61,9 +69,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "decisions_shape": ("systemone", "openai"),
     "token_cap": ("both", *wire_chat.TOKEN_CAP_FIELDS),
     "batches": ("both", "openai", "anthropic", "none"),  # which provider batch APIs the gateway serves
+    "structured_output": ("native", "prompt"),  # how JSON of a schema is asked for (wire/structured/forms.py)
 }
 DEFAULTS: dict[str, str] = {"decisions_path": DECISIONS_PATH, "decisions_shape": "systemone", "token_cap": "both",
-                            "batches": "both"}
+                            "batches": "both", "structured_output": "native"}
 EXPLICIT, DEFAULT = "explicit", "default"
 
 
@@ -76,6 +85,7 @@ class Dialect:
     decisions_shape: str | None = None
     token_cap: str | None = None
     batches: str | None = None
+    structured_output: str | None = None
     provenance: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -162,17 +172,38 @@ class DialectBook:
     def may_learn(self, name: str) -> bool:
         return name not in self.fixed
 
-    def learn(self, name: str, value: str, evidence: str) -> None:
-        """Remember a detected setting for this base URL (never over an explicit one); log it once."""
+    def learn(self, name: str, value: str, evidence: str) -> bool:
+        """Remember a detected setting for this base URL (never over an explicit one); log it once.
+        True when it is new."""
         if name in self.fixed:
-            return
+            return False
         with _LOCK:
             known = _DETECTED.setdefault(self.base_url, {})
             if known.get(name, (None,))[0] == value:
-                return
+                return False
             known[name] = (value, evidence)
         log.info("gwlab: %s: detected %s=%r (%s); pass dialect={%r: ...} to set it yourself",
                  self.base_url, name, value, evidence, name)
+        return True
+
+
+    # -- structured output: the native form, or the schema in the prompt ---------------------------------
+
+    def structured_form(self, native: StructuredForm) -> StructuredForm:
+        """The form to ask in at this gateway: its family's native one unless it is known to refuse it."""
+        return IN_PROMPT if self.dialect.get("structured_output") == "prompt" else native
+
+    def refused_form(self, native: StructuredForm, error: BaseException) -> bool:
+        """The gateway refused `native` (the error names its field): remember "prompt" and say so once.
+        False when the user fixed the setting (`dialect={"structured_output": "native"}`): the refusal stands."""
+        if not self.may_learn("structured_output"):
+            return False
+        if self.learn("structured_output", "prompt", f"{native.name} refused: {error}"):
+            warnings.warn(f"{self.base_url} has no structured output ({native.name} refused with a 400): gwlab asks "
+                          "in the prompt and parses, for this gateway from now on (dialect={'structured_output': "
+                          "'native'} on the gateway, or structured='native' on df.gw.extract, to force the native "
+                          "form)", StructuredFallbackWarning, stacklevel=2)
+        return True
 
 
 # --- adapting one request ------------------------------------------------------------------------------
@@ -334,3 +365,4 @@ def _names(error: errors.StatusError, name: str) -> bool:
         return True
     message = error.error.get("message") if isinstance(error.error, Mapping) else None
     return isinstance(message, str) and re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", message) is not None
+

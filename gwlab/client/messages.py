@@ -40,7 +40,8 @@ class AsyncMessages:
             def again(turns: Any, **fields: Any) -> Any:
                 return self.create(turns, model=model, max_tokens=max_tokens, extra_headers=extra_headers, **fields)
 
-            return await structured.ask(again, MESSAGES, messages, schema, params, max_reasks)
+            return await structured.ask(again, MESSAGES, messages, schema, params, max_reasks,
+                                          self._transport.dialects)
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.messages.stream(...) for a stream")
         model = default_model(model, MESSAGES.ability)

@@ -41,7 +41,8 @@ class AsyncResponses:
             def again(turns: Any, **fields: Any) -> Any:
                 return self.create(turns, model=model, extra_headers=extra_headers, **fields)
 
-            return await structured.ask(again, RESPONSES, input, schema, params, max_reasks)
+            return await structured.ask(again, RESPONSES, input, schema, params, max_reasks,
+                                          self._transport.dialects)
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.responses.stream(...) for a stream")
         body = responses.build_request(input, model=default_model(model, RESPONSES.ability), **params)

@@ -1,9 +1,12 @@
 """`schema=` on a single text call: ask in the family's structured-output form, validate, re-ask.
 
-The family's row says the form (`structured_output`, gwlab/wire/families.py); `gwlab.wire.schema`
-turns it into request fields and reads the answer, so this module names no family. The result is the
-last answer with `.parsed` set (a Pydantic instance when a model was given, else a dict). An answer
-still invalid after `max_reasks` re-asks raises AnswerInvalid, its last reply on `.reply`.
+The family's row says the form (`structured_output`, a `StructuredForm` of gwlab/wire/structured/forms.py)
+and the one re-ask driver (`wire/structured/driver.py`, which frame runs use too) asks, reads and asks
+again, so this module names no family. A gateway known to refuse the native form (the dialect's
+`structured_output`, learned here or by a frame run, shown by `repr(gw)`) is asked in the prompt; a first
+refusal is answered once in the prompt and remembered. The result is the last answer with `.parsed` set
+(a Pydantic instance when a model was given, else a dict). An answer still invalid after `max_reasks`
+re-asks raises AnswerInvalid, its last reply on `.reply`.
 
 Grounding (as `df.gw.extract`'s, gwlab/wire/grounding.py): `.grounding` maps each field the text may quote
 to where the source text has it. The source is `source=` if given, else the user's text as passed (a
@@ -17,18 +20,20 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from gwlab.client.dialect import DialectBook
 from gwlab.errors import InvalidRequest
 from gwlab.wire.families import ProtocolFamily
 from gwlab.wire.grounding import NOT_FOUND, ground_fields
-from gwlab.wire.schema import AnswerInvalid, Schema
+from gwlab.wire.schema import Schema
+from gwlab.wire.structured.driver import Asking, converse
 
 __all__ = ["ask"]
 
 
 async def ask(create: Callable[..., Awaitable[Any]], family: ProtocolFamily, messages: str | Sequence[Any],
-              schema: Any, params: Mapping[str, Any], max_reasks: int) -> Any:
+              schema: Any, params: Mapping[str, Any], max_reasks: int, dialects: DialectBook) -> Any:
     """`create(messages, **fields)` until its answer validates against `schema` (at most
-    1 + `max_reasks` requests)."""
+    1 + `max_reasks` answers); `dialects` is the gateway's (what it is known to refuse)."""
     if not isinstance(max_reasks, int) or isinstance(max_reasks, bool) or max_reasks < 0:
         raise InvalidRequest("max_reasks", f"a non-negative integer; got {max_reasks!r}")
     params = dict(params)
@@ -37,28 +42,26 @@ async def ask(create: Callable[..., Awaitable[Any]], family: ProtocolFamily, mes
         raise InvalidRequest("grounding", f"one of flag, drop, off; got {mode!r}")
     if source is not None and not isinstance(source, str):
         raise InvalidRequest("source", f"the text the values are grounded in, a string; got {type(source).__name__}")
-    shape = Schema.of(schema)
-    asks = shape.request_fields(family.structured_output)
-    clash = next((key for key in asks if key in params), None)
+    shape, native = Schema.of(schema), family.structured_output
+    clash = next((key for key in shape.request_fields(native) if key in params), None)
     if clash is not None:
         raise InvalidRequest(clash, "set by schema=; pass one or the other")
-    turns = _with_rule(messages, shape.absent_rule())
-    for asked in range(max_reasks + 1):
-        reply = await create(turns, **params, **asks)
-        calls = [{"name": c.name, "arguments": _arguments(c)} for c in reply.tool_calls]
-        try:
-            parsed = shape.parse(shape.answer_text(family.structured_output, reply.text, calls))
-        except AnswerInvalid as exc:
-            if asked == max_reasks:
-                exc.reply = reply  # type: ignore[attr-defined]
-                raise
-            turns = [*turns, *Schema.reask_turns(exc)]
-            continue
-        if mode == "off":
-            return dataclasses.replace(reply, parsed=parsed)
-        found = _grounded(parsed, shape, source if source is not None else _user_text(messages))
-        return dataclasses.replace(reply, parsed=_drop(parsed, found) if mode == "drop" else parsed, grounding=found)
-    raise AssertionError("unreachable")
+
+    async def send(turns: list[Any], fields: dict[str, Any]) -> Any:
+        return await create(turns, **params, **fields)
+
+    asking = Asking(shape, dialects.structured_form(native), max_reasks,
+                    on_refused=lambda error: dialects.refused_form(native, error))
+    done = await converse(asking, messages, send, _text_and_calls)
+    reply, parsed = done.reply, done.parsed
+    if mode == "off":
+        return dataclasses.replace(reply, parsed=parsed)
+    found = _grounded(parsed, shape, source if source is not None else _user_text(messages))
+    return dataclasses.replace(reply, parsed=_drop(parsed, found) if mode == "drop" else parsed, grounding=found)
+
+
+def _text_and_calls(reply: Any) -> tuple[str | None, list[dict[str, Any]]]:
+    return reply.text, [{"name": c.name, "arguments": _arguments(c)} for c in reply.tool_calls]
 
 
 def _grounded(parsed: Any, shape: Schema, text: str | None) -> dict[str, Any]:
@@ -82,18 +85,6 @@ def _user_text(messages: str | Sequence[Any]) -> str | None:
         if isinstance(turn, Mapping) and turn.get("role") == "user" and isinstance(turn.get("content"), str):
             return turn["content"]
     return None
-
-
-def _with_rule(messages: str | Sequence[Any], rule: str | None) -> list[Any]:
-    """The turns, with the schema's rule for optional fields (null when the text does not state one)
-    after the user's last text, as `df.gw.extract` sends it: a grammar alone lets a small model guess."""
-    turns = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
-    if rule is None:
-        return turns
-    last = turns[-1] if turns else None
-    if isinstance(last, Mapping) and last.get("role") == "user" and isinstance(last.get("content"), str):
-        return [*turns[:-1], {**last, "content": f"{last['content']}\n\n{rule}"}]
-    return [*turns, {"role": "user", "content": rule}]
 
 
 def _arguments(call: Any) -> Any:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from gwlab.client.dialect import DialectBook
 from gwlab.client.loop import LoopThread
 from gwlab.client.transport.retry import RetryPolicy
 from gwlab.frames.run.outcome import RunInterrupted
@@ -39,6 +40,13 @@ class Connection:
     origin: str = ""  # the gateway's base URL: checkpointed answers are keyed by it (checkpoint.gateway_id)
     # a model's `max_input_tokens` from the gateway's GET /models (None: not listed, or no such field)
     input_limit: Callable[[str], Awaitable[int | None]] | None = field(default=None, repr=False)
+    # what is known of the gateway (client/dialect.py: the structured-output form it refuses, ...); an
+    # injected sender gets a book of its own, so what one learns is kept for it alone
+    dialects: DialectBook | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.dialects is None:
+            self.dialects = DialectBook(f"{self.origin or 'injected'} #{id(self)}")
 
     def retry_delay(self, error: BaseException, attempt: int) -> float | None:
         """Seconds to wait before attempt `attempt + 1` after `error`, or None: the row fails. Asked of
@@ -78,7 +86,8 @@ def connection(gateway: Any) -> Connection:
         limit = next((m.raw.get("max_input_tokens") for m in listing if m.id == model), None)
         return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
-    return Connection(send, transport.retry, loop, gateway, origin=_origin(transport), input_limit=input_limit)
+    return Connection(send, transport.retry, loop, gateway, origin=_origin(transport), input_limit=input_limit,
+                      dialects=transport.dialects)
 
 
 async def checkpoint_origin(connection: Connection) -> str:

@@ -267,13 +267,13 @@ class GatewayAccessor:
         structured: Structured = options.pop("structured", "auto")
         parsed = Schema.of(schema)
         plan = steps.grounding_plan(self._frame, prompt, parsed, options)  # pops grounding= and source=
-        origin = _client.connection(options.get("gateway")).origin
+        dialects = _client.connection(options.get("gateway")).dialects
         recipe, mode = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
-                                      structured=structured, gateway=origin)
+                                      structured=structured, dialects=dialects)
         template = {"prompt": prompt, "system": system, "schema": parsed.json, **steps.grounding_note(plan)}
         out = await steps.run_rows(self._frame, recipe, steps.prompts(self._frame, prompt, system), options, template,
                                    convert=steps.typed_and_grounded(self._frame, parsed, plan), derived=plan)
-        out.run.structured = out.attrs["gwlab_run"]["structured"] = mode.note(origin)
+        out.run.structured = out.attrs["gwlab_run"]["structured"] = mode.note()
         if plan is not None:
             out.attrs["gwlab_run"]["grounding"] = template["grounding"]
         return out

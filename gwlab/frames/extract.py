@@ -1,18 +1,19 @@
 """`df.gw.extract`: a text family's recipe whose answer is JSON of a schema, read into typed columns.
 
-Family-independent: the request form is the family row's `structured_output` (gwlab/wire/schema.py
-turns it into fields), so nothing here names a family. A row's answer is validated; an invalid one is
-re-asked (`follow_up`) at most `max_reasks` times with the validation error shown to the model, each a
-real request whose usage is added to the row's. A row still invalid keeps its raw text in `__raw` and
-the error in `__error`: no value is invented.
+Family-independent: the request form is the family row's `structured_output` (a `StructuredForm`), so
+nothing here names a family. A row's requests are driven by the one re-ask driver single calls use too
+(`wire/structured/driver.py`): its answer is validated and an invalid one re-asked at most `max_reasks`
+times with the validation error shown to the model, each a real request whose usage is added to the
+row's. A row still invalid keeps its raw text in `__raw` and the error in `__error`: no value is invented.
+A gateway that refuses the native form is asked in the prompt; the fact is the gateway's dialect
+(`structured_output`, client/dialect.py), learned once and shared with single calls.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,12 +22,13 @@ import pandas as pd
 from gwlab.errors import InvalidRequest, StructuredFallbackWarning
 from gwlab.frames.recipes import TEXT_RECIPES, RowRecipe, free_params
 from gwlab.wire.families import FAMILIES, TEXT
-from gwlab.wire.schema import DEFAULT_MAX_REASKS, AnswerInvalid, Schema, refuses_form
+from gwlab.wire.schema import DEFAULT_MAX_REASKS, AnswerInvalid, Schema
+from gwlab.wire.structured.driver import Asking, converse, first_turns
+from gwlab.wire.structured.forms import IN_PROMPT, StructuredForm
 
 __all__ = [
     "DEFAULT_MAX_REASKS",
     "DTYPES",
-    "PROMPT_ONLY",
     "STRUCTURED",
     "AskMode",
     "StructuredFallbackWarning",
@@ -40,19 +42,18 @@ __all__ = [
 
 STRUCTURED = ("auto", "native", "prompt")
 Structured = Literal["auto", "native", "prompt"]
-# gateways (normalized base URL) found without structured output, and the evidence: for the process's life
-PROMPT_ONLY: dict[str, str] = {}
 # per row, beside the fields: the answer as the model wrote it, and how many times it was re-asked
 EXTRACT_COLUMNS = {"__raw": "str", "__reasks": "Int64"}
 
 
 def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens: int | None,
                    params: Mapping[str, Any] | None, *, max_reasks: int = DEFAULT_MAX_REASKS,
-                   structured: Structured = "auto", gateway: str | None = None) -> tuple[RowRecipe, AskMode]:
+                   structured: Structured = "auto", dialects: Any = None) -> tuple[RowRecipe, AskMode]:
     """The recipe of `df.gw.extract` over `protocol`: its answer columns are the schema's fields.
 
-    "auto" asks natively unless `gateway` is known to lack structured output; a 400 naming the form's
-    field switches the run (and the gateway, in PROMPT_ONLY) to the prompt, the refused row resent."""
+    "auto" asks natively unless the gateway (`dialects`: its Connection's `DialectBook`, client/dialect.py)
+    is known to refuse the form; a 400 naming the form's field switches the run (and the gateway, there) to
+    the prompt, the refused row resent. Without `dialects` (a recipe that only builds a meta) nothing is learnt."""
     if protocol not in TEXT:
         raise InvalidRequest("protocol", f"one of {', '.join(TEXT)}; got {protocol!r}")
     if structured not in STRUCTURED:
@@ -71,47 +72,51 @@ def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens:
     chosen = model or FAMILIES[protocol].default_model
     native = TEXT_RECIPES[protocol](chosen, max_tokens=max_tokens, **extra, **asks)
     plain = TEXT_RECIPES[protocol](chosen, max_tokens=max_tokens, **extra)
-    mode = AskMode(structured == "prompt" or (structured == "auto" and gateway in PROMPT_ONLY))
-    base = native  # the reader: a tool-form answer or text alike (answer_text falls back to the text)
+    mode = AskMode(structured, form, dialects)
 
-    def turns(value: Any) -> tuple[list[dict[str, Any]], str | None]:
+    def request(turns: list[Any], fields: Mapping[str, Any], system: str | None) -> dict[str, Any]:
+        return (native if fields else plain).body((turns, system) if system is not None else turns)
+
+    def body(value: Any) -> dict[str, Any]:  # the row's first request, as the driver sends it
         prompt, system = value if isinstance(value, tuple) else (value, None)
-        ask = schema.instructions() if mode.in_prompt else schema.absent_rule()
-        text = f"{prompt}\n\n{ask}" if ask else prompt
-        return [{"role": "user", "content": text}], system
+        asked = mode.form()
+        return request(first_turns(asked, schema, prompt), asked.request_fields(schema), system)
 
-    def body(value: Any) -> dict[str, Any]:
-        messages, system = turns(value)
-        return (plain if mode.in_prompt else native).body((messages, system) if system is not None else messages)
+    def read(answer: Any) -> tuple[str | None, list[Any]]:
+        reply = native.record(answer.data)  # a tool-form answer or text alike
+        return reply.get("text"), reply.get("tool_calls") or []
 
-    def fallback(error: BaseException, origin: str | None) -> bool:
-        if structured != "auto" or not refuses_form(form, error):
-            return False
-        if not mode.in_prompt:
-            mode.in_prompt = True
-            if origin is not None and origin not in PROMPT_ONLY:
-                PROMPT_ONLY[origin] = f"{form} refused: {error}"
-                warnings.warn(f"{origin} has no structured output ({form} refused with a 400): gwlab asks in "
-                              "the prompt and parses, for this gateway from now on (structured='native' to "
-                              "force the native form)", StructuredFallbackWarning, stacklevel=2)
-        return True
-
-    record = field_record(base, schema)
-
-    def follow_up(value: Any, data: Any, asked: int) -> dict[str, Any] | None:
-        if asked >= max_reasks:
-            return None
+    async def exchange(value: Any, send: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
+        prompt, system = value if isinstance(value, tuple) else (value, None)
+        asking = Asking(schema, mode.form(), max_reasks, on_refused=mode.refused if structured == "auto" else None)
         try:
-            record(data)
-            return None
-        except AnswerInvalid as exc:
-            messages, system = turns(value)
-            messages += Schema.reask_turns(exc)
-            return (plain if mode.in_prompt else native).body((messages, system) if system is not None else messages)
+            done = await converse(asking, prompt, lambda turns, fields: send(request(turns, fields, system)), read)
+            replies, asked = done.replies, done.asked
+        except AnswerInvalid as exc:  # paid for and kept: the reader makes it an error row with its text
+            if not exc.replies:
+                raise
+            replies, asked = exc.replies, exc.asked
+        return _summed(replies, asked)
 
-    recipe = RowRecipe(base.family, base.model, extract_columns(schema), body, record, base.usage,
-                       reserved_output=base.reserved_output, follow_up=follow_up, fallback=fallback, spec=base.spec)
+    recipe = RowRecipe(native.family, native.model, extract_columns(schema), body, field_record(native, schema),
+                       native.usage, reserved_output=native.reserved_output, exchange=exchange, spec=native.spec)
     return recipe, mode
+
+
+def _summed(replies: list[Any], asked: int) -> Any:
+    """The row's answer: the last reply, its usage summed with the earlier asks' (same field names)."""
+    last = replies[-1]
+    if asked == 0 or not isinstance(last.data, dict):
+        return last
+    usage = last.data.get("usage")
+    for earlier in replies[:-1]:
+        before = earlier.data.get("usage") if isinstance(earlier.data, dict) else None
+        if isinstance(usage, dict) and isinstance(before, dict):
+            usage = {k: v + before[k] if isinstance(v, int) and isinstance(before.get(k), int) else v
+                     for k, v in usage.items()}
+    # the runner's Answer (frames/run/runner.py), remade: its text as received is no longer the answer's
+    return dataclasses.replace(last, data={**last.data, "usage": usage, "gwlab_reasks": asked}, text=None,
+                               reasks=asked)
 
 
 def extract_columns(schema: Schema) -> dict[str, str]:
@@ -122,11 +127,11 @@ def extract_columns(schema: Schema) -> dict[str, str]:
 def field_record(base: RowRecipe, schema: Schema) -> Callable[[Any], dict[str, Any]]:
     """A row's fields (and `__raw`, `__reasks`) from its answer JSON, read in the family's form; an invalid
     answer raises AnswerInvalid whose `.record` keeps the raw text (paid for, so kept, but no value)."""
-    form = base.family.structured_output
+    form = base.family.structured_output or IN_PROMPT
 
     def record(data: Any) -> dict[str, Any]:
         answer = base.record(data)
-        raw = schema.answer_text(form, answer.get("text"), answer.get("tool_calls") or [])
+        raw = form.answer_text(schema, answer.get("text"), answer.get("tool_calls") or [])
         meta = {"__raw": raw, "__reasks": data.get("gwlab_reasks", 0) if isinstance(data, Mapping) else 0}
         try:
             value = schema.parse(raw)
@@ -146,16 +151,40 @@ def reading_fields(base: RowRecipe, schema: Schema) -> RowRecipe:
 
 @dataclass
 class AskMode:
-    """How a run asks for structured output: natively until a gateway refuses it, then in the prompt."""
+    """How a run asks for structured output: natively until the gateway refuses it, then in the prompt."""
 
-    in_prompt: bool
+    structured: Structured
+    native: StructuredForm
+    dialects: Any = None  # the gateway's DialectBook (client/dialect.py), reached through its Connection
+    in_prompt: bool = dataclasses.field(init=False)
+    evidence: str | None = dataclasses.field(default=None, init=False)  # why, when a refusal in this run said so
 
-    def note(self, gateway: str | None) -> str | None:
+    def __post_init__(self) -> None:
+        known = (self.structured == "auto" and self.dialects is not None
+                 and self.dialects.structured_form(self.native) is IN_PROMPT)
+        self.in_prompt = self.structured == "prompt" or known
+
+    def form(self) -> StructuredForm:
+        return IN_PROMPT if self.in_prompt else self.native
+
+    def refused(self, error: BaseException) -> bool:
+        """A row's native ask was refused: the run (and the gateway, remembered) asks in the prompt."""
+        if self.in_prompt:
+            return True
+        if self.dialects is not None and not self.dialects.refused_form(self.native, error):
+            return False
+        self.in_prompt, self.evidence = True, f"{self.native.name} refused: {error}"
+        return True
+
+    def note(self) -> str | None:
         """What `.run` says when the schema went in the prompt; None when asked natively."""
         if not self.in_prompt:
             return None
-        evidence = PROMPT_ONLY.get(gateway or "")
-        return f"asked in the prompt ({evidence})" if evidence else "asked in the prompt (structured='prompt')"
+        if self.structured == "prompt":
+            return "asked in the prompt (structured='prompt')"
+        source = self.dialects.dialect.source("structured_output") if self.dialects is not None else None
+        why = self.evidence or (source.removeprefix("detected: ") if source else "known for this gateway")
+        return f"asked in the prompt ({why})"
 
 
 # a field's kind (`Schema.kinds`, wire's words) -> its nullable pandas dtype; any other kind is one object column

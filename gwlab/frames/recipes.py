@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,11 +39,9 @@ class RowRecipe:
     usage: Callable[[Any], tuple[int | None, int | None]]  # response JSON -> (input, output) tokens
     reserved_output: int = 0  # output tokens a budget must hold back per request (the max tokens asked)
     spread: tuple[str, ...] = ()  # numeric columns whose spread `repeats=k` reports
-    # (row value, answer JSON, re-asks so far) -> the next request of the row, or None when the answer
-    # stands: how df.gw.extract re-asks an invalid answer (frames/extract.py)
-    follow_up: Callable[[Any, Any, int], dict[str, Any] | None] | None = None
-    # (a send's error, the gateway) -> True when the recipe switched form and the row is to be sent again
-    fallback: Callable[[BaseException, str | None], bool] | None = None
+    # (row value, the row's send: body -> Answer) -> the row's Answer, when a row may take more than one
+    # request: df.gw.extract's re-asks and its resend in the prompt (frames/extract.py, wire/structured/driver.py)
+    exchange: Callable[[Any, Callable[[dict[str, Any]], Awaitable[Any]]], Awaitable[Any]] | None = None
     # the factory's arguments besides the model (questions, max_tokens, params): what a run record keeps
     # as the request parameters, and what `rebuild` makes the same recipe from
     spec: Mapping[str, Any] | None = None

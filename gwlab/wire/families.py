@@ -20,6 +20,7 @@ from typing import Any, Literal
 from gwlab.wire import endings
 from gwlab.wire.limits import API_PREFIX
 from gwlab.wire.models import DEFAULT_MODELS
+from gwlab.wire.structured.forms import RESPONSE_FORMAT, TEXT_FORMAT, TOOL_INPUT, StructuredForm
 
 __all__ = ["FAMILIES", "TEXT", "ProtocolFamily", "by_path", "family", "read_usage", "usage_of"]
 
@@ -40,7 +41,7 @@ class ProtocolFamily:
     idempotent: bool = False  # a lost POST may be resent: its only side effect is billing (spec, Errors)
     charges_output: bool = True  # False where only input tokens are billed (decisions)
     vendor: Vendor = "openai"  # whose error body shape and request-id header the family speaks
-    structured_output: str | None = None  # the request field that asks for JSON of a schema
+    structured_output: StructuredForm | None = None  # how it asks for JSON of a schema (wire/structured/forms.py)
     ability: str | None = None  # its key in DEFAULT_MODELS: the model a call without `model=` uses
     client: str | None = None  # the gateway attribute that speaks it: `gw.chat`
     frame_method: str | None = None  # the df.gw method that runs it over rows
@@ -65,13 +66,13 @@ def _ending(name: str) -> Callable[[Any], str | None]:
 _ROWS = (
     ProtocolFamily("models", "/models", method="GET", idempotent=True, client="models"),
     ProtocolFamily("chat", "/chat/completions", token_cap="max_completion_tokens", idempotent=True,
-                   structured_output="response_format", ability="text", client="chat", frame_method="chat",
+                   structured_output=RESPONSE_FORMAT, ability="text", client="chat", frame_method="chat",
                    ending=_ending("chat")),
     ProtocolFamily("responses", "/responses", token_cap="max_output_tokens", idempotent=True,
-                   structured_output="text.format", ability="text", client="responses", frame_method="respond",
+                   structured_output=TEXT_FORMAT, ability="text", client="responses", frame_method="respond",
                    ending=_ending("responses")),
     ProtocolFamily("messages", "/messages", token_cap="max_tokens", idempotent=True, vendor="anthropic",
-                   structured_output="tools", ability="text", client="messages", frame_method="messages",
+                   structured_output=TOOL_INPUT, ability="text", client="messages", frame_method="messages",
                    ending=_ending("messages")),
     ProtocolFamily("decisions", "/decisions", idempotent=True, charges_output=False, ability="decisions",
                    client="decisions", frame_method="decide"),

@@ -2,10 +2,10 @@
 
 Pure (no I/O). `Schema.of` normalises every form to one strict-compatible schema (`additionalProperties:
 false`, every property required, an optional field nullable so the model can answer null for "not in
-the text"); `Schema.check` validates an answer and names each bad field; `Schema.request_fields` is the
-request a family's row asks for it with (its `structured_output` form, gwlab/wire/families.py), and
-`Schema.answer_text` where that form puts the answer. The wording sent to the model (the schema in the
-prompt, the absent rule, the re-ask) is here too. Pydantic is imported only when a model is given.
+the text"); `Schema.check` validates an answer and names each bad field. The wording sent to the model
+(the schema in the prompt, the absent rule) is here too. How a family asks for it and reads it back is
+its form (`wire/structured/forms.py`, on its row of wire/families.py); the re-ask is `wire/structured/driver.py`.
+Pydantic is imported only when a model is given.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from gwlab.errors import AnswerInvalid, InvalidRequest
 
-__all__ = ["DEFAULT_MAX_REASKS", "AnswerInvalid", "Schema", "refuses_form"]
+__all__ = ["DEFAULT_MAX_REASKS", "AnswerInvalid", "Schema"]
 
 DEFAULT_MAX_REASKS = 1  # an invalid answer is asked again once: small models rarely fix it in two
 
@@ -111,20 +111,11 @@ class Schema:
             raise AnswerInvalid("; ".join(problems), text)
         return self.model.model_validate(value) if self.model is not None else value
 
-    def request_fields(self, form: str | None) -> dict[str, Any]:
-        """The request fields asking for JSON of this schema in a family's `structured_output` form."""
-        sent = self.sent()
-        if form == "response_format":
-            return {"response_format": {"type": "json_schema",
-                                        "json_schema": {"name": self.name, "schema": sent, "strict": True}}}
-        if form == "text.format":
-            return {"text": {"format": {"type": "json_schema", "name": self.name, "schema": sent,
-                                        "strict": True}}}
-        if form == "tools":
-            return {"tools": [{"name": self.name, "description": "Record the answer's fields.",
-                               "input_schema": sent}],
-                    "tool_choice": {"type": "tool", "name": self.name}}
-        raise InvalidRequest("protocol", f"this family has no structured-output form ({form!r})")
+    def request_fields(self, form: Any) -> dict[str, Any]:
+        """The request fields asking for JSON of this schema in a family's form (`StructuredForm`)."""
+        if form is None:
+            raise InvalidRequest("protocol", "this family has no structured-output form")
+        return dict(form.request_fields(self))
 
     def sent(self) -> dict[str, Any]:
         """The schema as a gateway sees it: without gwlab's own keywords (`"x-grounding"`, which says a
@@ -146,42 +137,6 @@ class Schema:
             return None
         return (f"If the text does not state {_listed(optional)}, answer null for it: never guess, infer or "
                 "invent a value that is not written in the text.")
-
-    @staticmethod
-    def reask_turns(error: AnswerInvalid) -> list[dict[str, Any]]:
-        """The turns that ask again after an invalid answer: the answer, then its validation error."""
-        return [{"role": "assistant", "content": error.raw or "(no answer)"},
-                {"role": "user", "content": f"That answer is invalid: {error}. Answer again with only the "
-                                            "corrected JSON object."}]
-
-    def answer_text(self, form: str | None, text: str | None, calls: Sequence[Mapping[str, Any]]) -> str | None:
-        """Where the answer is in a reply: the forced tool's input for the `tools` form (calls as
-        `{name, arguments}`), else the text."""
-        if form == "tools":
-            for call in calls:
-                if call.get("name") == self.name:
-                    arguments = call.get("arguments")
-                    return arguments if isinstance(arguments, str) else json.dumps(arguments)
-        return text
-
-
-# per structured_output form: the request fields a gateway's 400 names when it does not take that form
-_FORM_FIELDS = {"response_format": ("response_format",), "text.format": ("text.format", "text"),
-                "tools": ("tools", "tool_choice")}
-
-
-def refuses_form(form: str | None, error: BaseException) -> bool:
-    """Whether `error` is a 400/422 naming the form's request field (its `param`, or its message for the
-    unambiguous names): the evidence that a gateway has no structured output in this form. A 500 counts
-    when it is a request validation error (llama-cpp-python's server answers `response_format`
-    json_schema so: a request that never ran)."""
-    status = getattr(error, "status", None)
-    if form not in _FORM_FIELDS or not (status in (400, 422) or (status == 500 and "validation error" in str(error))):
-        return False
-    names = _FORM_FIELDS[form]
-    param = str(getattr(error, "param", None) or "")
-    return any(param == n or param.startswith(n + ".") for n in names) or any(
-        n in str(error) for n in names if n != "text")
 
 
 _OWN_KEYWORDS = ("x-grounding",)

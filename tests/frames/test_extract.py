@@ -16,8 +16,9 @@ import pytest
 
 import gwlab
 import gwlab.frames.accessor  # registers df.gw
+from gwlab.client.dialect import forget
 from gwlab.errors import BadRequest, InvalidRequest
-from gwlab.frames.extract import PROMPT_ONLY, StructuredFallbackWarning, dtypes
+from gwlab.frames.extract import StructuredFallbackWarning, dtypes
 from gwlab.wire.schema import Schema
 from tests.support.extract import FAULTS, KEY, REQUESTS, SCHEMA, stub_server
 
@@ -104,7 +105,7 @@ def test_a_resumed_run_pays_for_no_ask_again_reasks_included(stub, tmp_path):
 @pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
 def test_a_gateway_refusing_structured_output_gets_the_schema_in_the_prompt_said_once_and_remembered(protocol):
     with stub_server() as url, gwlab.Gateway(url.replace("/v1", "/plain/v1"), KEY) as plain:
-        PROMPT_ONLY.clear()
+        forget(plain.base_url)
         with pytest.warns(StructuredFallbackWarning, match="no structured output"):
             first = _run(plain, ["good a", "good b"], protocol=protocol)
         assert first["__status"].tolist() == ["sent", "sent"] and first["order"].tolist() == [42, 42]
@@ -114,7 +115,7 @@ def test_a_gateway_refusing_structured_output_gets_the_schema_in_the_prompt_said
         second = _run(plain, ["good c"], protocol=protocol)  # remembered: no native ask, no warning
         assert len(REQUESTS) == 1 and "JSON Schema" in json.dumps(REQUESTS[0]["body"])
         assert "asked in the prompt" in second.run.structured
-    PROMPT_ONLY.clear()
+        forget(plain.base_url)
 
 
 def test_native_forced_on_a_gateway_without_structured_output_raises_its_400():

@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from gwlab.frames.extract import PROMPT_ONLY, StructuredFallbackWarning
+from gwlab.client.dialect import forget
+from gwlab.frames.extract import StructuredFallbackWarning
 from tests.support.http_stub import serving
 
 KEY = "gwk-extract-stub-key"
@@ -100,7 +101,7 @@ def assert_extract_falls_back_to_the_prompt(gw: Any, model: str) -> None:
     """`df.gw.extract` on a server that refuses `response_format` with an error naming it: the run asks
     in the prompt instead and says so, and a row is a valid answer or an error row keeping its text
     and reason, never an invented value (the small greedy models often answer otherwise)."""
-    PROMPT_ONLY.clear()
+    forget(gw.base_url)  # what this gateway was found to refuse (its dialect's structured_output)
     mail = pd.DataFrame({"text": ["I was charged twice, please give me my money back."]})
     try:
         with pytest.warns(StructuredFallbackWarning, match="response_format"):
@@ -108,7 +109,7 @@ def assert_extract_falls_back_to_the_prompt(gw: Any, model: str) -> None:
                                   model=model, max_tokens=40, params={"temperature": 0}, gateway=gw,
                                   checkpoint=None, progress=False)
     finally:
-        PROMPT_ONLY.clear()
+        forget(gw.base_url)
     assert "asked in the prompt" in out.run.structured and out["refund"].dtype == "boolean"
     row = out.loc[0]
     if row["__status"] == "sent":

@@ -8,9 +8,10 @@ the local one and a hosted one) never share answers. The embedded gateway's is i
 before the gateway was part of the key keep their rows (their `gateway` column is NULL) but no key can
 reach them: they are never served.
 
-Each answer is written the moment it arrives: `put` queues it and a flush is scheduled on the event
-loop's next turn, so every answer that arrived in one loop iteration is committed in one transaction
-before any further request is sent.
+Each answer is written the moment it arrives, off the event loop: `put` hands it to the store's writer
+thread, which commits every answer queued while its previous transaction ran in the next one (group
+commit), and returns a future that resolves once that transaction is committed. The runner counts a row
+done only then, and keeps sending meanwhile, so durable writes cost the run almost nothing (docs/benchmarks.md).
 WAL mode with synchronous=NORMAL keeps committed rows through a process crash or kill (only a power
 loss may drop the last commits), and lets several processes (dask workers) share the file.
 
@@ -24,13 +25,14 @@ path is this SQLite file (one machine), a `postgresql://` URL a PostgreSQL datab
 
 from __future__ import annotations
 
-import asyncio
+import concurrent.futures
+import contextlib
 import hashlib
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Self, runtime_checkable
@@ -40,6 +42,8 @@ __all__ = ["AnswerStore", "Checkpoint", "CommitOnArrival", "Entry", "canonical",
            "mask_url", "request_key"]
 
 _URL_SCHEMES = ("postgresql://", "postgres://")
+# an answer's row as `put` queues it, and the future its commit resolves (None: nobody waits on it)
+_Queued = tuple[tuple[Any, ...], "concurrent.futures.Future[None] | None"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -132,9 +136,14 @@ class AnswerStore(Protocol):
         ...
 
     def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
-            input_tokens: int | None, output_tokens: int | None, gateway: str | None = None) -> None: ...
+            input_tokens: int | None, output_tokens: int | None,
+            gateway: str | None = None) -> concurrent.futures.Future[None] | None:
+        """Queue an answer; the future (if any) resolves once it is committed."""
+        ...
 
-    def flush(self) -> None: ...
+    def flush(self) -> None:
+        """Return once every answer queued so far is committed (raise what a commit raised)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -154,25 +163,120 @@ def mask_url(url: str) -> str:
     return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
 
 
-class CommitOnArrival:
-    """`put` for both stores: an answer is queued and committed, with every answer that arrived in the same
-    event-loop iteration, in one transaction on the loop's next turn (now when no loop is running)."""
+def _resolve(group: list[_Queued], failed: BaseException | None) -> None:
+    for _, done in group:
+        if done is not None:
+            done.set_result(None) if failed is None else done.set_exception(failed)
 
-    _pending: list[tuple[Any, ...]]
+
+class CommitOnArrival:
+    """`put` and `flush` for both stores: a writer thread commits queued answers in groups, each group in
+    one transaction (`_writer_session`, the store's), as soon as the previous one is done.
+
+    `put` returns a future resolved when its answer's transaction commits (or failed with the commit's
+    error; the answer then stays queued for the next `flush`, which raises if it fails again). The thread
+    starts on the first `put` and ends after a second idle, so a store nobody closes holds no thread."""
+
+    IDLE_SECONDS = 1.0
+
+    def _init_writer(self) -> None:
+        self._ready = threading.Condition()
+        self._queue: list[_Queued] = []
+        self._committing = False
+        self._failed: BaseException | None = None  # the last commit's error: the writer waits for `flush`
+        self._writer: threading.Thread | None = None
+        self._stopping_writer = False
+        self.written = 0
 
     def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
-            input_tokens: int | None, output_tokens: int | None, gateway: str | None = None) -> None:
-        """Store an answer and the `gateway_id` that gave it."""
-        self._pending.append((key, endpoint, model, response, request_id, input_tokens, output_tokens,
-                              time.time(), gateway))
-        if len(self._pending) > 1:
-            return  # a flush is already scheduled
+            input_tokens: int | None, output_tokens: int | None,
+            gateway: str | None = None) -> concurrent.futures.Future[None]:
+        """Queue an answer and the `gateway_id` that gave it; the future resolves once it is committed."""
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        row = (key, endpoint, model, response, request_id, input_tokens, output_tokens, time.time(), gateway)
+        with self._ready:
+            self._queue.append((row, done))
+            if self._writer is None:
+                self._start_writer()
+            self._ready.notify_all()
+        return done
+
+    def _write(self) -> None:
+        """The writer thread: take everything queued, commit it in one transaction, resolve its futures."""
         try:
-            asyncio.get_running_loop().call_soon(self.flush)
-        except RuntimeError:
-            self.flush()
+            with self._writer_session() as commit:
+                while self._next_group(commit):
+                    pass
+        except BaseException as exc:  # the store could not be opened: every waiter hears it
+            with self._ready:
+                self._failed, self._writer, self._committing = exc, None, False
+                waiting, self._queue = self._queue, [(row, None) for row, _ in self._queue]
+                self._ready.notify_all()
+            _resolve(waiting, exc)
+
+    def _next_group(self, commit: Callable[[list[tuple[Any, ...]]], None]) -> bool:
+        """Commit the next group; False when idle for a while (or told to stop): the thread ends."""
+        with self._ready:
+            if not self._ready.wait_for(self._work_or_stop, self.IDLE_SECONDS) or not self._queue:
+                self._writer = None
+                self._ready.notify_all()
+                return False
+            group, self._queue, self._committing = self._queue, [], True
+        # from here on a waiter can no longer cancel its future (a cancelled one is left out)
+        group = [(row, done if done is None or done.set_running_or_notify_cancel() else None) for row, done in group]
+        _resolve(group, self._commit_group(commit, group))
+        return True
+
+    def _work_or_stop(self) -> bool:
+        return bool(self._queue and self._failed is None) or self._stopping_writer
+
+    def _commit_group(self, commit: Callable[[list[tuple[Any, ...]]], None], group: list[Any]) -> BaseException | None:
+        try:
+            commit([row for row, _ in group])
+            failed: BaseException | None = None
+        except BaseException as exc:  # handed to the waiting futures and to `flush`
+            failed = exc
+        with self._ready:
+            self._committing = False
+            if failed is None:
+                self.written += len(group)
+            else:  # kept for the next flush, which tries again and raises if it fails again
+                self._queue[:0] = [(row, None) for row, _ in group]
+                self._failed = failed
+            self._ready.notify_all()
+        return failed
 
     def flush(self) -> None:
+        """Return once everything queued so far is committed; a failed commit is tried once more here,
+        and raised if it fails again."""
+        with self._ready:
+            if self._failed is not None:
+                self._failed = None
+                self._ready.notify_all()
+            if self._queue and self._writer is None:
+                self._start_writer()
+            self._ready.wait_for(lambda: (not self._queue and not self._committing) or self._failed is not None)
+            failed = self._failed
+        if failed is not None:
+            raise failed
+
+    def _start_writer(self) -> None:  # with self._ready held
+        self._stopping_writer = False
+        self._writer = threading.Thread(target=self._write, name=f"gwlab checkpoint {self!r}", daemon=True)
+        self._writer.start()
+
+    def _stop_writer(self) -> None:
+        """Flush, then end the writer thread now rather than after its idle second."""
+        self.flush()
+        with self._ready:
+            writer, self._stopping_writer = self._writer, True
+            self._ready.notify_all()
+        if writer is not None and writer is not threading.current_thread():
+            writer.join()
+
+    def _writer_session(self) -> contextlib.AbstractContextManager[Callable[[list[tuple[Any, ...]]], None]]:
+        """What the writer thread commits with, for its life: a function writing rows (the `put`
+        arguments and the time) in one transaction. The store's."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -202,8 +306,7 @@ class Checkpoint(CommitOnArrival):
         self._conn.executescript(_SCHEMA)
         self._migrate()
         self._lock = threading.Lock()
-        self._pending: list[tuple[Any, ...]] = []
-        self.written = 0
+        self._init_writer()
 
     def _migrate(self) -> None:
         """A file from before the gateway was recorded gets the column; its old rows stay NULL there and
@@ -255,21 +358,25 @@ class Checkpoint(CommitOnArrival):
     def release(self, key: str) -> None:
         """Nothing to release (no claims)."""
 
-    def flush(self) -> None:
-        """Commit every queued answer in one transaction."""
-        if not self._pending:
-            return
-        rows, self._pending = self._pending, []
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+    @contextlib.contextmanager
+    def _writer_session(self) -> Iterator[Callable[[list[tuple[Any, ...]]], None]]:
+        """The writer thread's own connection (WAL: the run's reads on the other one never wait for it)."""
+        conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        conn.execute("PRAGMA synchronous=NORMAL")
+
+        def commit(rows: list[tuple[Any, ...]]) -> None:
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.executemany(_UPSERT, rows)
-                self._conn.execute("COMMIT")
+                conn.executemany(_UPSERT, rows)
+                conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
-                self._pending[:0] = rows
+                conn.execute("ROLLBACK")
                 raise
-        self.written += len(rows)
+
+        try:
+            yield commit
+        finally:
+            conn.close()
 
     def __len__(self) -> int:
         with self._lock:
@@ -293,7 +400,7 @@ class Checkpoint(CommitOnArrival):
         return row[0] if row else None
 
     def close(self) -> None:
-        self.flush()
+        self._stop_writer()
         with self._lock:
             self._conn.close()
 

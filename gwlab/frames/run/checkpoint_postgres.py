@@ -1,8 +1,8 @@
 """Answers already paid for, in PostgreSQL: the checkpoint that dask workers on every host can reach.
 
 The same key and the same rule as the SQLite file (`checkpoint.py`): an answer is committed the moment it
-arrives (`put` queues it, the loop's next turn commits every queued answer in one transaction). What a
-server adds:
+arrives (`put` hands it to the writer thread, which commits every queued answer in one transaction). What
+a server adds:
 
 - **The schema is created on first use**, under a transaction-level advisory lock, so workers starting
   together do not race on `CREATE TABLE`.
@@ -23,8 +23,9 @@ server adds:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from gwlab.frames.run.checkpoint import CommitOnArrival, Entry, mask_url
@@ -75,9 +76,8 @@ class PostgresCheckpoint(CommitOnArrival):
         except psycopg.Error as exc:
             raise ConnectionError(f"checkpoint {self.path}: {self._scrub(exc)}") from None
         self._lock = threading.Lock()
-        self._pending: list[tuple[Any, ...]] = []
         self._held: set[str] = set()  # keys this connection has claimed and not yet answered
-        self.written = 0
+        self._init_writer()
 
     def _scrub(self, exc: BaseException) -> str:
         """An error's text with the URL's password removed, whatever the driver put in it."""
@@ -132,18 +132,15 @@ class PostgresCheckpoint(CommitOnArrival):
         self._rows("SELECT count(pg_advisory_unlock(k)) FROM unnest(%s::bigint[]) AS k",
                    ([_lock_id(key) for key in keys],))
 
-    def flush(self) -> None:
-        """Commit every queued answer in one transaction, then end their claims."""
-        if not self._pending:
-            return
-        rows, self._pending = self._pending, []
-        try:
-            with self._lock, self._conn.transaction(), self._conn.cursor() as cursor:
-                cursor.executemany(_UPSERT, rows)
-        except BaseException:
-            self._pending[:0] = rows
-            raise
-        self.written += len(rows)
+    @contextlib.contextmanager
+    def _writer_session(self) -> Iterator[Callable[[list[tuple[Any, ...]]], None]]:
+        """The writer thread commits on the store's one connection (a claim is that connection's lock)."""
+        yield self._commit
+
+    def _commit(self, rows: list[tuple[Any, ...]]) -> None:
+        """Every row in one transaction, then end their claims."""
+        with self._lock, self._conn.transaction(), self._conn.cursor() as cursor:
+            cursor.executemany(_UPSERT, rows)
         answered = [row[0] for row in rows if row[0] in self._held]
         if answered:
             self._held.difference_update(answered)
@@ -170,7 +167,7 @@ class PostgresCheckpoint(CommitOnArrival):
     def close(self) -> None:
         """Commit what is queued and disconnect (which also ends any claim left)."""
         try:
-            self.flush()
+            self._stop_writer()
         finally:
             with self._lock:
                 self._conn.close()

@@ -15,6 +15,7 @@ run stops and the rest are reported not run.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import math
 import time
@@ -46,6 +47,7 @@ class Answer:
     data: Any
     text: str | None = None
     request_id: str | None = None
+    reasks: int = 0  # the requests that asked again for this answer (an invalid structured answer)
 
 
 # one attempt of a request of a protocol family (a row of gwlab.wire.families) with a JSON body
@@ -100,11 +102,21 @@ class Runner(Stoppable):
                 bar.advance(int(batch.rows_per_job[job]))
 
         async def worker() -> None:
+            committing: list[asyncio.Future[None]] = []  # this worker's answers not yet on disk
             for job, repeat in items:
                 if self._stopping:
-                    return
-                await self._one(job, repeat, batch, result, spend, counters)
-                finished(job)
+                    break
+                stored = await self._one(job, repeat, batch, result, spend, counters)
+                if stored is None:
+                    finished(job)
+                    continue
+                # a row is done once its answer is committed; the worker sends its next request meanwhile
+                done = asyncio.wrap_future(stored)
+                done.add_done_callback(lambda f, job=job: f.cancelled() or f.exception() or finished(job))
+                committing = [*_pending(committing), done]
+                if len(committing) > 1:  # one answer of a worker off disk at a time: a slow disk slows the
+                    await asyncio.wait(committing[:-1])  # run rather than leaving paid answers queued
+            await asyncio.gather(*committing)
 
         await drive([worker() for _ in range(min(self.concurrency, max(1, jobs * k)))], self.checkpoint, bar)
         if self.pilot is not None and last_job < jobs and not self._stopping:
@@ -115,7 +127,8 @@ class Runner(Stoppable):
         return result
 
     async def _one(self, job: int, repeat: int, batch: Batch, result: RunResult, spend: Spend,
-                   counters: dict[str, int]) -> None:
+                   counters: dict[str, int]) -> concurrent.futures.Future[None] | None:
+        """Ask one request (or read it from the checkpoint); the future of its answer's commit, if any."""
         recipe = self.recipe
         try:
             body = recipe.body(batch.value(job))
@@ -123,7 +136,7 @@ class Runner(Stoppable):
             text = canonical(body) if self._needs_text else ""
         except (InvalidRequest, ValueError, TypeError) as exc:
             self._fail(result, job, repeat, exc)
-            return
+            return None
         key = key_of(self.gateway, recipe.endpoint, text, repeat) if self.checkpoint is not None else ""
         if self.checkpoint is not None and not self.refresh:
             entry = self.checkpoint.get(key)
@@ -135,27 +148,25 @@ class Runner(Stoppable):
                 self._store(result, job, repeat, entry.data(), entry.request_id, entry.input_tokens,
                             entry.output_tokens, CACHED)
                 counters["cached"] += 1
-                return
+                return None
         estimate = self.estimate(text) if text else 0
         while not spend.fits(estimate, recipe.reserved_output):
             if spend.in_flight == 0 or self._stopping:
                 self.stop("budget")
                 if self.checkpoint is not None:
                     self.checkpoint.release(key)
-                return
+                return None
             async with spend.changed:
                 await spend.changed.wait()
         held = spend.hold(estimate, recipe.reserved_output)
         paid = [0, 0]  # tokens of every answer this row's requests got: re-asks and invalid answers included
         try:
             await self.limiter.acquire(estimate)
-            try:
+            if recipe.exchange is None:
                 reply = await self._send_with_pauses(body, estimate, counters, paid)
-            except Exception as exc:  # a 400 the recipe has another form for: nothing billed, sent again
-                if recipe.fallback is None or not recipe.fallback(exc, self.gateway):
-                    raise
-                reply = await self._send_with_pauses(recipe.body(batch.value(job)), estimate, counters, paid)
-            reply = await self._reask(batch.value(job), reply, estimate, counters, paid)
+            else:  # the recipe drives the row's requests (re-asks, a resend in another form)
+                reply = await recipe.exchange(batch.value(job), self._row_send(estimate, counters, paid))
+                counters["reasked"] = counters.get("reasked", 0) + reply.reasks
             tokens_in, tokens_out = (t or 0 for t in recipe.usage(reply.data))
             if estimate and tokens_in > estimate:
                 self.factor *= tokens_in / estimate
@@ -163,9 +174,9 @@ class Runner(Stoppable):
             self._store(result, job, repeat, reply.data, reply.request_id, tokens_in, tokens_out, SENT)
             counters["sent"] += 1
             if self.checkpoint is not None:
-                self.checkpoint.put(key, recipe.endpoint, recipe.model, reply.text or canonical(reply.data),
-                                    reply.request_id, tokens_in, tokens_out, self.gateway)
-                await asyncio.sleep(0)  # let the flush (scheduled first) commit before this worker sends again
+                return self.checkpoint.put(key, recipe.endpoint, recipe.model, reply.text or canonical(reply.data),
+                                           reply.request_id, tokens_in, tokens_out, self.gateway)
+            return None
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -173,26 +184,31 @@ class Runner(Stoppable):
             if self.checkpoint is not None:
                 self.checkpoint.release(key)
             self._fail(result, job, repeat, exc)
+            return None
         finally:
             # the bill is what was paid, whatever became of the answer (an invalid one, a re-ask that failed)
             counters["input_tokens"] += paid[0]
             counters["output_tokens"] += paid[1]
             await spend.settle(held, *paid)
 
-    async def _reask(self, value: Any, reply: Answer, estimate: int, counters: dict[str, int],
-                     paid: list[int]) -> Answer:
-        """While the recipe asks again (an invalid structured answer), send its follow-up: each one a real
-        request, its usage added to the row's so the budget and the checkpoint count what was paid."""
-        follow_up = self.recipe.follow_up
-        asked = 0
-        while follow_up is not None and (again := follow_up(value, reply.data, asked)) is not None:
-            asked += 1
-            await self.limiter.acquire(estimate)
-            answer = await self._send_with_pauses(again, estimate, counters, paid)
-            self.limiter.settle(estimate, 0)  # the row's one settle below counts every ask's tokens
-            counters["reasked"] = counters.get("reasked", 0) + 1
-            reply = Answer(_added_usage(answer.data, reply.data, asked), None, answer.request_id)
-        return reply
+    def _row_send(self, estimate: int, counters: dict[str, int],
+                  paid: list[int]) -> Callable[[dict[str, Any]], Awaitable[Answer]]:
+        """A row's send for its recipe's exchange: the first request uses the limiter slot the row took, each
+        later one (a re-ask) takes its own; every answer's usage is added to the row's (`paid`), so the
+        budget and the checkpoint count what was paid."""
+        sent = 0
+
+        async def send(body: dict[str, Any]) -> Answer:
+            nonlocal sent
+            if sent:
+                await self.limiter.acquire(estimate)
+            sent += 1
+            answer = await self._send_with_pauses(body, estimate, counters, paid)
+            if sent > 1:
+                self.limiter.settle(estimate, 0)  # the row's one settle counts every ask's tokens
+            return answer
+
+        return send
 
     async def _send_with_pauses(self, body: dict[str, Any], estimate: int, counters: dict[str, int],
                                 paid: list[int]) -> Answer:
@@ -303,15 +319,9 @@ class Runner(Stoppable):
                 "cost": self.prices.cost(recipe.model, recipe.endpoint, tokens_in, tokens_out)}
 
 
-def _added_usage(data: Any, before: Any, asked: int) -> Any:
-    """The last answer of a re-asked row, its usage summed with the earlier asks' (same field names)."""
-    if not isinstance(data, dict):
-        return data
-    usage, earlier = data.get("usage"), before.get("usage") if isinstance(before, dict) else None
-    if isinstance(usage, dict) and isinstance(earlier, dict):
-        usage = {k: v + earlier[k] if isinstance(v, int) and isinstance(earlier.get(k), int) else v
-                 for k, v in usage.items()}
-    return {**data, "usage": usage, "gwlab_reasks": asked}
+def _pending(commits: list[asyncio.Future[None]]) -> list[asyncio.Future[None]]:
+    """The commits not yet done; a failed one raises its error (the run stops: its answers are not safe)."""
+    return [f for f in commits if not f.done() or f.result()]
 
 
 def _iso(epoch: float) -> str | None:
