@@ -51,10 +51,11 @@ from gwlab.errors import (
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
 from gwlab.frames.batch.jobs import BatchOptions, batches
-from gwlab.frames.cascade.spec import Cascade
+from gwlab.frames.cascade.spec import Cascade, DecisionOracle, LabelsOracle, TextOracle
 from gwlab.frames.evaluation.compare import compare
 from gwlab.frames.evaluation.estimate import estimate
 from gwlab.frames.evaluation.evaluate import evaluate
+from gwlab.frames.evaluation.fields import evaluate_fields
 from gwlab.frames.evaluation.label_plan import LabelPlan, PlanOptions, label_plan
 from gwlab.frames.evaluation.repeats import stability
 from gwlab.frames.evaluation.sequential_compare import SequentialComparison, compare_sequential
@@ -82,6 +83,7 @@ __all__ = [
     "ChatCompletion",
     "ClientConfig",
     "ConnectionFailed",
+    "DecisionOracle",
     "DecisionResult",
     "Dialect",
     "EvaluationWarning",
@@ -94,6 +96,7 @@ __all__ = [
     "InvalidEvent",
     "InvalidRequest",
     "LabelPlan",
+    "LabelsOracle",
     "Message",
     "NotFound",
     "PermissionDenied",
@@ -113,6 +116,7 @@ __all__ = [
     "StructuredFallbackWarning",
     "Task",
     "TaskFamily",
+    "TextOracle",
     "Timeout",
     "batches",
     "compare",
@@ -122,6 +126,7 @@ __all__ = [
     "errors",
     "estimate",
     "evaluate",
+    "evaluate_fields",
     "label_calls",
     "label_plan",
     "run_answers",
