@@ -199,3 +199,11 @@ def test_the_options_check_sees_a_pop_a_get_a_subscript_and_a_typed_parameter() 
               "    return options['gateway']\n\ndef g(frame, config):\n    return config.prefix\n")
     assert [line.split(": ", 1)[1] for line in options_reads(source)] == [
         "parameter options typed as the user's options", "options.pop(...)", "options.get(...)", "options[...]"]
+
+
+def test_the_column_clash_check_is_written_once() -> None:
+    """Every run refuses a clash through `frames/columns.refuse_clash` (it had 5 copies): its message is
+    written in that module only."""
+    writers = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+                     if "already has column" in path.read_text())
+    assert writers == ["frames/columns.py"]

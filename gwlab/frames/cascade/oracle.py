@@ -115,7 +115,7 @@ class Oracle:
     def of(frame: pd.DataFrame, asked: DecideSpec, question: CascadeQuestion, cascade: Cascade,
            config: RunConfig) -> Oracle:
         """The oracle of `cascade` for the proxy's request `asked` over `frame` (`config`: the proxy's)."""
-        match cascade.oracle:
+        match cascade.typed_oracle:
             case LabelsOracle():
                 return FromLabels(frame, asked, question, cascade, config)
             case DecisionOracle():
@@ -127,7 +127,7 @@ class Oracle:
     @property
     def name(self) -> str:
         """What answered, for the run's summary: "labels", or the model id (with its family if not decisions)."""
-        return self.cascade.oracle.name
+        return self.cascade.typed_oracle.name
 
     async def answer(self, positions: np.ndarray) -> np.ndarray:
         """The oracle's answers for these row positions (None where it gave none validly)."""
@@ -184,8 +184,9 @@ class FromLabels(Oracle):
 
     def _labels(self) -> pd.Series:
         """The labels in the proxy's terms, read (and refused) by the evaluation's label reader."""
-        assert isinstance(self.cascade.oracle, LabelsOracle)
-        series = self.cascade.oracle.labels
+        oracle = self.cascade.typed_oracle
+        assert isinstance(oracle, LabelsOracle)
+        series = oracle.labels
         if not series.index.is_unique:
             raise InvalidRequest("oracle", "the label Series' index has duplicate labels")
         series = series.reindex(self.frame.index)
@@ -212,8 +213,9 @@ class FromDecisionModel(Oracle):
     """Another decision model, asked the proxy's question as a `decide` run."""
 
     async def _ask(self, rows: pd.DataFrame, config: RunConfig) -> tuple[BatchFrame, np.ndarray]:
-        assert isinstance(self.cascade.oracle, DecisionOracle)
-        out = await DecideSpec(self.state, self.asked, self.cascade.oracle.model).run(rows, config)
+        oracle = self.cascade.typed_oracle
+        assert isinstance(oracle, DecisionOracle)
+        out = await DecideSpec(self.state, self.asked, oracle.model).run(rows, config)
         return out, self.question.answers(out)
 
 
@@ -222,7 +224,7 @@ class FromTextModel(Oracle):
     outcomes by the schema; a row whose state cannot be rendered fails as it did for the proxy."""
 
     async def _ask(self, rows: pd.DataFrame, config: RunConfig) -> tuple[BatchFrame, np.ndarray]:
-        oracle = self.cascade.oracle
+        oracle = self.cascade.typed_oracle
         assert isinstance(oracle, TextOracle)
         template = Template.parse(self.state, rows.columns, field="state")
         states = template.rows(rows, blank=config.blank)

@@ -147,8 +147,14 @@ class Cascade:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InvalidRequest("seed", f"an integer; got {self.seed!r}")
 
+    @property
+    def typed_oracle(self) -> OracleSpec:
+        """`oracle`, typed as what it is once built (`LabelsOracle`, `DecisionOracle` or `TextOracle`)."""
+        assert isinstance(self.oracle, LabelsOracle | DecisionOracle | TextOracle)
+        return self.oracle
+
     def __repr__(self) -> str:
-        typed = self.oracle
+        typed = self.typed_oracle
         oracle = f"<labels: {len(typed.labels)} rows>" if isinstance(typed, LabelsOracle) else repr(typed.model)
         via = "" if self.protocol == "decisions" else f", protocol={self.protocol!r}"
         return (f"Cascade(oracle={oracle}{via}, metric={self.metric!r}, target={self.target}, delta={self.delta}, "

@@ -49,6 +49,7 @@ from gwlab.frames.cascade.spec import Cascade, Threshold, proxy_answers
 from gwlab.frames.cascade.summary import CascadeSummary, OracleSpend
 from gwlab.frames.dask.partitions import DaskSetup, WorkerRun, checked_run
 from gwlab.frames.run.config import RunConfig
+from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.specs import DecideSpec
 
 __all__ = ["CascadeJob", "cascade_decide", "cascade_frame", "cascade_partition"]
@@ -66,13 +67,13 @@ class CascadeJob:
     offsets: tuple[int, ...] = ()  # each partition's first global position
 
 
-def cascade_decide(ddf: Any, asked: DecideSpec, cascade: Cascade, setup: DaskSetup) -> Any:
+def cascade_decide(ddf: Any, proxy: DecideSpec, cascade: Cascade, setup: DaskSetup) -> Any:
     """The lazy cascade frame of `gw_dask.decide(..., cascade=...)`, its threshold set now (module doc)."""
-    question = CascadeQuestion.of(asked.questions, cascade)
-    family = recipes.decisions_recipe_for(asked.questions, asked.model)
+    question = CascadeQuestion.of(proxy.questions, cascade)
+    family = recipes.decisions_recipe_for(proxy.questions, proxy.model)
     added = [f"{question.name}{suffix}" for suffix in CASCADE_COLUMNS]
     run, meta = checked_run(ddf, family, setup, added=added)
-    job = CascadeJob(asked, cascade, question)
+    job = CascadeJob(proxy, cascade, question)
     score, mine, offsets = _scores(ddf, job, run)
     valid, sampled = sample_positions(score, cascade)
     asked = np.unique(sampled)
@@ -96,7 +97,7 @@ def cascade_frame(lazy: Any, summary: CascadeSummary) -> Any:
     (dask's own methods return plain dask frames, which do not carry it)."""
     import dask.dataframe as dd
 
-    class CascadeDataFrame(dd.DataFrame):  # type: ignore[misc]  (dask's collections are untyped)
+    class CascadeDataFrame(dd.DataFrame):  # type: ignore[misc]
         """A lazy cascade frame: dask's DataFrame and the summary known when it was built."""
 
         def __init__(self, expr: Any, cascade: CascadeSummary) -> None:
@@ -110,7 +111,7 @@ def cascade_frame(lazy: Any, summary: CascadeSummary) -> Any:
     return CascadeDataFrame(lazy.expr, summary)
 
 
-def _proxy(partition: pd.DataFrame, job: CascadeJob, config: RunConfig) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+def _proxy(partition: pd.DataFrame, job: CascadeJob, config: RunConfig) -> tuple[BatchFrame, np.ndarray, np.ndarray]:
     """The proxy's run on a partition (from the checkpoint when it ran before), its score and answer."""
     proxy = _client.run_sync(job.asked.run(partition, config), config.gateway)
     columns = proxy_columns(proxy, partition, config)

@@ -10,7 +10,6 @@ runs, is one `OperatorSummary` on the result's `.run`.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -46,7 +45,7 @@ class OperatorSummary:
     strategy: str = ""  # merge: "choice" or "pairwise"
     kept: int | None = None  # filter: rows that passed
     stopped: str | None = None
-    runs: list[dict[str, Any]] = field(default_factory=list)  # each run's RunSummary, as a dict
+    runs: list[RunSummary] = field(default_factory=list)  # each run's summary (read by key too)
 
     def add(self, summary: RunSummary) -> None:
         """Count one run of the operator in."""
@@ -58,7 +57,7 @@ class OperatorSummary:
         self.input_tokens += summary.input_tokens
         self.output_tokens += summary.output_tokens
         self.stopped = self.stopped or summary.stopped
-        self.runs.append(dataclasses.asdict(summary))
+        self.runs.append(summary)
 
     def text(self) -> str:
         extra = {"comparisons": self.comparisons, "levels": self.levels}

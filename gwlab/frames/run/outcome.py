@@ -68,7 +68,7 @@ class ReadByKey:
 
 
 @dataclass
-class RunSummary:
+class RunSummary(ReadByKey):
     """What every run did, for the result's repr and `.attrs`. What one kind of run adds is a subclass
     built when that run ends: a cascade's (`frames/cascade/summary.py`), an extract run's (`frames/specs.py`)."""
 
