@@ -118,3 +118,13 @@ def test_the_tie_sees_an_option_missing_from_the_docs() -> None:
     """The check itself: a table without `pilot` is caught."""
     without = "\n".join(line for line in RUN_OPTIONS_DOC.splitlines() if not line.strip().startswith("pilot"))
     assert RunConfig.options("rows") - _documented_names(without) == {"pilot"}
+
+
+def test_the_dask_functions_document_every_dask_option() -> None:
+    from gwlab.frames.dask.calls import _SHARED_DOC
+
+    names = set()
+    for line in _SHARED_DOC.splitlines():
+        if line.startswith(" " * 4) and not line.startswith(" " * 5):
+            names |= {name.strip() for name in line.strip().partition(" : ")[0].split(",")}
+    assert set(DaskOptions.__annotations__) <= names
