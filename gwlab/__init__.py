@@ -51,10 +51,11 @@ from gwlab.errors import (
 )
 from gwlab.frames import accessor as _accessor  # noqa: F401  (importing registers df.gw)
 from gwlab.frames.batch.jobs import BatchOptions, batches
-from gwlab.frames.cascade.spec import Cascade
+from gwlab.frames.cascade.spec import Cascade, DecisionOracle, LabelsOracle, TextOracle
 from gwlab.frames.evaluation.compare import compare
 from gwlab.frames.evaluation.estimate import estimate
 from gwlab.frames.evaluation.evaluate import evaluate
+from gwlab.frames.evaluation.fields import evaluate_fields
 from gwlab.frames.evaluation.label_plan import LabelPlan, PlanOptions, label_plan
 from gwlab.frames.evaluation.label_store import LabelStore
 from gwlab.frames.evaluation.labelling import LabelSession, SessionOptions
@@ -84,6 +85,7 @@ __all__ = [
     "ChatCompletion",
     "ClientConfig",
     "ConnectionFailed",
+    "DecisionOracle",
     "DecisionResult",
     "Dialect",
     "EvaluationWarning",
@@ -98,6 +100,7 @@ __all__ = [
     "LabelPlan",
     "LabelSession",
     "LabelStore",
+    "LabelsOracle",
     "Message",
     "NotFound",
     "PermissionDenied",
@@ -119,6 +122,7 @@ __all__ = [
     "StructuredFallbackWarning",
     "Task",
     "TaskFamily",
+    "TextOracle",
     "Timeout",
     "batches",
     "compare",
@@ -128,6 +132,7 @@ __all__ = [
     "errors",
     "estimate",
     "evaluate",
+    "evaluate_fields",
     "label_calls",
     "label_plan",
     "run_answers",

@@ -155,3 +155,55 @@ def test_stats_imports_numpy_and_the_standard_library_only() -> None:
                 if top not in allowed or (top == "gwlab" and not inside):
                     found.append(f"{path.relative_to(PACKAGE)}: {name}")
     assert found == []
+
+
+# --- a run's options are read once, at the door (issue 32 point 2) ----------------------------------------
+
+# the modules that take `**options` from users and turn them into typed objects: pandas' face, the Dask
+# face, and the declaration itself (`RunConfig.of` / `.split`); every other module gets a RunConfig or a spec
+OPTION_DOORS = {"frames/accessor.py", "frames/dask/calls.py", "frames/run/config.py"}
+OPTION_NAMES = {"options", "own", "opts", "kwargs", "run_options"}  # what an options dict is called
+TYPED_OPTIONS = {"RunOptions", "TaskOptions", "ExtractOptions", "DaskOptions", "DaskExtractOptions"}
+
+
+def options_reads(source: str) -> list[str]:
+    """Where `source` reads an options dict: `options.get(...)`, `.pop(...)`, `options[...]`, or takes a
+    parameter typed as the user's keyword options (`RunOptions`, ...)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop") \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in OPTION_NAMES:
+            found.append(f"{node.lineno}: {node.func.value.id}.{node.func.attr}(...)")
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in OPTION_NAMES:
+            found.append(f"{node.lineno}: {node.value.id}[...]")
+        elif isinstance(node, ast.arg) and node.annotation is not None and \
+                {n.id for n in ast.walk(node.annotation) if isinstance(n, ast.Name)} & TYPED_OPTIONS:
+            found.append(f"{node.lineno}: parameter {node.arg} typed as the user's options")
+    return found
+
+
+def test_no_options_dict_is_read_below_the_doors() -> None:
+    """The accessor (and the Dask face) build a RunConfig and specs at the door; nothing below pops its
+    own defaults out of the user's keywords (cascade, oracle, operators, extract, steps, Dask used to)."""
+    reads = {}
+    for path in sorted((PACKAGE / "frames").rglob("*.py")):
+        name = str(path.relative_to(PACKAGE))
+        if name not in OPTION_DOORS and (found := options_reads(path.read_text())):
+            reads[name] = found
+    assert reads == {}
+
+
+def test_the_options_check_sees_a_pop_a_get_a_subscript_and_a_typed_parameter() -> None:
+    """The check itself, on made-up code: each way of reading the user's options is found; a config is not."""
+    source = ("def f(frame, options: RunOptions):\n    options.pop('levels')\n    options.get('prefix', '')\n"
+              "    return options['gateway']\n\ndef g(frame, config):\n    return config.prefix\n")
+    assert [line.split(": ", 1)[1] for line in options_reads(source)] == [
+        "parameter options typed as the user's options", "options.pop(...)", "options.get(...)", "options[...]"]
+
+
+def test_the_column_clash_check_is_written_once() -> None:
+    """Every run refuses a clash through `frames/columns.refuse_clash` (it had 5 copies): its message is
+    written in that module only."""
+    writers = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+                     if "already has column" in path.read_text())
+    assert writers == ["frames/columns.py"]

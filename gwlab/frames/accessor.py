@@ -14,27 +14,27 @@ from typing import Any, Literal, TypeVar, Unpack
 import pandas as pd
 
 from gwlab.errors import InputLimitWarning, InvalidRequest, RepeatsWarning
-from gwlab.frames import _client, recipes, steps
+from gwlab.frames import _client, steps
 from gwlab.frames.cascade.run import run_cascade
 from gwlab.frames.cascade.spec import Cascade
-from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe
 from gwlab.frames.operators.aggregate import AggregateSpec, aggregate
 from gwlab.frames.operators.blocking import Blocking
-from gwlab.frames.operators.filter import filter_rows
+from gwlab.frames.operators.filter import FilterSpec, filter_rows
 from gwlab.frames.operators.merge import MergePlan, MergeSpec, merge, plan
 from gwlab.frames.operators.shared import OperatorFrame
-from gwlab.frames.operators.topk import topk
+from gwlab.frames.operators.topk import TopkSpec, topk
 from gwlab.frames.run.config import (
     EXTRACT_OPTIONS_DOC,
     RUN_OPTIONS_DOC,
     ExtractOptions,
+    RunConfig,
     RunOptions,
     TaskOptions,
 )
 from gwlab.frames.run.result import BatchFrame
+from gwlab.frames.specs import EXTRACT_OWN, DecideSpec, ExtractSpec, TextSpec
 from gwlab.frames.steps import TemplateSpec
 from gwlab.frames.task_batch import TaskFrame
-from gwlab.frames.templates import Template
 from gwlab.wire import images, videos
 from gwlab.wire.jobs.tasks import TaskFamily, build_submit
 from gwlab.wire.models import DEFAULT_MODELS  # written once, in wire
@@ -107,11 +107,10 @@ class GatewayAccessor:
     async def adecide(self, state: TemplateSpec, questions: Mapping[str, Any], *, model: str | None = None,
                       cascade: Cascade | None = None, **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `decide`: await it in a running loop (with an AsyncGateway)."""
+        spec, config = DecideSpec(state, questions, model), RunConfig.of("rows", options)
         if cascade is not None:
-            return await run_cascade(self._frame, state, questions, model, cascade, options)
-        family = recipes.decisions_recipe_for(questions, model)
-        rows = Template.parse(state, self._frame.columns, field="state").rows(self._frame, **steps.blank_rule(options))
-        return await steps.run_rows(self._frame, family, rows, options, {"state": state})
+            return await run_cascade(self._frame, spec, cascade, config)
+        return await spec.run(self._frame, config)
 
     # --- text protocols -------------------------------------------------------------------------
 
@@ -145,9 +144,8 @@ class GatewayAccessor:
                     max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
                     **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `chat`: await it in a running loop (with an AsyncGateway)."""
-        recipe = recipes.text_recipe("chat", model, max_tokens, params)
-        rows = steps.prompts(self._frame, prompt, system, options=options)
-        return await steps.run_rows(self._frame, recipe, rows, options, {"prompt": prompt, "system": system})
+        spec = TextSpec("chat", prompt, system, model, max_tokens, params)
+        return await spec.run(self._frame, RunConfig.of("rows", options))
 
     @_documented
     def respond(self, prompt: TemplateSpec, *, instructions: str | None = None, model: str | None = None,
@@ -177,10 +175,8 @@ class GatewayAccessor:
                        params: Mapping[str, Any] | None = None,
                        **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `respond`: await it in a running loop (with an AsyncGateway)."""
-        recipe = recipes.text_recipe("responses", model, max_tokens, params)
-        rows = steps.prompts(self._frame, prompt, instructions, "instructions", options)
-        template = {"prompt": prompt, "instructions": instructions}
-        return await steps.run_rows(self._frame, recipe, rows, options, template)
+        spec = TextSpec("responses", prompt, instructions, model, max_tokens, params)
+        return await spec.run(self._frame, RunConfig.of("rows", options))
 
     @_documented
     def messages(self, prompt: TemplateSpec, *, system: str | None = None, model: str | None = None,
@@ -209,9 +205,8 @@ class GatewayAccessor:
                         max_tokens: int = 256, params: Mapping[str, Any] | None = None,
                         **options: Unpack[RunOptions]) -> BatchFrame:
         """The async twin of `messages`: await it in a running loop (with an AsyncGateway)."""
-        recipe = recipes.text_recipe("messages", model, max_tokens, params)
-        rows = steps.prompts(self._frame, prompt, system, options=options)
-        return await steps.run_rows(self._frame, recipe, rows, options, {"prompt": prompt, "system": system})
+        spec = TextSpec("messages", prompt, system, model, max_tokens, params)
+        return await spec.run(self._frame, RunConfig.of("rows", options))
 
     # --- typed answers ------------------------------------------------------------------------------
 
@@ -263,20 +258,9 @@ class GatewayAccessor:
                        params: Mapping[str, Any] | None = None,
                        **options: Unpack[ExtractOptions]) -> BatchFrame:
         """The async twin of `extract`: await it in a running loop (with an AsyncGateway)."""
-        max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # the rest are the run's options
-        structured: Structured = options.pop("structured", "auto")
-        parsed = Schema.of(schema)
-        plan = steps.grounding_plan(self._frame, prompt, parsed, options)  # pops grounding= and source=
-        dialects = _client.connection(options.get("gateway")).dialects
-        recipe, mode = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
-                                      structured=structured, dialects=dialects)
-        template = {"prompt": prompt, "system": system, "schema": parsed.json, **steps.grounding_note(plan)}
-        out = await steps.run_rows(self._frame, recipe, steps.prompts(self._frame, prompt, system), options, template,
-                                   convert=steps.typed_and_grounded(self._frame, parsed, plan), derived=plan)
-        out.run.structured = out.attrs["gwlab_run"]["structured"] = mode.note()
-        if plan is not None:
-            out.attrs["gwlab_run"]["grounding"] = template["grounding"]
-        return out
+        own, config = RunConfig.split("rows", options, EXTRACT_OWN)
+        spec = ExtractSpec(prompt, Schema.of(schema), protocol, system, model, max_tokens, params, **own)
+        return await spec.run(self._frame, config)
 
     # --- asynchronous tasks: one task per row -------------------------------------------------------
 
@@ -313,7 +297,7 @@ class GatewayAccessor:
         def build(text: str) -> dict[str, Any]:
             return videos.build_create(text, model, seconds, size, **dict(params or {}))
 
-        return await steps.run_tasks(self._frame, videos.VIDEOS, model, prompt, build, options)
+        return await steps.run_tasks(self._frame, videos.VIDEOS, model, prompt, build, RunConfig.of("tasks", options))
 
     def images(self, prompt: TemplateSpec, *, model: str | None = None, size: str | None = None,
                params: Mapping[str, Any] | None = None, **options: Unpack[TaskOptions]) -> TaskFrame:
@@ -350,7 +334,7 @@ class GatewayAccessor:
         def build(text: str) -> dict[str, Any]:
             return images.build_create(text, model, size, **dict(params or {}))
 
-        return await steps.run_tasks(self._frame, images.IMAGES, model, prompt, build, options)
+        return await steps.run_tasks(self._frame, images.IMAGES, model, prompt, build, RunConfig.of("tasks", options))
 
     def tasks(self, family: TaskFamily, prompt: TemplateSpec, *, model: str,
               params: Mapping[str, Any] | None = None, **options: Unpack[TaskOptions]) -> TaskFrame:
@@ -431,7 +415,7 @@ class GatewayAccessor:
         def build(text: str) -> dict[str, Any]:
             return build_submit(family, text, model, params)
 
-        return await steps.run_tasks(self._frame, family, model, prompt, build, options)
+        return await steps.run_tasks(self._frame, family, model, prompt, build, RunConfig.of("tasks", options))
 
     # --- operators across rows (frames/operators/) ----------------------------------------------
 
@@ -467,7 +451,8 @@ class GatewayAccessor:
                       name: str = "condition", model: str | None = None, cascade: Cascade | None = None,
                       **options: Unpack[RunOptions]) -> OperatorFrame:
         """The async twin of `filter`."""
-        return await filter_rows(self._frame, condition, state, threshold, name, model, dict(options), cascade)
+        spec = FilterSpec(condition, state, threshold, name, model, cascade)
+        return await filter_rows(self._frame, spec, RunConfig.of("rows", options))
 
     @_documented
     def merge(self, right: pd.DataFrame, condition: str, *, left_on: TemplateSpec | None = None,
@@ -510,9 +495,10 @@ class GatewayAccessor:
                      **options: Unpack[RunOptions]) -> OperatorFrame | MergePlan:
         """The async twin of `merge`."""
         spec = MergeSpec(condition, left_on, right_on, how, model, blocking or Blocking())
+        config = RunConfig.of("rows", options)
         if dry_run:  # no gateway needed to count
-            return plan(self._frame, right, spec, options)
-        return await merge(self._frame, right, spec, dry_run, dict(options))
+            return plan(self._frame, right, spec, config)
+        return await merge(self._frame, right, spec, config)
 
     @_documented
     def topk(self, criterion: str, k: int, *, state: TemplateSpec | None = None, window: int = 2,
@@ -550,7 +536,8 @@ class GatewayAccessor:
                     levels: Sequence[str] | None = None, model: str | None = None,
                     **options: Unpack[RunOptions]) -> OperatorFrame:
         """The async twin of `topk`."""
-        return await topk(self._frame, criterion, k, state, window, model, {**options, "levels": levels})
+        spec = TopkSpec(criterion, k, state, window, levels, model)
+        return await topk(self._frame, spec, RunConfig.of("rows", options))
 
     @_documented
     def aggregate(self, instruction: str, by: str | list[str] | None = None, *, text: TemplateSpec | None = None,
@@ -594,4 +581,4 @@ class GatewayAccessor:
         """The async twin of `aggregate`."""
         spec = AggregateSpec(instruction, by=by, text=text, protocol=protocol, model=model, max_tokens=max_tokens,
                              max_input_tokens=max_input_tokens)
-        return await aggregate(self._frame, spec, dict(options))
+        return await aggregate(self._frame, spec, RunConfig.of("rows", options))

@@ -21,7 +21,8 @@ from gwlab.frames.grounding.columns import GroundingMode, GroundingPlan
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run import records
 from gwlab.frames.run.budget import BYTES_PER_TOKEN, OverLimit, over_limit
-from gwlab.frames.run.config import BLANK_DEFAULT, RunConfig, RunOptions, TaskOptions
+from gwlab.frames.run.config import BLANK_DEFAULT, RunConfig
+from gwlab.frames.run.outcome import RunSummary
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.runner import Batch, Runner
 from gwlab.frames.run.stores import open_for_run
@@ -31,22 +32,17 @@ from gwlab.frames.templates import Rows, Template, json_value
 from gwlab.wire.jobs.tasks import TaskFamily
 from gwlab.wire.schema import Schema
 
-__all__ = ["TemplateSpec", "blank_rule", "check_names", "grounding_note", "grounding_plan", "labels",
-           "over_limit_rows", "over_limit_text", "prompts", "run_rows", "run_tasks", "typed_and_grounded",
-           "warn_deterministic_repeats", "wrap", "wrap_repeats"]
+__all__ = ["TemplateSpec", "check_names", "grounding_note", "grounding_plan", "labels", "over_limit_rows",
+           "over_limit_text", "prompts", "run_rows", "run_tasks", "typed_and_grounded", "warn_deterministic_repeats",
+           "wrap", "wrap_repeats"]
 
 TemplateSpec = str | Sequence[str] | Mapping[str, str]
 
 
-def blank_rule(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The `blank=` run option as `Template.rows` takes it (default: a blank value fails its row)."""
-    return {"blank": options.get("blank", BLANK_DEFAULT)}
-
-
 async def run_tasks(frame: pd.DataFrame, family: TaskFamily, model: str, prompt: TemplateSpec,
-                    build: Callable[[str], dict[str, Any]], options: TaskOptions) -> TaskFrame:
-    """A task batch over the frame's rows: each row's body built by `build`, submitted, polled, downloaded."""
-    config = RunConfig.of("tasks", options)
+                    build: Callable[[str], dict[str, Any]], config: RunConfig) -> TaskFrame:
+    """A task batch over the frame's rows: each row's body built by `build`, submitted, polled, downloaded
+    (`config`: a "tasks" run's, built at the accessor's door)."""
     rows = Template.parse(prompt, frame.columns, field="prompt").rows(frame, blank=config.blank)
     bodies: list[dict[str, Any] | None] = []
     errors = dict(rows.errors)
@@ -86,22 +82,23 @@ async def run_tasks(frame: pd.DataFrame, family: TaskFamily, model: str, prompt:
 
 
 def prompts(frame: pd.DataFrame, prompt: TemplateSpec, system: str | None, system_field: str = "system",
-            options: RunOptions | None = None) -> Rows:
+            blank: str = BLANK_DEFAULT) -> Rows:
     """Per row: the prompt text, or (prompt, system) when a system text is given."""
-    columns, blank = frame.columns, blank_rule(options or {})
-    texts = Template.parse(prompt, columns, field="prompt").rows(frame, **blank)
+    columns = frame.columns
+    texts = Template.parse(prompt, columns, field="prompt").rows(frame, blank=blank)
     if system is None:
         return texts
-    system_rows = Template.parse(system, columns, field=system_field, literal_ok=True).rows(frame, **blank)
+    system_rows = Template.parse(system, columns, field=system_field, literal_ok=True).rows(frame, blank=blank)
     return texts.zip(system_rows)
 
-async def run_rows(frame: pd.DataFrame, family: RowRecipe, rows: Rows, options: RunOptions,
+async def run_rows(frame: pd.DataFrame, family: RowRecipe, rows: Rows, config: RunConfig,
                    template: Mapping[str, Any], convert: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
-                   derived: GroundingPlan | None = None) -> BatchFrame:
+                   derived: GroundingPlan | None = None,
+                   summarise: Callable[[RunSummary], RunSummary] | None = None) -> BatchFrame:
     """A row run: checked (rows, names, input limits), sent by the runner (or as provider batch jobs first),
     recorded, wrapped as a frame. `convert` types the answers, and `derived` names the columns it adds that
-    the run's record keeps (the grounding: `run_answers` has no source text to align again)."""
-    config = RunConfig.of("rows", options)
+    the run's record keeps (the grounding: `run_answers` has no source text to align again); `summarise`
+    makes the typed summary the frame carries from the runner's (extract's `ExtractRunSummary`)."""
     if rows.errors and config.errors == "raise":
         position, message = next(iter(sorted(rows.errors.items())))
         label = frame.index[position]
@@ -143,7 +140,8 @@ async def run_rows(frame: pd.DataFrame, family: RowRecipe, rows: Rows, options: 
     if result.failure is not None:
         raise result.failure
     long = wrap_repeats(frame, result.repeats_frame(frame.index), config) if config.repeats > 1 else None
-    return BatchFrame.wrap(wrap(frame, answers, config), result.summary, long)
+    summary = result.summary if summarise is None else summarise(result.summary)
+    return BatchFrame.wrap(wrap(frame, answers, config), summary, long)
 
 
 def warn_deterministic_repeats(family: RowRecipe, config: RunConfig) -> None:
@@ -156,12 +154,11 @@ def warn_deterministic_repeats(family: RowRecipe, config: RunConfig) -> None:
                       stacklevel=4)
 
 
-def grounding_plan(frame: pd.DataFrame, prompt: TemplateSpec, schema: Schema,
-                   options: dict[str, Any]) -> GroundingPlan | None:
-    """Extract's `grounding=` and `source=` (popped from its options) as a plan, or None when off."""
-    grounding: GroundingMode | None = options.pop("grounding", None)
+def grounding_plan(frame: pd.DataFrame, prompt: TemplateSpec, schema: Schema, grounding: GroundingMode | None,
+                   source: str | None) -> GroundingPlan | None:
+    """Extract's `grounding=` and `source=` as a plan, or None when off."""
     read = Template.parse(prompt, frame.columns, field="prompt").columns
-    return GroundingPlan.of(grounding, options.pop("source", None), schema, read, frame.columns)
+    return GroundingPlan.of(grounding, source, schema, read, frame.columns)
 
 
 def grounding_note(plan: GroundingPlan | None) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import gwlab.frames.accessor  # registers df.gw
 from gwlab.client.dialect import forget
 from gwlab.errors import BadRequest, InvalidRequest
 from gwlab.frames.extract import StructuredFallbackWarning, dtypes
+from gwlab.frames.specs import ExtractRunSummary
 from gwlab.wire.schema import Schema
 from tests.support.extract import FAULTS, KEY, REQUESTS, SCHEMA, stub_server
 
@@ -127,6 +128,7 @@ def test_native_forced_on_a_gateway_without_structured_output_raises_its_400():
 def test_a_gateway_with_structured_output_is_asked_natively_and_run_says_nothing(stub):
     out = _run(stub, ["good"])
     assert "response_format" in REQUESTS[0]["body"] and out.run.structured is None
+    assert isinstance(out.run, ExtractRunSummary) and out.attrs["gwlab_run"]["structured"] is None  # typed, once
 
 
 def test_prompt_mode_puts_the_schema_in_the_prompt_and_sends_no_structured_field(stub):

@@ -19,15 +19,21 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
-from gwlab.frames.cascade.spec import Cascade
+from gwlab.frames.cascade.spec import Cascade, DecisionOracle, LabelsOracle, TextOracle
+from gwlab.frames.cascade.summary import RoutedEstimate
 from gwlab.frames.evaluation.labels import as_answers
 from gwlab.frames.evaluation.targets import question_levels, question_options
 from gwlab.frames.run.budget import Budget
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.run.outcome import RunSummary
+from gwlab.frames.run.result import BatchFrame
+from gwlab.frames.specs import DecideSpec, ExtractSpec
 from gwlab.frames.templates import Template
 from gwlab.wire.decisions import render_state
 from gwlab.wire.decisions_text import ANSWER_FIELD, answer_schema, question_prompt
+from gwlab.wire.schema import Schema
 
-__all__ = ["PROMPT_COLUMN", "CascadeQuestion", "Oracle"]
+__all__ = ["PROMPT_COLUMN", "CascadeQuestion", "FromDecisionModel", "FromLabels", "FromTextModel", "Oracle"]
 
 PROMPT_COLUMN = "__oracle_prompt"  # the text oracle's prompt per row, on a copy of the rows it is sent
 
@@ -93,32 +99,100 @@ def _missing(value: Any) -> bool:
 
 
 class Oracle:
-    """Answers for row positions: from the label Series, or from runs of the oracle model."""
+    """Answers for row positions, and what they cost: one subclass per kind of oracle (`Oracle.of` picks
+    it by the cascade's typed oracle), the accounting and the budget shared."""
 
-    def __init__(self, frame: pd.DataFrame, state: Any, questions: Mapping[str, Any], question: CascadeQuestion,
-                 cascade: Cascade, options: Mapping[str, Any]) -> None:
-        self.frame, self.state, self.question, self.cascade = frame, state, question, cascade
-        self.asked = {question.name: questions[question.name]}
-        self.options = {**options, "join": False, "prefix": "", "pilot": None}  # a pilot limits the proxy only
-        self.budget = Budget.of(options.get("budget"), options.get("prices"))
+    def __init__(self, frame: pd.DataFrame, asked: DecideSpec, question: CascadeQuestion, cascade: Cascade,
+                 config: RunConfig) -> None:
+        self.frame, self.question, self.cascade = frame, question, cascade
+        self.state = asked.state
+        self.asked = {question.name: asked.questions[question.name]}
+        self.config = config.but(join=False, prefix="", pilot=None)  # a pilot limits the proxy only
+        self.budget = Budget.of(config.budget, config.prices)
         self.sent, self.cached, self.cost, self.tokens = 0, 0, 0.0, 0
         self.input_tokens = self.output_tokens = 0
-        self.labels = self._labels(options.get("pilot")) if isinstance(cascade.oracle, pd.Series) else None
+
+    @staticmethod
+    def of(frame: pd.DataFrame, asked: DecideSpec, question: CascadeQuestion, cascade: Cascade,
+           config: RunConfig) -> Oracle:
+        """The oracle of `cascade` for the proxy's request `asked` over `frame` (`config`: the proxy's)."""
+        match cascade.typed_oracle:
+            case LabelsOracle():
+                return FromLabels(frame, asked, question, cascade, config)
+            case DecisionOracle():
+                return FromDecisionModel(frame, asked, question, cascade, config)
+            case TextOracle():
+                return FromTextModel(frame, asked, question, cascade, config)
+        raise InvalidRequest("oracle", f"an oracle gwlab knows; got {type(cascade.oracle).__name__}")
 
     @property
     def name(self) -> str:
         """What answered, for the run's summary: "labels", or the model id (with its family if not decisions)."""
-        if self.labels is not None:
-            return "labels"
-        return self.cascade.oracle if self.cascade.protocol == "decisions" else (
-            f"{self.cascade.oracle} ({self.cascade.protocol})")
+        return self.cascade.typed_oracle.name
+
+    async def answer(self, positions: np.ndarray) -> np.ndarray:
+        """The oracle's answers for these row positions (None where it gave none validly)."""
+        if len(positions) == 0:
+            return np.empty(0, dtype=object)
+        out, said = await self._ask(self.frame.iloc[positions], self.config.but(budget=self.budget))
+        self.spent(out.run)
+        return said
+
+    async def _ask(self, rows: pd.DataFrame, config: RunConfig) -> tuple[BatchFrame, np.ndarray]:
+        raise NotImplementedError
+
+    def estimate(self, calls: int) -> RoutedEstimate:
+        """What `calls` more oracle answers should cost, at the requests sent so far (the sample's): told
+        before the routed rows are sent, with whether the budget left covers it (None: no budget, or no
+        measured price). A model whose sample came all from the checkpoint (or was not paid for) has no
+        measured price (NaN), and a spent budget covers no paid call."""
+        if self.sent:
+            tokens, cost = calls * self.tokens / self.sent, calls * self.cost / self.sent
+        else:
+            tokens = cost = math.nan
+        return RoutedEstimate(calls, tokens, cost, self._covers(calls, tokens, cost))
+
+    def _covers(self, calls: int, tokens: float, cost: float) -> bool | None:
+        left = self.budget
+        if left is None or calls == 0:
+            return None if left is None else True
+        if left.tokens == 0 or left.cost == 0:
+            return False
+        if math.isnan(tokens):
+            return None
+        return bool((left.tokens is None or tokens <= left.tokens) and (left.cost is None or cost <= left.cost))
+
+    def spent(self, run: RunSummary, counted: bool = True) -> None:
+        """Count an oracle run's requests (`counted`), and take what a run billed off the budget the next
+        oracle run gets (its runner checks each request's estimate against it before sending)."""
+        if counted:
+            self.sent, self.cached, self.cost = self.sent + run.sent, self.cached + run.cached, self.cost + run.cost
+            self.tokens += run.input_tokens + run.output_tokens
+            self.input_tokens, self.output_tokens = (self.input_tokens + run.input_tokens,
+                                                     self.output_tokens + run.output_tokens)
+        if self.budget is not None:
+            tokens = None if self.budget.tokens is None else max(0, self.budget.tokens - run.input_tokens
+                                                                  - run.output_tokens)
+            cost = None if self.budget.cost is None else max(0.0, self.budget.cost - run.cost)
+            self.budget = Budget(tokens=tokens, cost=cost, prices=self.budget.prices)
+
+
+class FromLabels(Oracle):
+    """People's answers, read when the cascade is built (before the proxy is paid for); they cost nothing."""
+
+    def __init__(self, frame: pd.DataFrame, asked: DecideSpec, question: CascadeQuestion, cascade: Cascade,
+                 config: RunConfig) -> None:
+        super().__init__(frame, asked, question, cascade, config)
+        self.labels = self._labels(config.pilot)
 
     def _labels(self, pilot: int | None) -> pd.Series:
         """The labels in the proxy's terms, read (and refused) by the evaluation's label reader when the
         cascade is built, before the proxy is paid for. Every row the proxy may reach (the pilot's first
         rows, else all) may go to the oracle, so a missing label among them is refused then too: found
         later, it would stop a cascade whose cheap model was already paid for."""
-        series = self.cascade.oracle
+        oracle = self.cascade.typed_oracle
+        assert isinstance(oracle, LabelsOracle)
+        series = oracle.labels
         if not series.index.is_unique:
             raise InvalidRequest("oracle", "the label Series' index has duplicate labels")
         series = series.reindex(self.frame.index)
@@ -139,68 +213,36 @@ class Oracle:
     async def answer(self, positions: np.ndarray) -> np.ndarray:
         if len(positions) == 0:
             return np.empty(0, dtype=object)
-        if self.labels is not None:
-            return self._from_labels(positions)
-        rows = self.frame.iloc[positions]
-        options = {**self.options, "budget": self.budget}
-        if self.cascade.protocol == "decisions":
-            out = await rows.gw.adecide(self.state, self.asked, model=self.cascade.oracle, **options)
-            said = self.question.answers(out)
-        else:
-            out = await self._ask_text(rows, options)
-            said = self.question.normalise(out[ANSWER_FIELD], "oracle")
-        self.spent(out.run)
-        return said
-
-    def _from_labels(self, positions: np.ndarray) -> np.ndarray:
         return self.labels.iloc[positions].to_numpy()  # every reachable row's label was checked up front
 
-    async def _ask_text(self, rows: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
-        """The question in words to a text model, one extract request per row, its answer held to the
-        outcomes by the schema; a row whose state cannot be rendered fails as it did for the proxy."""
+    def estimate(self, calls: int) -> RoutedEstimate:
+        return RoutedEstimate(calls, 0.0, 0.0, None if self.budget is None else True)
+
+
+class FromDecisionModel(Oracle):
+    """Another decision model, asked the proxy's question as a `decide` run."""
+
+    async def _ask(self, rows: pd.DataFrame, config: RunConfig) -> tuple[BatchFrame, np.ndarray]:
+        oracle = self.cascade.typed_oracle
+        assert isinstance(oracle, DecisionOracle)
+        out = await DecideSpec(self.state, self.asked, oracle.model).run(rows, config)
+        return out, self.question.answers(out)
+
+
+class FromTextModel(Oracle):
+    """The question in words to a text model, one extract request per row, its answer held to the
+    outcomes by the schema; a row whose state cannot be rendered fails as it did for the proxy."""
+
+    async def _ask(self, rows: pd.DataFrame, config: RunConfig) -> tuple[BatchFrame, np.ndarray]:
+        oracle = self.cascade.typed_oracle
+        assert isinstance(oracle, TextOracle)
         template = Template.parse(self.state, rows.columns, field="state")
-        states = template.rows(rows, blank=options.get("blank", "fail"))
+        states = template.rows(rows, blank=config.blank)
         spec = self.asked[self.question.name]
         prompts = [None if code < 0 else question_prompt(render_state(states.value(code)), spec, self.question.name)
                    for code in states.codes]
         asked = pd.DataFrame({PROMPT_COLUMN: prompts}, index=rows.index)
-        return await asked.gw.aextract(PROMPT_COLUMN, answer_schema(spec, self.question.name),
-                                       protocol=self.cascade.protocol, model=self.cascade.oracle,
-                                       max_tokens=self.cascade.max_tokens, **options)
-
-    def estimate(self, calls: int) -> dict[str, Any]:
-        """What `calls` more oracle answers should cost, at the requests sent so far (the sample's): told
-        before the routed rows are sent, with whether the budget left covers it (None: no budget, or no
-        measured price). Labels cost nothing; a model whose sample came all from the checkpoint (or was
-        not paid for) has no measured price (NaN), and a spent budget covers no paid call."""
-        if self.labels is not None:
-            tokens, cost = 0.0, 0.0
-        elif self.sent:
-            tokens, cost = calls * self.tokens / self.sent, calls * self.cost / self.sent
-        else:
-            tokens = cost = math.nan
-        return {"calls": calls, "tokens": tokens, "cost": cost, "within_budget": self._covers(calls, tokens, cost)}
-
-    def _covers(self, calls: int, tokens: float, cost: float) -> bool | None:
-        left = self.budget
-        if left is None or calls == 0 or self.labels is not None:
-            return None if left is None else True
-        if left.tokens == 0 or left.cost == 0:
-            return False
-        if math.isnan(tokens):
-            return None
-        return bool((left.tokens is None or tokens <= left.tokens) and (left.cost is None or cost <= left.cost))
-
-    def spent(self, run: Any, counted: bool = True) -> None:
-        """Count an oracle run's requests (`counted`), and take what a run billed off the budget the next
-        oracle run gets (its runner checks each request's estimate against it before sending)."""
-        if counted:
-            self.sent, self.cached, self.cost = self.sent + run.sent, self.cached + run.cached, self.cost + run.cost
-            self.tokens += run.input_tokens + run.output_tokens
-            self.input_tokens, self.output_tokens = (self.input_tokens + run.input_tokens,
-                                                     self.output_tokens + run.output_tokens)
-        if self.budget is not None:
-            tokens = None if self.budget.tokens is None else max(0, self.budget.tokens - run.input_tokens
-                                                                  - run.output_tokens)
-            cost = None if self.budget.cost is None else max(0.0, self.budget.cost - run.cost)
-            self.budget = Budget(tokens=tokens, cost=cost, prices=self.budget.prices)
+        extract = ExtractSpec(PROMPT_COLUMN, Schema.of(answer_schema(spec, self.question.name)),
+                              protocol=oracle.protocol, model=oracle.model, max_tokens=oracle.max_tokens)
+        out = await extract.run(asked, config)
+        return out, self.question.normalise(out[ANSWER_FIELD], "oracle")

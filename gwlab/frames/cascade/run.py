@@ -7,6 +7,7 @@ and the proxy's answers are checkpointed, so the same rows reach the oracle agai
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -21,12 +22,13 @@ from gwlab.frames import _client
 from gwlab.frames import columns as tidy
 from gwlab.frames.cascade.oracle import CascadeQuestion, Oracle
 from gwlab.frames.cascade.spec import Cascade, Threshold, choose_threshold, proxy_answers, sample_rows
+from gwlab.frames.cascade.summary import CascadePilot, CascadeRunSummary, CascadeSummary
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.records import Derived, record_derived
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.status import RowStatus
 from gwlab.frames.run.stores import open_for_run
-from gwlab.stats.intervals import clopper_pearson
+from gwlab.frames.specs import DecideSpec
 
 __all__ = [
     "CASCADE_COLUMNS",
@@ -37,76 +39,79 @@ __all__ = [
     "proxy_columns",
     "run_cascade",
     "sample_positions",
-    "summary",
     "threshold_for",
     "with_cascade_columns",
 ]
 
 
-async def run_cascade(frame: pd.DataFrame, state: Any, questions: Mapping[str, Any], model: str | None,
-                      cascade: Cascade, options: Mapping[str, Any]) -> BatchFrame:
-    """The cascade of `df.gw.adecide(..., cascade=cascade)`: see docs/guide/cascades.md."""
+async def run_cascade(frame: pd.DataFrame, asked: DecideSpec, cascade: Cascade, config: RunConfig) -> BatchFrame:
+    """The cascade of `df.gw.adecide(..., cascade=cascade)` (`asked`: the proxy's request): see
+    docs/guide/cascades.md. Its frame's `.run` is a `CascadeRunSummary`: the proxy's run and `.cascade`."""
     if not isinstance(cascade, Cascade):
         raise InvalidRequest("cascade", f"a gwlab.Cascade; got {type(cascade).__name__}")
-    question = CascadeQuestion.of(questions, cascade)
-    _check_names(frame, question, options)
-    oracle = Oracle(frame, state, questions, question, cascade, options)
+    question = CascadeQuestion.of(asked.questions, cascade)
+    _check_names(frame, question, config)
+    oracle = Oracle.of(frame, asked, question, cascade, config)
     started = time.perf_counter()
     with _client.run_tag(None, "cascade") as label:  # every call of the cascade carries its one id
-        proxy = await frame.gw.adecide(state, questions, model=model, **options)
-        out = await _cascade(frame, proxy, question, oracle, options)
-    _record(proxy, out, oracle, options, label, time.perf_counter() - started)
-    return BatchFrame.wrap(out, proxy.run)
+        proxy = await asked.run(frame, config)
+        out = await _cascade(frame, proxy, question, oracle, config)
+    return _record(proxy, out, oracle, config, (label, time.perf_counter() - started))
 
 
 async def _cascade(frame: pd.DataFrame, proxy: BatchFrame, question: CascadeQuestion, oracle: Oracle,
-                   options: Mapping[str, Any]) -> pd.DataFrame:
+                   config: RunConfig) -> BatchFrame:
     """From the cheap model's run: the sample, the threshold, the routed rows, the delivered frame."""
     cascade = oracle.cascade
     oracle.spent(proxy.run, counted=False)
-    columns = proxy_columns(proxy, frame, options)
+    columns = proxy_columns(proxy, frame, config)
     score, mine = question.score(columns, cascade.metric), question.answers(columns)
     valid, sampled = sample_positions(score, cascade)
-    asked = np.unique(sampled)
-    said_by_row = dict(zip(asked.tolist(), await oracle.answer(asked), strict=True))
+    asked_rows = np.unique(sampled)
+    said_by_row = dict(zip(asked_rows.tolist(), await oracle.answer(asked_rows), strict=True))
     threshold, answered = threshold_for(score, mine, (valid, sampled), said_by_row, cascade)
     reached = columns["__status"].to_numpy() != RowStatus.NOT_RUN.label  # a pilot or a budget stops short
-    routed = np.flatnonzero(reached & ~answered & ~np.isin(np.arange(len(frame)), asked))
+    routed = np.flatnonzero(reached & ~answered & ~np.isin(np.arange(len(frame)), asked_rows))
     before = oracle.estimate(len(routed))  # the runner then checks each request against the budget left
     said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
     final = final_answers(mine, answered, said_by_row, cascade.metric)
-    out = with_cascade_columns(proxy, question, options.get("prefix", ""), final, answered, score, reached,
-                               frame.columns if options.get("join", True) else ())
-    proxy.run.cascade = summary(cascade, threshold, int(reached.sum()), answered, (len(asked), len(routed)), oracle)
-    proxy.run.cascade["routed_estimate"] = before
-    if proxy.run.pilot is not None:
-        proxy.run.cascade["pilot"] = pilot_estimate(cascade, reached, len(asked), len(routed), oracle)
-    return out
+    out = with_cascade_columns(proxy, question, config.prefix, final, answered, score, reached,
+                               frame.columns if config.join else ())
+    calls = (len(asked_rows), len(routed))
+    pilot = pilot_estimate(cascade, reached, *calls, oracle) if proxy.run.pilot is not None else None
+    counts = CascadeSummary.of(cascade, threshold, int(reached.sum()), int(answered.sum()), calls, oracle)
+    summary = dataclasses.replace(counts, routed_estimate=before, pilot=pilot)
+    return BatchFrame.wrap(out, CascadeRunSummary.of(proxy.run, summary))
 
 
-def _record(proxy: BatchFrame, out: pd.DataFrame, oracle: Oracle, options: Mapping[str, Any],
-            label: _client.RunLabel, elapsed: float) -> None:
+def _record(proxy: BatchFrame, out: BatchFrame, oracle: Oracle, config: RunConfig,
+            tag: tuple[_client.RunLabel, float]) -> BatchFrame:
     """The cascade's own run record, so `gwlab.run_answers(out.run.run_id)` reads the delivered answers
-    back (the cheap model's run keeps its record: `.run.cascade["proxy_run"]`). Its counts add the
-    oracle's requests to the cheap model's; `.run`'s own counts stay the cheap model's."""
-    base, run = proxy.run.run_id, proxy.run
-    renamed = {c: n for c, n in zip(proxy.columns, out.columns[:len(proxy.columns)], strict=True) if c != n}
+    back (the cheap model's run keeps its record: `.run.cascade.proxy_run`). Its counts add the oracle's
+    requests to the cheap model's; `.run`'s own counts stay the cheap model's."""
+    (label, elapsed), run = tag, out.run
+    assert isinstance(run, CascadeRunSummary)
+    base, c = proxy.run.run_id, run.cascade
+    assert c is not None
+    renamed = {a: b for a, b in zip(proxy.columns, out.columns[:len(proxy.columns)], strict=True) if a != b}
     kept = set(renamed.values()) | set(proxy.columns)
-    added = out[[c for c in out.columns if c not in kept or c in renamed]]
-    c = run.cascade
+    added = out[[col for col in out.columns if col not in kept or col in renamed]]
     facts = {"sent": run.sent + oracle.sent, "cached": run.cached + oracle.cached,
              "input_tokens": run.input_tokens + oracle.input_tokens,
              "output_tokens": run.output_tokens + oracle.output_tokens, "cost": _sum_cost(run.cost, oracle.cost),
-             "duration": elapsed, "cascade": {k: c[k] for k in ("oracle", "metric", "target", "delta", "certified")}
-             | {"oracle_calls": c["oracle_calls"]["total"]}}
-    store, owned = open_for_run(RunConfig.of("rows", dict(options)).checkpoint)
+             "duration": elapsed, "cascade": {"oracle": c.oracle, "metric": c.metric, "target": c.target,
+                                              "delta": c.delta, "certified": c.certified,
+                                              "oracle_calls": c.oracle_calls.total}}
+    store, owned = open_for_run(config.checkpoint)
     told = SimpleNamespace(elapsed=elapsed, run_id=None, recorded=None)
     try:
         record_derived(store, told, Derived(base, renamed, added.set_axis(range(len(out))), facts), label)
     finally:
         if owned and store is not None:
             store.close()
-    run.run_id, run.recorded, c["proxy_run"] = told.run_id, told.recorded, base
+    run.run_id, run.recorded = told.run_id, told.recorded
+    run.cascade = dataclasses.replace(c, proxy_run=base)
+    return out
 
 
 def _sum_cost(proxy: float, oracle: float) -> float | None:
@@ -117,16 +122,16 @@ def _sum_cost(proxy: float, oracle: float) -> float | None:
 CASCADE_COLUMNS = tuple(tidy.SEP + field for field in (tidy.ANSWER, tidy.SOURCE, tidy.PROXY_SCORE))  # suffixes
 
 
-def _check_names(frame: pd.DataFrame, question: CascadeQuestion, options: Mapping[str, Any]) -> None:
+def _check_names(frame: pd.DataFrame, question: CascadeQuestion, config: RunConfig) -> None:
     """Refuse a clash with the frame's columns before anything is sent (as the accessor does for its own)."""
     tidy.refuse_clash(frame.columns, [f"{question.name}{suffix}" for suffix in CASCADE_COLUMNS],
-                      prefix=options.get("prefix", ""), join=options.get("join", True))
+                      prefix=config.prefix, join=config.join)
 
 
-def proxy_columns(proxy: pd.DataFrame, frame: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
+def proxy_columns(proxy: pd.DataFrame, frame: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
     """The proxy run's own columns (not the frame's), named without the run's prefix."""
-    columns = proxy.iloc[:, len(frame.columns):] if options.get("join", True) else proxy
-    return columns.rename(columns=lambda c: c.removeprefix(options.get("prefix", "")))
+    columns = proxy.iloc[:, len(frame.columns):] if config.join else proxy
+    return columns.rename(columns=lambda c: c.removeprefix(config.prefix))
 
 
 def sample_positions(score: np.ndarray, cascade: Cascade) -> tuple[np.ndarray, np.ndarray]:
@@ -212,25 +217,8 @@ def delivered_columns(question: CascadeQuestion, final: np.ndarray, options: lis
     return out
 
 
-def summary(cascade: Cascade, threshold: Threshold, reached: int, answered: np.ndarray, calls: tuple[int, int],
-            oracle: Oracle) -> dict[str, Any]:
-    """`.run.cascade`: counts over the rows the proxy reached (all of them, unless a pilot or a budget
-    stopped it), the oracle's spend, and the sample's estimate with its bound and interval."""
-    (sampled, routed), n = calls, threshold.trials
-    total = sampled + routed
-    interval = clopper_pearson(threshold.successes, n, 1 - cascade.delta) if n else (math.nan,) * 2
-    return {"metric": cascade.metric, "target": cascade.target, "delta": cascade.delta, "oracle": oracle.name,
-            "threshold": threshold.value, "proxy_rows": int(answered.sum()), "oracle_rows": total,
-            "oracle_calls": {"sampled": sampled, "routed": routed, "total": total},
-            "oracle_sent": oracle.sent, "oracle_cached": oracle.cached,
-            "all_oracle_calls": reached, "saving": reached / total if total else math.inf,
-            "oracle_cost": oracle.cost, "all_oracle_cost": oracle.cost / total * reached if total else 0.0,
-            "estimate": threshold.estimate, "bound": threshold.bound, "interval": list(interval),
-            "certified": threshold.certified, "note": threshold.note}
-
-
 def pilot_estimate(cascade: Cascade, reached: np.ndarray, sampled: int, routed: int, oracle: Oracle
-                   ) -> dict[str, Any]:
+                   ) -> CascadePilot:
     """What the whole frame's cascade would ask of the oracle, from a pilot over its first rows: the
     sample (`cascade.sample` rows at most) plus the share of the pilot's other rows it routed; priced at
     the pilot's oracle cost per call (0 for labels). The proxy's own estimate is `run.pilot`."""
@@ -238,5 +226,4 @@ def pilot_estimate(cascade: Cascade, reached: np.ndarray, sampled: int, routed: 
     share = routed / (ran - sampled) if ran > sampled else 1.0
     calls = min(cascade.sample, n) + share * max(0, n - min(cascade.sample, n))
     per_call = oracle.cost / oracle.sent if oracle.sent else 0.0
-    return {"rows": n - ran, "oracle_calls": calls, "routed_share": share, "oracle_cost": calls * per_call,
-            "all_oracle_calls": n}
+    return CascadePilot(n - ran, calls, share, calls * per_call, n)

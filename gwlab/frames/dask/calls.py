@@ -1,5 +1,9 @@
 """What a user calls over a dask DataFrame: `decide` (a cascade too), `chat`, `respond`, `messages`,
 `extract`, each a lazy `map_partitions` of partitions.py's run with its meta.
+
+The Dask face's door, as `frames/accessor.py` is pandas': the keywords are read here once (`_setup`) into
+a typed `DaskSetup` (the partitions' `RunConfig`, the cluster's `Limits`) and a row spec; nothing below
+reads an options dict.
 """
 
 from __future__ import annotations
@@ -7,15 +11,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
+from gwlab.errors import InvalidRequest
 from gwlab.frames import recipes
 from gwlab.frames.cascade.spec import Cascade
 from gwlab.frames.dask.cascade import cascade_decide
 from gwlab.frames.dask.partitions import (
+    PARTITION_OPTIONS,
     DaskExtractOptions,
     DaskOptions,
+    DaskSetup,
+    Limits,
     lazy_run,
 )
-from gwlab.frames.extract import DEFAULT_MAX_REASKS, Structured, extract_recipe
+from gwlab.frames.extract import extract_recipe
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.run.limiter import DEFAULT_BURST_SECONDS
+from gwlab.frames.specs import DecideSpec, ExtractSpec, TextSpec
 from gwlab.wire.families import FAMILIES
 from gwlab.wire.schema import Schema
 
@@ -80,9 +91,15 @@ def decide(ddf: Any, state: TemplateSpec, questions: Mapping[str, Any], *, model
     {shared}
     """
     if cascade is not None:
-        return cascade_decide(ddf, (state, questions, model), cascade, options)
+        if not isinstance(cascade, Cascade):
+            raise InvalidRequest("cascade", f"a gwlab.Cascade; got {type(cascade).__name__}")
+        if options.get("checkpoint") is None:
+            raise InvalidRequest("checkpoint", "a cascade on Dask reads the proxy's answers twice (to set the "
+                                               "threshold, then in each partition): pass a path or a "
+                                               "postgresql:// URL")
+        return cascade_decide(ddf, DecideSpec(state, questions, model), cascade, _setup(options))
     family = recipes.decisions_recipe_for(questions, model)
-    return lazy_run(ddf, "decide", family, (state, questions), {"model": model}, options)
+    return lazy_run(ddf, DecideSpec(state, questions, model), family, _setup(options))
 
 
 @_documented
@@ -99,7 +116,7 @@ def chat(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model: st
         As in ``df.gw.chat``.
     {shared}
     """
-    return _text(ddf, "chat", prompt, {"system": system}, model, max_tokens, params, options)
+    return _text(ddf, "chat", prompt, system, model, max_tokens, params, options)
 
 
 @_documented
@@ -116,7 +133,7 @@ def respond(ddf: Any, prompt: TemplateSpec, *, instructions: str | None = None, 
         As in ``df.gw.respond``.
     {shared}
     """
-    return _text(ddf, "respond", prompt, {"instructions": instructions}, model, max_tokens, params, options)
+    return _text(ddf, "respond", prompt, instructions, model, max_tokens, params, options)
 
 
 @_documented
@@ -133,7 +150,7 @@ def messages(ddf: Any, prompt: TemplateSpec, *, system: str | None = None, model
         As in ``df.gw.messages``.
     {shared}
     """
-    return _text(ddf, "messages", prompt, {"system": system}, model, max_tokens, params, options)
+    return _text(ddf, "messages", prompt, system, model, max_tokens, params, options)
 
 
 
@@ -152,22 +169,37 @@ def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "cha
         As in ``df.gw.extract``; the meta has the fields' typed columns.
     {shared}
     """
-    max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # type: ignore[misc]  (the rest: DaskOptions)
-    structured: Structured = options.pop("structured", "auto")  # type: ignore[misc]
+    own = {name: options[name] for name in _EXTRACT_OWN if name in options}  # type: ignore[literal-required]
+    run = {name: value for name, value in options.items() if name not in _EXTRACT_OWN}
     parsed = Schema.of(schema)  # normalised once: workers get the schema, not the caller's classes to rebuild
-    family, _ = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
-                               structured=structured)
-    kwargs = {"protocol": protocol, "system": system, "model": model, "max_tokens": max_tokens, "params": params,
-              "max_reasks": max_reasks, "structured": structured,
-              "grounding": "off"}  # not on Dask yet: its meta has no grounding columns (docs/pandas.md)
-    return lazy_run(ddf, "extract", family, (prompt, parsed), kwargs, options, schema=parsed)
+    # grounding is not on Dask yet: its meta has no grounding columns (docs/pandas.md)
+    spec = ExtractSpec(prompt, parsed, protocol, system, model, max_tokens, params, grounding="off", **own)
+    family, _ = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=spec.max_reasks,
+                               structured=spec.structured)
+    return lazy_run(ddf, spec, family, _setup(run), schema=parsed)
 
 
-def _text(ddf: Any, method: str, prompt: TemplateSpec, lead: Mapping[str, Any], model: str | None,
+_EXTRACT_OWN = ("max_reasks", "structured")  # DaskExtractOptions beyond DaskOptions
+
+
+def _text(ddf: Any, method: str, prompt: TemplateSpec, system: str | None, model: str | None,
           max_tokens: int | None, params: Mapping[str, Any] | None, options: Mapping[str, Any]) -> Any:
-    """What chat, respond and messages share: the family (it gives the meta) and the partition's arguments."""
+    """What chat, respond and messages share: the family (it gives the meta) and the partition's spec."""
     protocol = next(row for row in FAMILIES.values() if row.frame_method == method)
     model = model or protocol.default_model
     family = recipes.text_recipe(protocol.name, model, max_tokens, params)
-    kwargs = {**lead, "model": model, "max_tokens": max_tokens, "params": params}
-    return lazy_run(ddf, method, family, (prompt,), kwargs, options)
+    spec = TextSpec(protocol.name, prompt, system, model, max_tokens, params)
+    return lazy_run(ddf, spec, family, _setup(options))
+
+
+def _setup(options: Mapping[str, Any]) -> DaskSetup:
+    """The door: the keywords checked once (an unknown one is a TypeError naming it) and typed."""
+    unknown = set(options) - set(DaskOptions.__annotations__)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    shared = {name: options[name] for name in PARTITION_OPTIONS if name in options}
+    config = RunConfig.of("dask", {**shared, "budget": options.get("budget_per_partition")})
+    limits = Limits(options.get("requests_per_minute"), options.get("tokens_per_minute"),
+                    options.get("max_in_flight"), options.get("limiter_name", "default"),
+                    options.get("burst", DEFAULT_BURST_SECONDS))
+    return DaskSetup(options["gateway"], options["checkpoint"], limits, config)

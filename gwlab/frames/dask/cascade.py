@@ -13,11 +13,12 @@ The data flows one way, and the shared checkpoint is what keeps it from paying t
 3. Lazily: each partition re-runs the proxy (checkpoint hits), lets it answer the rows on its side of
    the threshold (a scalar by now), puts the sample's oracle answers (a small dict) and asks the oracle
    for the partition's routed rows, through the same checkpoint: a recompute pays nothing twice.
-4. The returned frame's ``.cascade`` is the summary known eagerly: pandas' ``.run.cascade`` keys
-   (threshold, rows per side, oracle calls, saving, estimate, bound, interval), with the oracle's spend
-   on the routed rows unknown until `compute()`: ``oracle_sent``, ``oracle_cached``, ``oracle_cost`` and
-   ``all_oracle_cost`` are None and ``sample_oracle`` gives the sample's spend. Derived frames (a column
-   selection, a filter) do not carry it: read it from the frame `decide` returned.
+4. The returned frame is a `CascadeDataFrame` (a dask DataFrame) whose ``.cascade`` is the typed
+   `CascadeSummary` known eagerly, as pandas' ``.run.cascade`` (threshold, rows per side, oracle calls,
+   saving, estimate, bound, interval), with the oracle's spend on the routed rows unknown until
+   `compute()`: ``oracle_sent``, ``oracle_cached``, ``oracle_cost`` and ``all_oracle_cost`` are None and
+   ``sample_oracle`` gives the sample's spend. Derived frames (a column selection, a filter) are plain
+   dask frames without it: read it from the frame `decide` returned.
 
 A row the proxy failed on when the threshold was set goes to the oracle on pandas; here a failure is not
 checkpointed, so a partition that computes it again and gets an answer judges it by the threshold like
@@ -34,7 +35,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gwlab.errors import InvalidRequest
 from gwlab.frames import _client, recipes
 from gwlab.frames.cascade.oracle import CascadeQuestion, Oracle
 from gwlab.frames.cascade.run import (
@@ -42,21 +42,24 @@ from gwlab.frames.cascade.run import (
     final_answers,
     proxy_columns,
     sample_positions,
-    summary,
     threshold_for,
     with_cascade_columns,
 )
 from gwlab.frames.cascade.spec import Cascade, Threshold, proxy_answers
-from gwlab.frames.dask.partitions import DaskOptions, WorkerRun, checked_run
+from gwlab.frames.cascade.summary import CascadeSummary, OracleSpend
+from gwlab.frames.dask.partitions import DaskSetup, WorkerRun, checked_run
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.run.result import BatchFrame
+from gwlab.frames.specs import DecideSpec
 
-__all__ = ["CascadeJob", "cascade_decide", "cascade_partition"]
+__all__ = ["CascadeJob", "cascade_decide", "cascade_frame", "cascade_partition"]
 
 
 @dataclass(frozen=True)
 class CascadeJob:
     """What each partition needs: the run, the cascade, and what the client learnt (threshold, sample)."""
 
-    call: tuple[Any, Mapping[str, Any], str | None]  # state, questions, model
+    asked: DecideSpec  # the proxy's request
     cascade: Cascade
     question: CascadeQuestion
     threshold: Threshold | None = None
@@ -64,29 +67,13 @@ class CascadeJob:
     offsets: tuple[int, ...] = ()  # each partition's first global position
 
 
-@dataclass(frozen=True)
-class OracleSpend:
-    """An oracle run's counts, as they come back from the task that ran it."""
-
-    name: str
-    sent: int
-    cached: int
-    cost: float
-
-
-def cascade_decide(ddf: Any, call: tuple[Any, Mapping[str, Any], str | None], cascade: Cascade,
-                   options: DaskOptions) -> Any:
+def cascade_decide(ddf: Any, proxy: DecideSpec, cascade: Cascade, setup: DaskSetup) -> Any:
     """The lazy cascade frame of `gw_dask.decide(..., cascade=...)`, its threshold set now (module doc)."""
-    if not isinstance(cascade, Cascade):
-        raise InvalidRequest("cascade", f"a gwlab.Cascade; got {type(cascade).__name__}")
-    if options.get("checkpoint") is None:
-        raise InvalidRequest("checkpoint", "a cascade on Dask reads the proxy's answers twice (to set the "
-                                           "threshold, then in each partition): pass a path or a postgresql:// URL")
-    question = CascadeQuestion.of(call[1], cascade)
-    family = recipes.decisions_recipe_for(call[1], call[2])
+    question = CascadeQuestion.of(proxy.questions, cascade)
+    family = recipes.decisions_recipe_for(proxy.questions, proxy.model)
     added = [f"{question.name}{suffix}" for suffix in CASCADE_COLUMNS]
-    run, meta = checked_run(ddf, family, options, added=added)
-    job = CascadeJob(call, cascade, question)
+    run, meta = checked_run(ddf, family, setup, added=added)
+    job = CascadeJob(proxy, cascade, question)
     score, mine, offsets = _scores(ddf, job, run)
     valid, sampled = sample_positions(score, cascade)
     asked = np.unique(sampled)
@@ -99,29 +86,43 @@ def cascade_decide(ddf: Any, call: tuple[Any, Mapping[str, Any], str | None], ca
     lazy = ddf.map_partitions(cascade_partition, job=job, run=run,
                               meta=with_cascade_columns(meta, question, run.config.prefix, *empty,
                                                         given=ddf.columns if run.config.join else ()))
-    later = dict.fromkeys(("oracle_sent", "oracle_cached", "oracle_cost", "all_oracle_cost"))
-    sample = {"sent": spend.sent, "cached": spend.cached, "cost": spend.cost}
-    # an attribute of this frame object only; object.__setattr__ as dask would assign a column named so
-    counts = summary(cascade, threshold, len(answered), answered, (len(asked), routed), spend)  # type: ignore[arg-type]
-    object.__setattr__(lazy, "cascade", {**counts, **later, "sample_oracle": sample})
-    return lazy
+    counts = CascadeSummary.of(cascade, threshold, len(answered), int(answered.sum()), (len(asked), routed), spend)
+    known = dataclasses.replace(counts, oracle_sent=None, oracle_cached=None, oracle_cost=None, all_oracle_cost=None,
+                                sample_oracle=spend)  # the routed rows' spend is known after compute()
+    return cascade_frame(lazy, known)
 
 
-def _proxy(partition: pd.DataFrame, job: CascadeJob, run: WorkerRun,
-           options: Mapping[str, Any]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+def cascade_frame(lazy: Any, summary: CascadeSummary) -> Any:
+    """`lazy` as a `CascadeDataFrame`: a dask DataFrame with the cascade's typed summary as ``.cascade``
+    (dask's own methods return plain dask frames, which do not carry it)."""
+    import dask.dataframe as dd
+
+    class CascadeDataFrame(dd.DataFrame):  # type: ignore[misc]
+        """A lazy cascade frame: dask's DataFrame and the summary known when it was built."""
+
+        def __init__(self, expr: Any, cascade: CascadeSummary) -> None:
+            super().__init__(expr)
+            self._cascade = cascade
+
+        @property
+        def cascade(self) -> CascadeSummary:
+            return self._cascade
+
+    return CascadeDataFrame(lazy.expr, summary)
+
+
+def _proxy(partition: pd.DataFrame, job: CascadeJob, config: RunConfig) -> tuple[BatchFrame, np.ndarray, np.ndarray]:
     """The proxy's run on a partition (from the checkpoint when it ran before), its score and answer."""
-    state, questions, model = job.call
-    shape = {"join": run.config.join, "prefix": run.config.prefix}
-    proxy = partition.gw.decide(state, questions, model=model, **options, **shape)
-    columns = proxy_columns(proxy, partition, shape)
+    proxy = _client.run_sync(job.asked.run(partition, config), config.gateway)
+    columns = proxy_columns(proxy, partition, config)
     return proxy, job.question.score(columns, job.cascade.metric), job.question.answers(columns)
 
 
 def _scores_partition(partition: pd.DataFrame, *, job: CascadeJob, run: WorkerRun,
                       partition_info: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Eager step: the proxy's score and answer per row, and the partition's number."""
-    with run.options() as options:
-        _, score, mine = _proxy(partition, job, run, options)
+    with run.here() as config:
+        _, score, mine = _proxy(partition, job, config)
     number = partition_info["number"] if partition_info else 0
     return pd.DataFrame({"score": score, "mine": mine, "partition": number}, index=partition.index)
 
@@ -158,9 +159,9 @@ def _sample_answers(ddf: Any, job: CascadeJob, run: WorkerRun, asked: np.ndarray
 
 def _ask_sample(rows: pd.DataFrame, job: CascadeJob, run: WorkerRun) -> tuple[np.ndarray, OracleSpend]:
     """On a worker (the cluster's limit holds there): the same `Oracle` as pandas, for the sampled rows."""
-    with run.options() as options:
-        oracle = Oracle(rows, job.call[0], job.call[1], job.question, job.cascade, options)
-        answers = _client.run_sync(oracle.answer(np.arange(len(rows))), options["gateway"])
+    with run.here() as config:
+        oracle = Oracle.of(rows, job.asked, job.question, job.cascade, config)
+        answers = _client.run_sync(oracle.answer(np.arange(len(rows))), config.gateway)
     return answers, OracleSpend(oracle.name, oracle.sent, oracle.cached, oracle.cost)
 
 
@@ -169,9 +170,9 @@ def cascade_partition(partition: pd.DataFrame, *, job: CascadeJob, run: WorkerRu
     """Lazy step: the proxy again (checkpoint hits), its rows by the threshold, the sample's answers,
     and the oracle for the partition's routed rows (through the checkpoint: a recompute pays nothing)."""
     metric = job.cascade.metric
-    with run.options() as options:
-        proxy, score, mine = _proxy(partition, job, run, options)
-        oracle = Oracle(partition, job.call[0], job.call[1], job.question, job.cascade, options)
+    with run.here() as config:
+        proxy, score, mine = _proxy(partition, job, config)
+        oracle = Oracle.of(partition, job.asked, job.question, job.cascade, config)
         oracle.spent(proxy.run, counted=False)
         first = job.offsets[partition_info["number"]] if partition_info else 0
         positions = first + np.arange(len(partition))
@@ -179,7 +180,7 @@ def cascade_partition(partition: pd.DataFrame, *, job: CascadeJob, run: WorkerRu
         answered = ~np.isnan(score) & proxy_answers(score, job.threshold, metric) & ~asked
         routed = np.flatnonzero(~answered & ~asked)
         said = {p: job.said[int(g)] for p, g in enumerate(positions) if asked[p]}
-        said.update(zip(routed.tolist(), _client.run_sync(oracle.answer(routed), options["gateway"]), strict=True))
+        said.update(zip(routed.tolist(), _client.run_sync(oracle.answer(routed), config.gateway), strict=True))
     final = final_answers(mine, answered, said, metric)
     return with_cascade_columns(proxy, job.question, run.config.prefix, final, answered, score,
                                 given=partition.columns if run.config.join else ())

@@ -42,10 +42,13 @@ from gwlab.frames.run.checkpoint import Checkpoint, is_store_url, mask_url
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
 from gwlab.frames.run.stores import open_checkpoint
+from gwlab.frames.specs import DecideSpec, ExtractSpec, TextSpec
 from gwlab.wire.schema import Schema
 
-__all__ = ["DaskExtractOptions", "DaskOptions", "GatewaySpec", "Limits", "StoreSpec", "WorkerRun", "checked_run",
-           "decide_meta", "decide_partition", "lazy_run", "meta_of", "run_partition"]
+RowSpec = DecideSpec | TextSpec | ExtractSpec  # what a partition runs
+
+__all__ = ["PARTITION_OPTIONS", "DaskExtractOptions", "DaskOptions", "DaskSetup", "GatewaySpec", "Limits", "StoreSpec",
+           "WorkerRun", "checked_run", "decide_meta", "decide_partition", "lazy_run", "meta_of", "run_partition"]
 
 
 @dataclass(frozen=True)
@@ -172,8 +175,9 @@ class WorkerRun:
     config: RunConfig
 
     @contextmanager
-    def options(self) -> Iterator[dict[str, Any]]:
-        """The `df.gw` run options of this worker (join and prefix left to the caller), the store open."""
+    def here(self) -> Iterator[RunConfig]:
+        """The row run config of this worker: the Dask run's (concurrency, errors, budget, blank, join,
+        prefix), sending through this worker's connection and limit to the store, open while it lasts."""
         store = self.checkpoint.open()  # first: the SQLite limiter would create a missing file
         try:
             limiter = _worker_limiter(self.limits, self.checkpoint)
@@ -181,11 +185,23 @@ class WorkerRun:
             in_flight = getattr(limiter, "in_flight", None)
             if in_flight is not None:
                 connection = dataclasses.replace(connection, send=in_flight(connection.send))
-            yield {"gateway": connection, "checkpoint": store, "limiter": limiter,
-                   "concurrency": self.config.concurrency, "errors": self.config.errors,
-                   "budget": self.config.budget, "blank": self.config.blank, "progress": False}
+            c = self.config
+            yield RunConfig(kind="rows", gateway=connection, checkpoint=store, limiter=limiter,
+                            concurrency=c.concurrency, errors=c.errors, budget=c.budget, blank=c.blank,
+                            progress=False, join=c.join, prefix=c.prefix)
         finally:
             store.close()
+
+
+@dataclass(frozen=True)
+class DaskSetup:
+    """The Dask keywords as the door (`frames/dask/calls.py`) checked them: where workers send and keep
+    answers (made worker-ready by `checked_run`), the cluster's one limit, the partitions' run config."""
+
+    gateway: Any
+    checkpoint: Any
+    limits: Limits
+    config: RunConfig
 
 
 def meta_of(meta: pd.DataFrame, family: RowRecipe, *, join: bool = True, prefix: str = "",
@@ -207,17 +223,14 @@ def decide_meta(meta: pd.DataFrame, questions: Mapping[str, Any], *, model: str 
     return meta_of(meta, family, join=join, prefix=prefix)
 
 
-def run_partition(partition: pd.DataFrame, *, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-                  gateway: GatewaySpec, checkpoint: StoreSpec, limits: Limits,
-                  config: RunConfig | None = None) -> pd.DataFrame:
-    """`partition.gw.<method>(*args, **kwargs)` with the shared checkpoint and limit; a plain DataFrame.
-
-    `config` holds the run options a partition applies (concurrency, errors, join, prefix, budget),
-    checked once when the lazy frame was built; None: the Dask defaults."""
+def run_partition(partition: pd.DataFrame, *, spec: RowSpec, gateway: GatewaySpec, checkpoint: StoreSpec,
+                  limits: Limits, config: RunConfig | None = None) -> pd.DataFrame:
+    """`spec` run over the partition (as its `df.gw` method would) with the shared checkpoint and limit; a
+    plain DataFrame. `config` holds the run options a partition applies (concurrency, errors, join,
+    prefix, budget), checked once when the lazy frame was built; None: the Dask defaults."""
     run = WorkerRun(gateway, checkpoint, limits, config or RunConfig(kind="dask"))
-    with run.options() as options:
-        out = getattr(partition.gw, method)(*args, **kwargs, **options, join=run.config.join,
-                                            prefix=run.config.prefix)
+    with run.here() as here:
+        out = _client.run_sync(spec.run(partition, here), here.gateway)
     return pd.DataFrame(out)
 
 
@@ -226,8 +239,8 @@ def decide_partition(partition: pd.DataFrame, *, state: str | Sequence[str] | Ma
                      model: str | None = None, limits: Limits | None = None, **options: Any) -> pd.DataFrame:
     """`run_partition` for decisions, to call `map_partitions` yourself (with `meta=decide_meta(...)`);
     `options` are concurrency, errors, join, prefix and budget."""
-    return run_partition(partition, method="decide", args=(state, questions), kwargs={"model": model},
-                         gateway=gateway, checkpoint=StoreSpec.of(checkpoint), limits=limits or Limits(),
+    return run_partition(partition, spec=DecideSpec(state, questions, model), gateway=gateway,
+                         checkpoint=StoreSpec.of(checkpoint), limits=limits or Limits(),
                          config=RunConfig.of("dask", options))
 
 
@@ -256,33 +269,24 @@ class DaskExtractOptions(DaskOptions, total=False):
     structured: Structured
 
 
-# the DaskOptions each partition's df.gw run applies (the others configure the cluster's shared parts)
-_PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix", "blank")
+# the DaskOptions each partition's row run applies (the others configure the cluster's shared parts)
+PARTITION_OPTIONS = ("concurrency", "errors", "join", "prefix", "blank")
 
 
-def lazy_run(ddf: Any, method: str, family: RowRecipe, args: tuple[Any, ...], kwargs: dict[str, Any],
-          options: DaskOptions, schema: Schema | None = None) -> Any:
+def lazy_run(ddf: Any, spec: RowSpec, family: RowRecipe, setup: DaskSetup, schema: Schema | None = None) -> Any:
     """The lazy frame: checked and described here, sent by the workers on `compute()`."""
-    run, meta = checked_run(ddf, family, options, schema)
-    return ddf.map_partitions(run_partition, method=method, args=args, kwargs=kwargs, gateway=run.gateway,
-                              checkpoint=run.checkpoint, limits=run.limits, config=run.config, meta=meta)
+    run, meta = checked_run(ddf, family, setup, schema)
+    return ddf.map_partitions(run_partition, spec=spec, gateway=run.gateway, checkpoint=run.checkpoint,
+                              limits=run.limits, config=run.config, meta=meta)
 
 
-def checked_run(ddf: Any, family: RowRecipe, options: DaskOptions, schema: Schema | None = None,
-              added: Sequence[str] = ()) -> tuple[WorkerRun, pd.DataFrame]:
-    """The options checked (a column clash too, `added` included) and the family's meta."""
+def checked_run(ddf: Any, family: RowRecipe, setup: DaskSetup, schema: Schema | None = None,
+                added: Sequence[str] = ()) -> tuple[WorkerRun, pd.DataFrame]:
+    """A column clash refused (`added` included), the family's meta, and what workers are shipped."""
     from dask.dataframe.utils import make_meta  # dask is needed only here and by the caller's frame
 
-    unknown = set(options) - set(DaskOptions.__annotations__)
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-    shared = {name: options[name] for name in _PARTITION_OPTIONS if name in options}  # type: ignore[literal-required]
-    config = RunConfig.of("dask", {**shared, "budget": options.get("budget_per_partition")})
-    join, prefix = config.join, config.prefix
-    limits = Limits(options.get("requests_per_minute"), options.get("tokens_per_minute"),
-                    options.get("max_in_flight"), options.get("limiter_name", "default"),
-                    options.get("burst", DEFAULT_BURST_SECONDS))
+    join, prefix = setup.config.join, setup.config.prefix
     tidy.refuse_clash(ddf.columns, [*family.columns, *META_COLUMNS, *added], prefix=prefix, join=join)
     meta = meta_of(make_meta(ddf), family, join=join, prefix=prefix, schema=schema)  # dask's public empty frame
-    run = WorkerRun(GatewaySpec.of(options["gateway"]), StoreSpec.of(options["checkpoint"]), limits, config)
+    run = WorkerRun(GatewaySpec.of(setup.gateway), StoreSpec.of(setup.checkpoint), setup.limits, setup.config)
     return run, meta

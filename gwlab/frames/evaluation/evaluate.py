@@ -16,7 +16,7 @@ import html
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, Unpack
+from typing import Any, Literal, TypedDict, Unpack, overload
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,8 @@ from gwlab.frames.evaluation.labels import EvaluationWarning, LabelMatch, synony
 from gwlab.frames.evaluation.targets import Target, resolve
 from gwlab.stats import intervals, metrics
 
-__all__ = ["Agreement", "Evaluation", "EvaluationWarning", "FieldEvaluation", "agreement", "evaluate", "recalibrate"]
+__all__ = ["Agreement", "Evaluation", "EvaluationWarning", "FieldEvaluation", "agreement", "evaluate",
+           "evaluate_fields", "recalibrate"]
 
 _SUMMED = ("accuracy", "macro_f1", "kappa", "brier", "log_loss", "ece")
 
@@ -148,14 +149,29 @@ class EvaluationSettings(TypedDict, total=False):
 _SETTINGS = {"bins": 10, "steps": 20, "resamples": intervals.RESAMPLES, "seed": intervals.SEED, "reduce": None}
 
 
+@overload
+def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
+             questions: Mapping[str, Any] | None = None, levels_from: int | Mapping[str, int] | None = None,
+             by: str | Sequence[str] | None = None, level: float = 0.95, kind: Literal["decisions"] = "decisions",
+             **settings: Unpack[EvaluationSettings]) -> Evaluation: ...
+
+
+@overload
+def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
+             questions: Mapping[str, Any] | None = None, levels_from: int | Mapping[str, int] | None = None,
+             by: str | Sequence[str] | None = None, level: float = 0.95, kind: Literal["fields"],
+             **settings: Unpack[EvaluationSettings]) -> FieldEvaluation: ...
+
+
 def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None, pred: Any = None, *,
              questions: Mapping[str, Any] | None = None, levels_from: int | Mapping[str, int] | None = None,
              by: str | Sequence[str] | None = None, level: float = 0.95, kind: str = "decisions",
              **settings: Unpack[EvaluationSettings]) -> Evaluation | FieldEvaluation:
     """Score answers against labels: accuracy, macro-F1, kappa, Brier, log-loss, ECE, curves.
 
-    With ``kind="fields"``, score extracted fields instead (`df.gw.extract`; frames/evaluation/fields.py): per
-    field, exact-match accuracy with its Wilson interval, values invented and missed, MAE for numbers.
+    Extracted fields (`df.gw.extract`) are scored by ``gwlab.evaluate_fields``, its own function with its
+    own result; ``kind="fields"`` here is that call, kept for code written before it (typed: it returns
+    a ``FieldEvaluation``, ``kind="decisions"`` an ``Evaluation``).
 
     Parameters
     ----------
@@ -187,12 +203,8 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
         coding with 3 = "unsure"; None leaves the row out as unlabelled), or ``{question id: {...}}``.
         Keys are read by type (the bool True is never the number 1) and text up to case and spaces.
     kind : {"decisions", "fields"}, default "decisions"
-        "fields": `truth` is ``{field: label column}`` and `pred` ``{field: extracted column}`` (default:
-        the field's own name); a null label means "not in the text" and is scored like a value. Returns a
-        ``FieldEvaluation`` whose ``metrics`` has per field ``n``, ``n_missing`` (rows whose extraction
-        failed, left out), ``truth_null``, ``right``, ``accuracy`` (``_low``/``_high``), ``invented`` (a
-        value where the label is null), ``missed`` (null where it has one), ``wrong``, ``mae`` and
-        ``small``. `prob`, `questions`, `levels_from`, `by` and the settings do not apply.
+        "fields": ``gwlab.evaluate_fields(frame, truth, pred, level=level, labels=labels)`` (see it);
+        `prob`, `questions`, `levels_from`, `by` and the other settings do not apply.
     by : str or list of str, optional
         Column(s) of `frame` to slice by: ``metrics`` then has one row per question and slice value,
         with the slice values after the question in its index.
@@ -314,7 +326,7 @@ def _fields(frame: pd.DataFrame, truth: Any, pred: Any, level: float, labels: An
     given = next((name for name, value in unused.items() if value is not None), None)
     if given is not None:
         raise InvalidRequest(given, "does not apply with kind='fields'")
-    return evaluate_fields(frame, truth, pred, level, labels)
+    return evaluate_fields(frame, truth, pred, level=level, labels=labels)
 
 
 def _sliced(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any, pred: Any,

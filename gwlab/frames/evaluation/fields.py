@@ -66,9 +66,36 @@ class FieldEvaluation:
         return head + self.metrics.to_html(float_format="{:.3f}".format, na_rep="–")
 
 
-def evaluate_fields(frame: pd.DataFrame, truth: Mapping[str, str], pred: Mapping[str, str] | None,
-                    level: float, labels: Mapping[Any, Any] | None = None) -> FieldEvaluation:
-    """Score each field's predicted column against its label column (`pred` defaults to the field's name)."""
+def evaluate_fields(frame: pd.DataFrame, truth: Mapping[str, str], pred: Mapping[str, str] | None = None, *,
+                    level: float = 0.95, labels: Mapping[Any, Any] | None = None) -> FieldEvaluation:
+    """Score extracted fields (`df.gw.extract`) against label columns: per field, exact-match accuracy with
+    its Wilson interval, values invented and missed, MAE for numbers.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Labels and extracted columns side by side.
+    truth : dict
+        ``{field: label column}``; a null label means "not in the text" and is scored like a value.
+    pred : dict, optional
+        ``{field: extracted column}`` (default: the field's own name).
+    level : float, default 0.95
+        Confidence level of the accuracy's Wilson interval.
+    labels : dict, optional
+        Synonyms, as for ``evaluate`` (``{label as written: what it means}``, or ``{field: {...}}``).
+
+    Returns
+    -------
+    FieldEvaluation
+        ``metrics``: per field ``n``, ``n_missing`` (rows whose extraction failed, left out),
+        ``truth_null``, ``right``, ``accuracy`` (``_low``/``_high``), ``invented`` (a value where the
+        label is null), ``missed`` (null where it has one), ``wrong``, ``mae`` and ``small``; with
+        grounding, its counts. ``gwlab.evaluate(..., kind="fields")`` is the same call.
+
+    Examples
+    --------
+    >>> gwlab.evaluate_fields(out, truth={"order": "true_order"})  # doctest: +SKIP
+    """
     if not isinstance(truth, Mapping) or not truth:
         raise InvalidRequest("truth", "with kind='fields', a dict {field: label column}")
     pred = {field: field for field in truth} if pred is None else pred

@@ -40,7 +40,7 @@ def show_grounding(frame: pd.DataFrame, rows: Any = None, *, source: str | None 
     fields : list of str, optional
         The fields shown (default: every field with a ``{field}__grounding`` column).
     """
-    source = source or (frame.attrs.get("gwlab_run") or {}).get("grounding", {}).get("source")
+    source = source or ((frame.attrs.get("gwlab_run") or {}).get("grounding") or {}).get("source")
     if source is None or source not in frame.columns:
         raise InvalidRequest("source", f"the source text column (a column of the frame); got {source!r}")
     found = [str(c)[:-len("__grounding")] for c in frame.columns if str(c).endswith("__grounding")]

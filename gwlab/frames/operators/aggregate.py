@@ -9,10 +9,12 @@ import numpy as np
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
+from gwlab.frames import _client, recipes
 from gwlab.frames.operators.packing import PACK_SHARE, pack, tokens
-from gwlab.frames.operators.shared import OperatorFrame, OperatorSummary, check_text, next_run, own_options, texts
+from gwlab.frames.operators.shared import OperatorFrame, OperatorSummary, check_text, inner, next_run, texts
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.result import BatchFrame
+from gwlab.frames.specs import TextSpec
 
 __all__ = ["AggregateSpec", "aggregate"]
 
@@ -48,10 +50,10 @@ def _prompt(spec: AggregateSpec, level: int, chunk: list[str]) -> str:
     return template.format(instruction=spec.instruction, items="\n".join(f"- {item}" for item in chunk))
 
 
-async def aggregate(frame: pd.DataFrame, spec: AggregateSpec, options: dict[str, Any]) -> OperatorFrame:
+async def aggregate(frame: pd.DataFrame, spec: AggregateSpec, config: RunConfig) -> OperatorFrame:
     """One answer per group by map-reduce: chunks that fit the input limit are answered, their answers
     combined level by level until one remains. Every level is a checkpointed text run."""
-    own, config = own_options(options)
+    own = inner(config)
     groups = _groups(frame, spec, config)
     room = await _room(spec, own)
     summary = OperatorSummary("aggregate", rows=len(frame))
@@ -90,14 +92,12 @@ def _groups(frame: pd.DataFrame, spec: AggregateSpec, config: RunConfig) -> dict
             for key, where in positions.items()}
 
 
-async def _room(spec: AggregateSpec, own: dict[str, Any]) -> int:
+async def _room(spec: AggregateSpec, own: RunConfig) -> int:
     """Estimated tokens a chunk's items may take: the input limit's packing share, less the prompt."""
-    from gwlab.frames import _client, recipes
-
     model = recipes.text_recipe(spec.protocol, spec.model, spec.max_tokens, None).model
     limit = spec.max_input_tokens
     if limit is None:
-        connection = _client.connection(own.get("gateway"))
+        connection = _client.connection(own.gateway)
         limit = await connection.input_limit(model) if connection.input_limit is not None else None
     if limit is None:
         raise InvalidRequest("max_input_tokens", f"the gateway lists no max_input_tokens for {model!r}: pass "
@@ -114,7 +114,7 @@ def _too_long_text(rows: list[tuple[Any, str]], room: int) -> str:
     return (f"rows longer than the {room} estimated tokens a chunk may hold alone, never cut: {shown}")
 
 
-async def _map_reduce(spec: AggregateSpec, items: dict[Any, list[str]], room: int, own: dict[str, Any],
+async def _map_reduce(spec: AggregateSpec, items: dict[Any, list[str]], room: int, own: RunConfig,
                       summary: OperatorSummary, errors: dict[Any, str]) -> tuple[dict[Any, str], dict[Any, int]]:
     """Level by level, every group's chunks in one text run, until each group has one answer."""
     answers: dict[Any, str] = {}
@@ -145,9 +145,6 @@ async def _map_reduce(spec: AggregateSpec, items: dict[Any, list[str]], room: in
     return answers, counts
 
 
-async def _text_run(spec: AggregateSpec, prompts: list[str], own: dict[str, Any]) -> BatchFrame:
-    frame = pd.DataFrame({"prompt": prompts})
-    if spec.protocol == "responses":
-        return await frame.gw.arespond("prompt", model=spec.model, max_tokens=spec.max_tokens, **own, join=False)
-    method = frame.gw.achat if spec.protocol == "chat" else frame.gw.amessages
-    return await method("prompt", model=spec.model, max_tokens=spec.max_tokens, **own, join=False)
+async def _text_run(spec: AggregateSpec, prompts: list[str], own: RunConfig) -> BatchFrame:
+    text = TextSpec(spec.protocol, "prompt", model=spec.model, max_tokens=spec.max_tokens)
+    return await text.run(pd.DataFrame({"prompt": prompts}), own)

@@ -3,34 +3,56 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from gwlab.errors import FilterWarning
 from gwlab.frames import columns as tidy
+from gwlab.frames.cascade.run import run_cascade
+from gwlab.frames.cascade.spec import Cascade
 from gwlab.frames.operators.shared import (
     OperatorFrame,
     OperatorSummary,
     check_text,
     check_threshold,
     finish,
-    own_options,
+    inner,
 )
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.specs import DecideSpec
 
-__all__ = ["filter_rows"]
+__all__ = ["FilterSpec", "filter_rows"]
 
-async def filter_rows(frame: pd.DataFrame, condition: str, state: Any, threshold: float, name: str,
-                      model: str | None, options: dict[str, Any], cascade: Any = None) -> OperatorFrame:
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """A filter's settings beyond the run options, checked once."""
+
+    condition: str
+    state: Any = None  # default: every column, as a JSON object
+    threshold: float = 0.5
+    name: str = "condition"
+    model: str | None = None
+    cascade: Cascade | None = None
+
+    def __post_init__(self) -> None:
+        check_text(self.condition, "condition")
+        check_threshold(self.threshold, "threshold")
+
+
+async def filter_rows(frame: pd.DataFrame, spec: FilterSpec, config: RunConfig) -> OperatorFrame:
     """The rows whose condition's probability reaches `threshold`; `.answers` holds every row's. With a
     cascade (`gwlab.Cascade`), that one decide run is a cascade and a row is kept by its answer, the
     cheap model's where it was sure and the oracle's elsewhere."""
-    check_text(condition, "condition")
-    check_threshold(threshold, "threshold")
-    own, config = own_options(options)
-    question = {name: {"type": tidy.NOUL, "instructions": condition}}
-    spec = list(frame.columns) if state is None else state
-    answers = await frame.gw.adecide(spec, question, model=model, cascade=cascade, **own, join=False)
+    name, threshold, cascade = spec.name, spec.threshold, spec.cascade
+    question = {name: {"type": tidy.NOUL, "instructions": spec.condition}}
+    asked = DecideSpec(list(frame.columns) if spec.state is None else spec.state, question, spec.model)
+    if cascade is not None:
+        answers = await run_cascade(frame, asked, cascade, inner(config))
+    else:
+        answers = await asked.run(frame, inner(config))
     probability = answers[tidy.column(name, tidy.NOUL)]
     keep = (probability >= threshold).to_numpy()  # NaN (an error row) is never kept
     shown = [tidy.column(name, tidy.NOUL)]

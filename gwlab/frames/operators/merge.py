@@ -3,7 +3,6 @@ side) or a condition per blocked pair, with its plan known before anything is se
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -13,8 +12,9 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
 from gwlab.frames.operators.blocking import Blocking, candidate_pairs, tfidf_similarity
-from gwlab.frames.operators.shared import OperatorFrame, OperatorSummary, check_text, own_options, texts
+from gwlab.frames.operators.shared import OperatorFrame, OperatorSummary, check_text, inner, texts
 from gwlab.frames.run.config import RunConfig
+from gwlab.frames.specs import DecideSpec
 from gwlab.wire.limits import MAX_CHOICE_OPTIONS
 
 __all__ = ["NONE_OPTION", "SMALL_RIGHT", "MergePlan", "MergeSpec", "merge", "merge_plan", "plan"]
@@ -89,18 +89,15 @@ def merge_plan(left: pd.DataFrame, right: pd.DataFrame, spec: MergeSpec, config:
     return plan, (left_texts, right_texts, pairs)
 
 
-def plan(left: pd.DataFrame, right: pd.DataFrame, spec: MergeSpec, options: Mapping[str, Any]) -> MergePlan:
-    """What `merge` would send, without a gateway (the options are checked as the run would)."""
-    return merge_plan(left, right, spec, own_options(options)[1])[0]
+def plan(left: pd.DataFrame, right: pd.DataFrame, spec: MergeSpec, config: RunConfig) -> MergePlan:
+    """What `merge` would send, without a gateway."""
+    return merge_plan(left, right, spec, config)[0]
 
 
-async def merge(left: pd.DataFrame, right: pd.DataFrame, spec: MergeSpec, dry_run: bool,
-                options: dict[str, Any]) -> OperatorFrame | MergePlan:
-    """Pair rows of `left` and `right` by `spec.condition`; with `dry_run`, only the plan."""
-    own, config = own_options(options)
+async def merge(left: pd.DataFrame, right: pd.DataFrame, spec: MergeSpec, config: RunConfig) -> OperatorFrame:
+    """Pair rows of `left` and `right` by `spec.condition`."""
+    own = inner(config)
     plan, (left_texts, right_texts, pairs) = merge_plan(left, right, spec, config)
-    if dry_run:
-        return plan
     summary = OperatorSummary("merge", rows=len(left), strategy=plan.strategy)
     if plan.strategy == "choice":
         matched = await _merge_by_choice(left, right_texts, spec, own, summary)
@@ -110,13 +107,13 @@ async def merge(left: pd.DataFrame, right: pd.DataFrame, spec: MergeSpec, dry_ru
 
 
 async def _merge_by_choice(left: pd.DataFrame, right_texts: list[str | None], spec: MergeSpec,
-                           own: dict[str, Any], summary: OperatorSummary) -> pd.DataFrame:
+                           own: RunConfig, summary: OperatorSummary) -> pd.DataFrame:
     """One choice question per left row whose options are the right rows (and "none")."""
     criteria = {f"r{j}": str(text) for j, text in enumerate(right_texts)}
     criteria[NONE_OPTION] = f"none of these: no option meets the condition ({spec.condition})"
     question = {"match": {"type": "choice", "instructions": spec.condition, "criteria": criteria}}
     state = list(left.columns) if spec.left_on is None else spec.left_on
-    answers = await left.gw.adecide(state, question, model=spec.model, **own, join=False)
+    answers = await DecideSpec(state, question, spec.model).run(left, own)
     summary.add(answers.run)
     chosen = answers[tidy.column("match", tidy.CHOICE)].to_numpy(dtype=object)
     rows = []
@@ -127,11 +124,11 @@ async def _merge_by_choice(left: pd.DataFrame, right_texts: list[str | None], sp
 
 
 async def _merge_pairwise(left_texts: list[str | None], right_texts: list[str | None], pairs: list[tuple[int, int]],
-                          spec: MergeSpec, own: dict[str, Any], summary: OperatorSummary) -> pd.DataFrame:
+                          spec: MergeSpec, own: RunConfig, summary: OperatorSummary) -> pd.DataFrame:
     """A noul condition per candidate pair; the pairs whose probability reaches the threshold."""
     frame = pd.DataFrame({"left": [left_texts[i] for i, _ in pairs], "right": [right_texts[j] for _, j in pairs]})
     question = {"match": {"type": "noul", "instructions": spec.condition}}
-    answers = await frame.gw.adecide(["left", "right"], question, model=spec.model, **own, join=False)
+    answers = await DecideSpec(["left", "right"], question, spec.model).run(frame, own)
     summary.add(answers.run)
     p = answers[tidy.column("match", tidy.NOUL)].to_numpy(dtype=float)
     keep = p >= spec.blocking.threshold

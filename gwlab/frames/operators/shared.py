@@ -10,8 +10,6 @@ runs, is one `OperatorSummary` on the result's `.run`.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -19,17 +17,14 @@ import pandas as pd
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
-from gwlab.frames.run.budget import input_text
+from gwlab.frames.run.budget import Budget, input_text
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.outcome import RunSummary
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.templates import Template
 
-__all__ = ["OperatorFrame", "OperatorSummary", "check_text", "check_threshold", "finish", "next_run",
-           "own_options", "remaining", "texts"]
-
-# the options a run of the operator's own frames must not inherit: it builds those frames itself
-_OWN = ("join", "prefix")
+__all__ = ["OperatorFrame", "OperatorSummary", "check_text", "check_threshold", "finish", "inner", "next_run",
+           "remaining", "texts"]
 
 
 @dataclass
@@ -50,7 +45,7 @@ class OperatorSummary:
     strategy: str = ""  # merge: "choice" or "pairwise"
     kept: int | None = None  # filter: rows that passed
     stopped: str | None = None
-    runs: list[dict[str, Any]] = field(default_factory=list)  # each run's RunSummary, as a dict
+    runs: list[RunSummary] = field(default_factory=list)  # each run's summary (read by key too)
 
     def add(self, summary: RunSummary) -> None:
         """Count one run of the operator in."""
@@ -62,7 +57,7 @@ class OperatorSummary:
         self.input_tokens += summary.input_tokens
         self.output_tokens += summary.output_tokens
         self.stopped = self.stopped or summary.stopped
-        self.runs.append(dataclasses.asdict(summary))
+        self.runs.append(summary)
 
     def text(self) -> str:
         extra = {"comparisons": self.comparisons, "levels": self.levels}
@@ -101,10 +96,10 @@ def check_text(value: Any, name: str) -> str:
     return value
 
 
-def own_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], RunConfig]:
-    """The options every run of the operator takes (checked once, now), and the config they make."""
-    config = RunConfig.of("rows", options)
-    return {k: v for k, v in options.items() if k not in _OWN}, config
+def inner(config: RunConfig) -> RunConfig:
+    """The config of the operator's own runs: the operator's (checked once, at the accessor's door), but
+    their frames are the operator's to shape (no join, no prefix: `finish` applies the caller's)."""
+    return config.but(join=False, prefix="")
 
 
 def texts(frame: pd.DataFrame, spec: Any, field_name: str, blank: str) -> tuple[list[str | None], dict[int, str]]:
@@ -124,7 +119,7 @@ def finish(frame: pd.DataFrame, added: pd.DataFrame, config: RunConfig) -> pd.Da
     return pd.concat([frame, added.set_axis(frame.index)], axis=1)
 
 
-def remaining(budget: Any, spent: OperatorSummary) -> Any:
+def remaining(budget: int | Budget | None, spent: OperatorSummary) -> int | Budget | None:
     """What is left of a token budget after the operator's runs so far, for its next run (a Budget with a
     cost is passed on as it is: each run checks it against its own spend)."""
     if isinstance(budget, int) and not isinstance(budget, bool):
@@ -132,6 +127,6 @@ def remaining(budget: Any, spent: OperatorSummary) -> Any:
     return budget
 
 
-def next_run(own: dict[str, Any], spent: OperatorSummary) -> dict[str, Any]:
-    """The options of the operator's next run: its budget is what the earlier runs left."""
-    return {**own, "budget": remaining(own["budget"], spent)} if own.get("budget") is not None else own
+def next_run(config: RunConfig, spent: OperatorSummary) -> RunConfig:
+    """The config of the operator's next run: its budget is what the earlier runs left."""
+    return config if config.budget is None else config.but(budget=remaining(config.budget, spent))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,13 +17,15 @@ from gwlab.frames.operators.shared import (
     OperatorSummary,
     check_text,
     finish,
+    inner,
     next_run,
-    own_options,
     texts,
 )
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.specs import DecideSpec
 from gwlab.wire.limits import MAX_QUESTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS
 
-__all__ = ["score_levels", "topk"]
+__all__ = ["TopkSpec", "score_levels", "topk"]
 
 DEFAULT_STRENGTHS = ("not at all", "somewhat", "very much")
 
@@ -39,19 +42,33 @@ def score_levels(criterion: str, levels: Sequence[str] | None) -> list[str]:
     return list(levels)
 
 
-async def topk(frame: pd.DataFrame, criterion: str, k: int, state: Any, window: int, model: str | None,
-               options: dict[str, Any]) -> OperatorFrame:
+@dataclass(frozen=True)
+class TopkSpec:
+    """A topk's settings beyond the run options (`k` is checked against the frame's length when run)."""
+
+    criterion: str
+    k: int
+    state: Any = None  # default: every column, as a JSON object
+    window: int = 2
+    levels: Sequence[str] | None = None
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        check_text(self.criterion, "criterion")
+        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 0:
+            raise InvalidRequest("window", f"must be a non-negative integer; got {self.window!r}")
+
+
+async def topk(frame: pd.DataFrame, topk_spec: TopkSpec, config: RunConfig) -> OperatorFrame:
     """The `k` rows that best meet `criterion`: a score per row, then comparisons around the cut."""
-    check_text(criterion, "criterion")
+    criterion, k, window, model = topk_spec.criterion, topk_spec.k, topk_spec.window, topk_spec.model
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(frame):
         raise InvalidRequest("k", f"must be an integer from 1 to the frame's {len(frame)} rows; got {k!r}")
-    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
-        raise InvalidRequest("window", f"must be a non-negative integer; got {window!r}")
-    levels = score_levels(criterion, options.pop("levels", None))
-    own, config = own_options(options)
-    spec = list(frame.columns) if state is None else state
+    levels = score_levels(criterion, topk_spec.levels)
+    own = inner(config)
+    spec = list(frame.columns) if topk_spec.state is None else topk_spec.state
     question = {"score": {"type": "score", "instructions": criterion, "criteria": levels}}
-    answers = await frame.gw.adecide(spec, question, model=model, **own, join=False)
+    answers = await DecideSpec(spec, question, model).run(frame, own)
     summary = OperatorSummary("topk", rows=len(frame))
     summary.add(answers.run)
     score = answers[tidy.column("score", tidy.SCORE)].to_numpy(dtype=float)
@@ -71,7 +88,7 @@ async def topk(frame: pd.DataFrame, criterion: str, k: int, state: Any, window: 
 
 
 async def _compare(near: list[int], row_texts: list[str | None], criterion: str, model: str | None,
-                   own: dict[str, Any], summary: OperatorSummary) -> np.ndarray:
+                   own: RunConfig, summary: OperatorSummary) -> np.ndarray:
     """Every pair of the rows near the cut as a choice "which better meets it", packed as questions of
     as few requests as the question limit allows; each row's expected wins."""
     pairs = [(a, b) for x, a in enumerate(near) for b in near[x + 1:]]
@@ -82,8 +99,7 @@ async def _compare(near: list[int], row_texts: list[str | None], criterion: str,
                                        "criteria": {"a": str(row_texts[a]), "b": str(row_texts[b])}}
                      for n, (a, b) in enumerate(batch)}
         frame = pd.DataFrame({"criterion": [criterion]})
-        answers = await frame.gw.adecide("{criterion}", questions, model=model, **next_run(own, summary),
-                                         join=False)
+        answers = await DecideSpec("{criterion}", questions, model).run(frame, next_run(own, summary))
         summary.add(answers.run)
         for n, (a, b) in enumerate(batch):
             p = float(answers[tidy.probability(f"c{start + n}", "a")].iloc[0])

@@ -11,7 +11,7 @@ ties the typed options and the docs' table to `RunConfig`'s fields, so the three
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -87,6 +87,14 @@ class RunConfig:
         if unknown:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
         return cls(kind=kind, **options)
+
+    @classmethod
+    def split(cls, kind: Kind, options: Mapping[str, Any], own: Iterable[str]) -> tuple[dict[str, Any], RunConfig]:
+        """A method's own keywords (`own`: extract's `max_reasks`, ...) apart from the run's, and the
+        config of the run's: what a face does at its door when it takes both in one `**options`."""
+        names = set(own)
+        mine = {name: value for name, value in options.items() if name in names}
+        return mine, cls.of(kind, {name: value for name, value in options.items() if name not in names})
 
     @classmethod
     def options(cls, kind: Kind) -> frozenset[str]:

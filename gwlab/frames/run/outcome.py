@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -22,8 +22,8 @@ from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run.status import LABELS, RowStatus
 from gwlab.frames.templates import Rows
 
-__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "Batch", "RunInterrupted", "RunResult", "RunSummary", "first_rows",
-           "recorded_where"]
+__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "Batch", "ReadByKey", "RunInterrupted", "RunResult", "RunSummary",
+           "first_rows", "recorded_where"]
 
 NOT_RUN, SENT, CACHED, ERROR = RowStatus.NOT_RUN, RowStatus.SENT, RowStatus.CACHED, RowStatus.ERROR
 
@@ -46,9 +46,31 @@ class Batch:
         return self._count
 
 
+class ReadByKey:
+    """A typed result (a dataclass) also read by key, as the dicts it replaced were: `summary["threshold"]`,
+    `summary.get("note")`, `dict(summary)`; an unknown key is a KeyError. The attributes are the API."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self.keys() else default
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self)]  # type: ignore[arg-type]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+
 @dataclass
-class RunSummary:
-    """What a run did, for the result's repr and `.attrs`."""
+class RunSummary(ReadByKey):
+    """What every run did, for the result's repr and `.attrs`. What one kind of run adds is a subclass
+    built when that run ends: a cascade's (`frames/cascade/summary.py`), an extract run's (`frames/specs.py`)."""
 
     rows: int = 0
     requests: int = 0  # distinct requests (after dedupe), times repeats
@@ -82,13 +104,9 @@ class RunSummary:
     # with pilot= or budget=: rows whose input looks over the model's max_input_tokens, found before sending:
     # {"model", "limit", "count", "rows" (first 20 labels), "estimated_tokens"}
     over_limit: dict[str, Any] | None = None
-    reasked: int = 0  # extract: re-asks of invalid answers sent in this run (each billed, in the tokens above)
-    structured: str | None = None  # extract: how structured output was asked when not natively (frames/extract.py)
+    reasked: int = 0  # re-asks of invalid answers sent in this run (each billed, in the tokens above): extract's
     run_id: str | None = None  # the run's record (`gwlab.runs()`, `gwlab.run_answers(run_id)`)
     recorded: str | None = None  # where the record is kept: the checkpoint, or this process only
-    # with cascade=: who answered how many rows, the oracle calls, the threshold and the quality bound
-    # (keys in gwlab/frames/cascade/run.py `summary`)
-    cascade: dict[str, Any] | None = None
     # with batch=: the jobs, counts, what they billed and whether rows are still pending (frames/batch/jobs.py)
     batch: dict[str, Any] | None = None
 
@@ -130,8 +148,6 @@ class RunSummary:
             rows = ", ".join(map(repr, o["rows"])) + (", ..." if o["count"] > len(o["rows"]) else "")
             line += (f"\nover the input limit: {o['count']} rows look longer than {o['model']}'s {o['limit']} "
                      f"tokens (rows {rows}): the gateway refuses them")
-        if self.structured:
-            line += f"\nstructured output: {self.structured}"
         if self.cached_from:
             c = self.cached_from
             when = c["first_answered"] if c["first_answered"] == c["last_answered"] else \
@@ -139,8 +155,7 @@ class RunSummary:
             line += f"\ncached: {c['answers']} answers given by {c['gateway'] or 'this gateway'} {when}"
         if self.run_id:
             line += f"\nrun {self.run_id}, recorded {recorded_where(self.recorded)}"
-        if self.cascade:
-            line += "\n" + _cascade_text(self.cascade)
+        line += "".join(f"\n{more}" for more in self.notes())
         if self.pilot:
             p = self.pilot
             rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"
@@ -148,6 +163,10 @@ class RunSummary:
                      f"about {p['input_tokens']:.0f} in / {p['output_tokens']:.0f} out tokens, "
                      f"est. {rest_cost}" + _batch_pilot_text(p))
         return line
+
+    def notes(self) -> list[str]:
+        """What a kind of run adds to the summary's text (a subclass's; none for a plain run)."""
+        return []
 
 
 def _batch_pilot_text(p: dict[str, Any]) -> str:
@@ -163,41 +182,6 @@ def _batch_pilot_text(p: dict[str, Any]) -> str:
 def recorded_where(recorded: str | None) -> str:
     """Where a run's record is, as the summary line says it (`gwlab.runs()` reads it)."""
     return recorded if (recorded or "").startswith("process only") else f"in {recorded}"
-
-
-def _cascade_text(c: dict[str, Any]) -> str:
-    calls = c["oracle_calls"]
-    return (f"cascade ({c['metric']} >= {c['target']} with prob. >= {1 - c['delta']:.3g}): proxy answered "
-            f"{c['proxy_rows']} rows, oracle ({c['oracle']}) {c['oracle_rows']}; oracle calls {calls['total']} "
-            f"({calls['sampled']} sampled + {calls['routed']} routed) vs {c['all_oracle_calls']} all-oracle "
-            f"({c['saving']:.1f}x fewer); threshold {c['threshold']:.3f}; " + _certificate_text(c)
-            + _cascade_budget_text(c.get("routed_estimate")) + _cascade_pilot_text(c.get("pilot")))
-
-
-def _certificate_text(c: dict[str, Any]) -> str:
-    """What is certified, in words: the bound, or why nothing (or everything, to the oracle) was."""
-    if math.isnan(c["bound"]):
-        return f"NOT certified: {c.get('note', 'no threshold passed')}"
-    low, high = c["interval"]
-    interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
-    estimate = "" if math.isnan(c["estimate"]) else f" (sample estimate {c['estimate']:.3f}{interval})"
-    note = f"; {c['note']}" if c.get("note") else ""
-    return f"certified {c['metric']} >= {c['bound']:.3f}{estimate}{note}"
-
-
-def _cascade_budget_text(e: dict[str, Any] | None) -> str:
-    if not e or e["within_budget"] is not False:
-        return ""
-    spend = "no price measured" if math.isnan(e["tokens"]) else f"~{e['tokens']:.0f} tokens"
-    return (f"\ncascade: the {e['calls']} routed rows ({spend}) are over the budget left: the oracle answered "
-            "those it could pay for, the rest are missing")
-
-
-def _cascade_pilot_text(p: dict[str, Any] | None) -> str:
-    if not p:
-        return ""
-    return (f"\ncascade pilot: the whole frame would call the oracle about {p['oracle_calls']:.0f} times "
-            f"of {p['all_oracle_calls']} (routed share {p['routed_share']:.2f}), est. ${p['oracle_cost']:.4f}")
 
 
 @dataclass

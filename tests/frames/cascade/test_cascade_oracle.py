@@ -11,6 +11,8 @@ import gwlab
 from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames.cascade.oracle import CascadeQuestion, Oracle
+from gwlab.frames.run.config import RunConfig
+from gwlab.frames.specs import DecideSpec
 from gwlab.wire.families import FAMILIES
 from tests.support.gateways import RequestLog
 from tests.support.messages import QUESTIONS, support_messages
@@ -76,5 +78,6 @@ def test_routed_estimate_says_whether_the_budget_left_covers_it(oracle: str, bud
                                                                 messages: pd.DataFrame) -> None:
     cascade = gwlab.Cascade(oracle=messages["team"] if oracle == "labels" else oracle)
     question = CascadeQuestion.of(TEAM, cascade)
-    estimate = Oracle(messages, "{text}", TEAM, question, cascade, {"budget": budget}).estimate(5)
+    oracle = Oracle.of(messages, DecideSpec("{text}", TEAM), question, cascade, RunConfig(budget=budget))
+    estimate = oracle.estimate(5)
     assert estimate["calls"] == 5 and estimate["within_budget"] is covered

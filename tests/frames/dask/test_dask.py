@@ -13,6 +13,7 @@ import gwlab
 from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames import dask as gw_dask
+from gwlab.frames.cascade.summary import CascadeSummary
 from tests.support.gateways import RequestLog
 from tests.support.messages import QUESTIONS as ASKED
 from tests.support.messages import support_messages
@@ -145,6 +146,8 @@ def test_dask_cascade_with_labels_answers_as_the_pandas_cascade_on_the_same_fram
         pd.testing.assert_series_equal(out[column], pandas_run[column], check_dtype=False)
     np.testing.assert_allclose(out["refund__proxy_score"], pandas_run["refund__proxy_score"], rtol=1e-6)
     known, expected = lazy.cascade, pandas_run.run.cascade
+    assert isinstance(known, CascadeSummary) and isinstance(expected, CascadeSummary)  # typed, as on pandas
+    assert not hasattr(lazy[["refund__answer"]], "cascade")  # a derived frame describes other rows: not carried
     assert known["oracle_calls"] == expected["oracle_calls"] and known["proxy_rows"] == expected["proxy_rows"] > 0
     assert known["threshold"] == pytest.approx(expected["threshold"], rel=1e-6)
     assert known["oracle_sent"] is None and known["sample_oracle"]["sent"] == 0  # labels cost no request

@@ -149,3 +149,20 @@ def test_labels_synonyms_apply_to_field_labels():
     frame = pd.DataFrame({"refund": [True, False] * 6, "t_refund": [2, 1] * 6, "__status": "sent"})
     table = gwlab.evaluate(frame, truth={"refund": "t_refund"}, kind="fields", labels={1: False, 2: True}).metrics
     assert table.loc["refund", "accuracy"] == 1.0
+
+
+def test_field_scoring_is_its_own_function_and_evaluate_kind_fields_is_the_same_call() -> None:
+    """Two functions, two return types (issue 32 point 3): `evaluate_fields` returns a FieldEvaluation;
+    `evaluate(kind="fields")`, kept for code written before it, gives the same table."""
+    from gwlab.frames.evaluation.fields import FieldEvaluation
+
+    truth = {"order": "true_order", "product": "true_product"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvaluationWarning)
+        own = gwlab.evaluate_fields(_frame(), truth, level=0.9)
+        alias = gwlab.evaluate(_frame(), truth=truth, kind="fields", level=0.9)
+    assert isinstance(own, FieldEvaluation) and isinstance(alias, FieldEvaluation)
+    pd.testing.assert_frame_equal(own.metrics, alias.metrics)
+    with pytest.raises(InvalidRequest) as refused:
+        gwlab.evaluate_fields(_frame(), truth, pred={"order": "order"})
+    assert refused.value.field == "pred"

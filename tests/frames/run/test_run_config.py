@@ -9,8 +9,17 @@ import pytest
 
 from gwlab import InvalidRequest
 from gwlab.frames.accessor import GatewayAccessor
-from gwlab.frames.dask.partitions import DaskOptions
-from gwlab.frames.run.config import DEFAULTS, RUN_OPTIONS_DOC, ExtractOptions, RunConfig, RunOptions, TaskOptions
+from gwlab.frames.dask.partitions import DaskExtractOptions, DaskOptions
+from gwlab.frames.run.config import (
+    DEFAULTS,
+    EXTRACT_OPTIONS_DOC,
+    RUN_OPTIONS_DOC,
+    ExtractOptions,
+    RunConfig,
+    RunOptions,
+    TaskOptions,
+)
+from gwlab.frames.specs import EXTRACT_OWN, ExtractSpec
 
 
 def test_each_kind_takes_its_defaults_from_the_one_table() -> None:
@@ -73,8 +82,26 @@ def _documented_names(doc: str) -> set[str]:
 def test_the_typed_row_and_task_options_are_the_config_s_own() -> None:
     assert set(RunOptions.__annotations__) == RunConfig.options("rows")
     assert set(TaskOptions.__annotations__) == RunConfig.options("tasks")
-    extract_own = {"max_reasks", "structured", "grounding", "source"}
-    assert set(ExtractOptions.__annotations__) == RunConfig.options("rows") | extract_own
+    assert set(ExtractOptions.__annotations__) == RunConfig.options("rows") | set(EXTRACT_OWN)
+
+
+def test_extract_s_own_keywords_are_fields_of_its_spec_typed_and_documented_once() -> None:
+    assert set(EXTRACT_OWN) <= {f.name for f in dataclasses.fields(ExtractSpec)}
+    assert not set(EXTRACT_OWN) & {f.name for f in dataclasses.fields(RunConfig)}
+    assert _documented_names("\n".join("    " + line.strip() if line.startswith("        ") and not
+                                        line.startswith("            ") else line
+                                        for line in EXTRACT_OPTIONS_DOC.splitlines())) == set(EXTRACT_OWN)
+    dask_own = set(DaskExtractOptions.__annotations__) - set(DaskOptions.__annotations__)
+    assert dask_own <= set(EXTRACT_OWN)
+
+
+def test_the_door_splits_a_method_s_own_keywords_from_the_run_s_without_touching_the_caller_s() -> None:
+    options = {"max_reasks": 2, "concurrency": 3, "grounding": "off"}
+    own, config = RunConfig.split("rows", options, EXTRACT_OWN)
+    assert own == {"max_reasks": 2, "grounding": "off"} and config.concurrency == 3
+    assert options == {"max_reasks": 2, "concurrency": 3, "grounding": "off"}  # nothing popped
+    with pytest.raises(TypeError, match="levels"):
+        RunConfig.split("rows", {"levels": 3}, EXTRACT_OWN)
 
 
 def test_the_dask_options_the_config_knows_are_ones_a_dask_run_takes() -> None:
@@ -91,3 +118,13 @@ def test_the_tie_sees_an_option_missing_from_the_docs() -> None:
     """The check itself: a table without `pilot` is caught."""
     without = "\n".join(line for line in RUN_OPTIONS_DOC.splitlines() if not line.strip().startswith("pilot"))
     assert RunConfig.options("rows") - _documented_names(without) == {"pilot"}
+
+
+def test_the_dask_functions_document_every_dask_option() -> None:
+    from gwlab.frames.dask.calls import _SHARED_DOC
+
+    names = set()
+    for line in _SHARED_DOC.splitlines():
+        if line.startswith(" " * 4) and not line.startswith(" " * 5):
+            names |= {name.strip() for name in line.strip().partition(" : ")[0].split(",")}
+    assert set(DaskOptions.__annotations__) <= names
