@@ -4,6 +4,7 @@
     python bench/extract_grounding.py --models local/gemma-3-270m  # the other local text model
     python bench/extract_grounding.py --sets written               # one set only
     python bench/extract_grounding.py --rows 10                    # a quick look
+    python bench/extract_grounding.py --checkpoint /tmp/g.sqlite   # resumable: a rerun asks only what is missing
 
 Data: the first 40 rows of notebooks/data/support_messages.csv with the order id, amount and date each
 states (bench/data/support_grounding_labels.jsonl: 3 values among 120, the rest null), and
@@ -16,7 +17,7 @@ state no year, so their dates compare month and day), invented (the label is nul
 how many of each grounding found in the text. The two goals: invented values caught (not_found) >= 90 %,
 right values wrongly flagged (what `grounding="drop"` would drop) <= 2 %, each with its 95 % Wilson
 interval, beside the trivial baselines: no grounding (catches 0 %, drops 0 %) and dropping every value
-(catches 100 %, drops 100 %). No checkpoint: every row is asked. Figures in docs/benchmarks.md.
+(catches 100 %, drops 100 %). Without --checkpoint every row is asked. Figures in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS), help="the labelled sets to run")
     parser.add_argument("--rows", type=int, default=None, help="only the first N rows of each set")
     parser.add_argument("--max-tokens", type=int, default=72)
+    parser.add_argument("--checkpoint", default=None,
+                        help="a checkpoint file: answers kept, so a stopped run resumes (default: ask every row)")
     args = parser.parse_args()
     print("$ python " + " ".join(sys.argv))
     sets = {name: SETS[name]() for name in args.sets}
@@ -68,7 +71,7 @@ def main() -> None:
         with Gateway(server.base_url, server.api_key) as gw:
             for model in args.models:
                 for name, frame in sets.items():
-                    counts = measure(gw, model, name, frame.iloc[: args.rows], args.max_tokens)
+                    counts = measure(gw, model, name, frame.iloc[: args.rows], args.max_tokens, args.checkpoint)
                     pooled = totals.setdefault(model, dict.fromkeys(counts, 0))
                     for key, value in counts.items():
                         pooled[key] += value
@@ -94,12 +97,13 @@ def written_set() -> pd.DataFrame:
 SETS = {"support": support_set, "written": written_set}
 
 
-def measure(gw: Gateway, model: str, name: str, frame: pd.DataFrame, max_tokens: int) -> dict[str, int]:
+def measure(gw: Gateway, model: str, name: str, frame: pd.DataFrame, max_tokens: int,
+            checkpoint: str | None = None) -> dict[str, int]:
     """Extract `frame` with `model`, print the per-field table and return the pooled counts."""
     schema = SCHEMAS[name]
     start = time.perf_counter()
     out = frame[["text"]].gw.extract(PROMPT, schema, model=model, max_tokens=max_tokens, gateway=gw,
-                                     params={"temperature": 0}, grounding="flag", checkpoint=None,
+                                     params={"temperature": 0}, grounding="flag", checkpoint=checkpoint,
                                      progress=True, errors="coerce",
                                      concurrency=2)  # the local engine answers one at a time: a deep queue times out
     seconds = time.perf_counter() - start
