@@ -8,8 +8,8 @@
 
 Data: the first 40 rows of notebooks/data/support_messages.csv with the order id, amount and date each
 states (bench/data/support_grounding_labels.jsonl: 3 values among 120, the rest null), and
-bench/data/grounding_labelled.jsonl (130 messages written for this benchmark, in 8 languages, with ids,
-amounts and dates in many writings and names with accents or in kanji and kana; 198 values among 520). Greedy
+bench/data/grounding_labelled.jsonl (130 messages written for this benchmark, in 6 languages, with ids,
+amounts and dates in many writings and names with accents or in kanji and kana; 204 values among 520). Greedy
 (temperature 0), so a run is repeatable on one machine (see docs/benchmarks.md for other machines). Per model,
 data set and field it prints the values the model gave, split into right (equal to the label after
 normalising: an id's case and separators, an amount within half a cent, a date; the support messages
