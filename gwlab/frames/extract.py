@@ -139,9 +139,33 @@ def field_record(base: RowRecipe, schema: Schema) -> Callable[[Any], dict[str, A
             exc.record = meta
             raise
         plain = value.model_dump(mode="json") if schema.model is not None else value
+        problem = _beyond_a_column(schema, plain)
+        if problem:
+            exc = AnswerInvalid(problem, raw)
+            exc.record = meta
+            raise exc
         return {**{field: plain.get(field) for field in schema.fields}, **meta}
 
     return record
+
+
+_FIRST_DAY = dt.datetime(1677, 9, 22)  # the first midnight and the last instant datetime64[ns] holds
+_LAST_INSTANT = dt.datetime(2262, 4, 11, 23, 47, 16)
+
+
+def _beyond_a_column(schema: Schema, plain: Mapping[str, Any]) -> str | None:
+    """Why a valid answer's date cannot be its column's value (datetime64[ns] holds 1677-09-22 to
+    2262-04-11: a local model's "4321-04-04" stopped the whole run), or None. Such an answer is invalid, so
+    it is re-asked and else an error row keeping its raw text, as any invalid answer is."""
+    for field, kind in schema.kinds().items():
+        value = plain.get(field)
+        if kind != "date" or not isinstance(value, str):
+            continue
+        when = dt.datetime.fromisoformat(value)  # a date or a datetime, as the schema validated it
+        when = when.astimezone(dt.UTC).replace(tzinfo=None) if when.tzinfo is not None else when
+        if not _FIRST_DAY <= when <= _LAST_INSTANT:
+            return f"{field}: {value!r} is not a date between 1677-09-22 and 2262-04-11"
+    return None
 
 
 def reading_fields(base: RowRecipe, schema: Schema) -> RowRecipe:

@@ -44,6 +44,21 @@ def macro_f1(y: np.ndarray, pred: np.ndarray, k: int) -> float:
     return float(np.mean(scores)) if scores else float("nan")
 
 
+def auc(score: np.ndarray, y: np.ndarray) -> float:
+    """Area under the ROC curve: P(a true row scores above a false one), ties counting half (Mann-Whitney
+    U / n_true n_false, from average ranks); NaN when either class is absent. Invariant under any increasing
+    map of the scores, so it shows whether a calibration kept the ranking."""
+    score, y = np.asarray(score, float), np.asarray(y, bool)
+    n_true, n_false = int(y.sum()), int((~y).sum())
+    if not n_true or not n_false:
+        return float("nan")
+    order = np.argsort(score, kind="mergesort")
+    ranks = np.empty(len(score))
+    _, first, counts = np.unique(score[order], return_index=True, return_counts=True)
+    ranks[order] = np.repeat(first + (counts + 1) / 2.0, counts)  # tied scores share their average rank
+    return float((ranks[y].sum() - n_true * (n_true + 1) / 2.0) / (n_true * n_false))
+
+
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
     """(p_o - p_e) / (1 - p_e): agreement beyond what the two marginals give by chance."""
     if not len(a):

@@ -2,7 +2,8 @@
 
 A value is *exact* when the text states it: the same tokens once case, accents-as-written, whitespace,
 punctuation and id separators are ignored ("BRW 10421" / "brw-10421" / "BRW10421"), the same number in
-any usual writing ("$29.90", "29,90 €", "1,234.5") or the same date ("15 Jan 2026", "15/01/2026",
+any usual writing ("$29.90", "29,90 €", "1,234.5"; never digits glued to an id's letters, "BW10421") or the
+same date ("15 Jan 2026", "15/01/2026",
 "January 15th, 2026", "2026年1月15日"). It is *fuzzy* when it is close but not the same: tokens matching
 with accents folded or a small spelling difference, at least `FUZZY_THRESHOLD` of the value's tokens
 matched in order within a short window, a number written as a word, a date whose year the text leaves
@@ -203,14 +204,31 @@ _WORDS.update({w: i for i, w in enumerate(["null", "eins", "zwei", "drei", "vier
                                            "acht", "neun", "zehn"]) if i})
 
 
+# ISO 4217 codes and words an amount may carry; any other letters glued to digits make an id ("BW10421", "X200")
+_CURRENCIES = frozenset({
+    "usd", "eur", "gbp", "chf", "jpy", "cny", "rmb", "cad", "aud", "nzd", "sek", "nok", "dkk", "pln", "czk", "huf",
+    "inr", "brl", "mxn", "zar", "krw", "sgd", "hkd", "try", "kr", "fr", "sfr", "euro", "euros", "dollar", "dollars",
+    "pound", "pounds", "yen", "franc", "francs", "rupee", "rupees"})
+_LETTERS_BEFORE = re.compile(rf"(?:(?![{_CJK}])[^\W\d_])+$")  # CJK text writes numbers without spaces
+
+
 def _ground_number(value: float, text: str) -> Grounding:
     for match in _NUMBER.finditer(text):
+        if _in_a_code(text, match.start()):
+            continue
         if any(_same_number(value, c) for c in _readings(match.group())):
             return Grounding(EXACT, (match.start(), match.end()))
     for token in _tokens(text):
         if token.norm in _WORDS and _same_number(value, _WORDS[token.norm]):
             return Grounding(FUZZY, (token.start, token.end))
     return _NOT_FOUND
+
+
+def _in_a_code(text: str, start: int) -> bool:
+    """Whether the digits at `start` are glued to letters before them that name no currency: the tail of
+    an id or a code ("BW10421", "X200"), not a number. Letters after are a unit or an ordinal ("10kg", "3rd")."""
+    glued = _LETTERS_BEFORE.search(text, max(0, start - 16), start)  # a longer run is no currency either
+    return glued is not None and glued.group().casefold() not in _CURRENCIES
 
 
 def _readings(written: str) -> set[float]:
@@ -229,9 +247,12 @@ def _same_number(value: float, written: float) -> bool:
 
 
 def _amount(value: str) -> float | None:
-    """The number of an amount written as a string ("$29.90", "EUR 12,50"): None when it holds no one number."""
+    """The number of an amount written as a string ("$29.90", "EUR 12,50", "59 euros"): None when it holds
+    no one number, or letters that name no currency ("BW10421" is an id, "No. 10421" a reference: reading
+    their digits alone grounded them on any "10421" of the text)."""
     found = _NUMBER.findall(value)
-    if len(found) != 1 or re.search(r"[^\W\d_]{4,}", value):
+    words = re.findall(r"[^\W\d_]+", value)
+    if len(found) != 1 or any(w.casefold() not in _CURRENCIES for w in words):
         return None
     groups = re.split(r"[.,']", found[0])
     if len(groups) > 1 and len(groups[-1]) <= 2:  # the last separator before 1-2 digits is the decimal one

@@ -21,7 +21,7 @@ from gwlab.errors import BadRequest, InvalidRequest
 from gwlab.frames.extract import StructuredFallbackWarning, dtypes
 from gwlab.frames.specs import ExtractRunSummary
 from gwlab.wire.schema import Schema
-from tests.support.extract import FAULTS, KEY, REQUESTS, SCHEMA, stub_server
+from tests.support.extract import FAULTS, KEY, REQUESTS, SCHEMA, answering, stub_server
 
 
 @pytest.fixture(scope="module")
@@ -230,3 +230,17 @@ def test_each_field_kind_has_its_nullable_pandas_dtype_in_frames_not_wire() -> N
     assert dtypes(Schema.of(mapping)) == {
         "product": "string", "order": "Int64", "price": "Float64", "refund": "boolean", "sentiment": "category",
         "when": "datetime64[ns]", "at": "datetime64[ns]", "tags": "object"}
+
+
+def test_a_date_beyond_what_a_date_column_holds_is_an_invalid_answer_not_a_crash():
+    """A local model once answered "4321-04-04": valid JSON of the schema, but no datetime64[ns] holds it,
+    and the whole run stopped converting its column. It is an invalid answer: re-asked, then an error row."""
+    schema = {"product": str, "when": dt.date | None}
+    table = {"far": {"product": "kettle", "when": "4321-04-04"}, "near": {"product": "kettle", "when": "2262-04-11"}}
+    with answering(table) as url, gwlab.Gateway(url, KEY) as gw:
+        frame = pd.DataFrame({"text": ["far", "near"]})
+        out = frame.gw.extract("{text}", schema, gateway=gw, checkpoint=None, progress=False, max_tokens=64)
+    far = out.loc[0]
+    assert far["__status"] == "error" and "'4321-04-04' is not a date between 1677-09-22" in far["__error"]
+    assert pd.isna(far["when"]) and pd.isna(far["product"]) and far["__reasks"] == 1 and "4321" in far["__raw"]
+    assert out["when"].dtype == "datetime64[ns]" and out.loc[1, "when"] == pd.Timestamp("2262-04-11")

@@ -1,14 +1,17 @@
-"""A loopback stub gateway for structured-output faults (issue 24), shared by the extract and client tests.
+"""A loopback stub gateway for structured answers, shared by the extract, client and grounding tests.
 
-Standard-library HTTP on 127.0.0.1 speaking chat, responses and messages; what it answers is chosen by
-the first user message's first word: `good`, `full`, `fix-<fault>` (the fault first, a valid answer when
-re-asked), `never` (always invalid JSON). Every request body is kept in REQUESTS.
+Standard-library HTTP on 127.0.0.1 speaking chat, responses and messages, as a hosted gateway that says
+nothing of itself (no models list). What it answers: while `answering(table)` runs, the table's answer for
+the first of its source texts found in the first user message (answers that quote the text, paraphrase
+it or invent: issue 33); otherwise the structured-output faults of issue 24, chosen by that message's
+first word: `good`, `full`, `fix-<fault>` (the fault first, a valid answer when re-asked), `never`
+(always invalid JSON). Every request body is kept in REQUESTS.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -28,12 +31,16 @@ FAULTS = {"badjson": '{"product": "kettle", ', "missing": json.dumps({"product":
           "category": json.dumps({**GOOD, "sentiment": "furious"})}
 FULL = {**GOOD, "price": 9.5, "refund": True, "when": "2024-03-01", "tags": ["late", "broken"]}
 REQUESTS: list[dict[str, Any]] = []
+ANSWERS: dict[str, Mapping[str, Any]] = {}  # source text -> answer object, set by `answering`
 
 
 def _answer(body: dict[str, Any]) -> str:
     turns = body.get("messages") or body.get("input")
     first = next(t for t in turns if t["role"] == "user")["content"]
     first = first if isinstance(first, str) else first[0]["text"]  # content parts: the first one's text
+    chosen = next((answer for text, answer in ANSWERS.items() if text in first), None)
+    if chosen is not None:
+        return json.dumps(chosen, ensure_ascii=False)
     reasked = any(t["role"] == "assistant" for t in turns)  # a re-ask shows the model its answer
     case = first.split()[0]
     if case == "full":
@@ -71,6 +78,9 @@ class _Stub(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
+    def do_GET(self) -> None:  # no models list
+        self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         REQUESTS.append({"path": self.path, "body": body})
@@ -95,6 +105,19 @@ def stub_server() -> Iterator[str]:
     structured-output field with a 400 naming it, as a gateway without structured output does."""
     with serving(_Stub) as base:
         yield base
+
+
+@contextmanager
+def answering(answers: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:
+    """The stub's `/v1` base URL, answering `answers` (source text -> answer object) while the block runs."""
+    ANSWERS.clear()
+    ANSWERS.update(answers)
+    REQUESTS.clear()
+    try:
+        with serving(_Stub) as base:
+            yield base
+    finally:
+        ANSWERS.clear()
 
 
 def assert_extract_falls_back_to_the_prompt(gw: Any, model: str) -> None:

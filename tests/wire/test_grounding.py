@@ -39,6 +39,27 @@ def test_a_digit_inside_a_longer_number_is_not_a_match():
     assert quoted(10421, "order 110421", "number")[0] == NOT_FOUND
 
 
+@pytest.mark.parametrize(("value", "text"), [
+    ("BW10421", "Order BRW-10421 arrived broken."),  # a local model's answer, once taken for "10421" (issue 33)
+    ("No. 10421", "Order BRW-10421 arrived broken."),
+    ("10421", "Order BW10421 arrived broken."),
+    ("X200", "The box for model X2000 was empty."),
+])
+def test_an_ids_digits_are_not_read_as_a_number(value, text):
+    assert quoted(value, text) == (NOT_FOUND, None)
+    if value.isdigit():
+        assert quoted(int(value), text, "number") == (NOT_FOUND, None)
+
+
+@pytest.mark.parametrize(("value", "text", "expected"), [
+    ("USD29.90", "It cost $29.90", "29.90"), ("59 euros", "the price is €59 now", "59"),
+    ("CHF 1'234", "Total CHF1'234", "CHF1'234"), ("1234", "Total CHF1'234", "1'234"),
+    ("3000", "価格は3000円でした", "3000"),
+])
+def test_an_amount_keeps_its_currency_letters_and_cjk_numbers_need_no_space(value, text, expected):
+    assert quoted(value, text) == (EXACT, expected)
+
+
 def test_ids_never_match_approximately():
     assert quoted("BRW-10422", TICKET)[0] == NOT_FOUND
 

@@ -1,5 +1,5 @@
 """`grounding=` of df.gw.extract and of `schema=` single calls, against a hosted-style stub whose answers
-quote the text, paraphrase it and invent (tests/support/grounding_stub.py)."""
+quote the text, paraphrase it and invent (tests/support/extract.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import gwlab
 import gwlab.frames.accessor  # registers df.gw
 from gwlab.errors import InvalidRequest
 from gwlab.frames.evaluation.labels import EvaluationWarning
-from tests.support.grounding_stub import KEY, REQUESTS, answering
+from tests.support.extract import KEY, REQUESTS, answering
 
 QUOTES = "Hi, order BRW 10421 cost $29.90 on 15 Jan 2026. I want a refund."
 PARAPHRASE = "The kettle leaks. I'd like my money back, order BRW-20001."
