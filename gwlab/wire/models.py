@@ -104,7 +104,7 @@ def parse_models(data: Any, request_id: str | None = None) -> ModelList:
     """The typed list of a `/models` body: `data[]`, else `models[]`, else a bare list."""
     entries: Any = ()
     if isinstance(data, Mapping):
-        entries = data.get("data") if isinstance(data.get("data"), list) else data.get("models") or ()
+        entries = got if isinstance(got := data.get("data"), list) else data.get("models") or ()
     elif isinstance(data, list):
         entries = data
     models = [m for m in map(ModelInfo.from_wire, entries) if m is not None]
