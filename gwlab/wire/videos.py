@@ -68,8 +68,8 @@ def build_create(
     return body
 
 
-def build_remix(prompt: str) -> dict[str, Any]:
-    """The body of `POST /videos/{id}/remix`."""
+def build_remix(prompt: Any) -> dict[str, Any]:
+    """The body of `POST /videos/{id}/remix`; any value is checked (the gateway passes the body's as sent)."""
     return {"prompt": _text(prompt, "prompt")}
 
 
