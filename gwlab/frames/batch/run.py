@@ -29,7 +29,8 @@ class _JobsBar:
     """The run's bar over requests, with each job's status and counts beside it (refreshed per poll)."""
 
     def __init__(self, enabled: bool, description: str) -> None:
-        self.enabled, self.description, self.bar = enabled, description, None
+        self.enabled, self.description = enabled, description
+        self.bar: Progress | None = None
 
     def __call__(self, entries: list[Any]) -> None:
         if not self.enabled or not entries:
@@ -72,7 +73,7 @@ async def prepare(recipe: RowRecipe, batch: Batch, config: RunConfig, connection
                                       budget=Budget.of(config.budget, config.prices), progress=bar, stopper=stopper)
     finally:
         bar.close()
-    send = refusing_sender(checkpoint.path, recipe, origin, phase.pending)  # type: ignore[attr-defined]
+    send = refusing_sender(checkpoint.path, recipe, origin, phase.pending)
     return phase, send, lambda _exc, _attempt: None, config.but(budget=None, progress=False, errors="coerce")
 
 
