@@ -152,8 +152,8 @@ def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "cha
         As in ``df.gw.extract``; the meta has the fields' typed columns.
     {shared}
     """
-    max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # type: ignore[misc]  (the rest: DaskOptions)
-    structured: Structured = options.pop("structured", "auto")  # type: ignore[misc]
+    max_reasks = options.pop("max_reasks", DEFAULT_MAX_REASKS)  # (the rest: DaskOptions)
+    structured: Structured = options.pop("structured", "auto")
     parsed = Schema.of(schema)  # normalised once: workers get the schema, not the caller's classes to rebuild
     family, _ = extract_recipe(protocol, parsed, model, max_tokens, params, max_reasks=max_reasks,
                                structured=structured)
@@ -164,7 +164,7 @@ def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "cha
 
 
 def _text(ddf: Any, method: str, prompt: TemplateSpec, lead: Mapping[str, Any], model: str | None,
-          max_tokens: int | None, params: Mapping[str, Any] | None, options: Mapping[str, Any]) -> Any:
+          max_tokens: int | None, params: Mapping[str, Any] | None, options: DaskOptions) -> Any:
     """What chat, respond and messages share: the family (it gives the meta) and the partition's arguments."""
     protocol = next(row for row in FAMILIES.values() if row.frame_method == method)
     model = model or protocol.default_model
