@@ -46,7 +46,7 @@ class GroundingPlan:
     kinds: Mapping[str, Kind]
 
     @classmethod
-    def of(cls, mode: GroundingMode | None, source: Any, schema: Schema, read: Sequence[str], columns: Sequence[Any]
+    def of(cls, mode: GroundingMode | None, source: Any, schema: Schema, read: Sequence[str], columns: Iterable[Any]
            ) -> GroundingPlan | None:
         """Check `grounding=` and `source=`; None when nothing is grounded. The source defaults to the one
         column the prompt reads; a prompt reading several needs `source=` (a span indexes one text), and
