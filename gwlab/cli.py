@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gwlab.errors import InvalidRequest
 
@@ -99,7 +99,7 @@ def _limits(args: argparse.Namespace) -> Limits:
 
     from gwlab.local.limits import FLAGS, Limits
 
-    chosen = {}
+    chosen: dict[str, Any] = {}  # Limits checks each value itself
     for f in dataclasses.fields(Limits):
         text = getattr(args, f.name)
         if text is None:
@@ -146,8 +146,8 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{'NAME':<24} {'PREFIX':<12} {'STATUS':<9} {'CREATED':<20} MODELS")
         for key in store.list_keys():
             created = datetime.fromtimestamp(key.created_at).strftime("%Y-%m-%d %H:%M:%S")
-            models = ",".join(key.models) if key.models else "all"
-            print(f"{key.name:<24} {key.prefix + '…':<12} {key.status:<9} {created:<20} {models}")
+            allowed = ",".join(key.models) if key.models else "all"
+            print(f"{key.name:<24} {key.prefix + '…':<12} {key.status:<9} {created:<20} {allowed}")
         return 0
     if args.action == "disable":
         done = store.set_key_status(args.name, "disabled")

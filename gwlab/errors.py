@@ -126,13 +126,21 @@ class StreamError(GatewayError):
 class ErrorEventFields(Protocol):
     """What `RealtimeError` reads of a realtime `error` event (gwlab.wire.realtime.events.ErrorEvent)."""
 
-    type: str
-    error_type: str | None
-    code: str | None
-    message: str | None
-    related_event_id: str | None
-    related_event: Mapping[str, Any] | None
-    raw: Mapping[str, Any]
+    # read-only, as the event's frozen fields are
+    @property
+    def type(self) -> str: ...
+    @property
+    def error_type(self) -> str | None: ...
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def message(self) -> str | None: ...
+    @property
+    def related_event_id(self) -> str | None: ...
+    @property
+    def related_event(self) -> Mapping[str, Any] | None: ...
+    @property
+    def raw(self) -> Mapping[str, Any]: ...
 
 
 class RealtimeError(StreamError):

@@ -40,6 +40,11 @@ __all__ = ["GwMagics", "load_ipython_extension", "session_gateway", "use_gateway
 _MAGIC_FAMILY = {"chat": FAMILIES["chat"], "decide": FAMILIES["decisions"]}
 
 
+def _default_models() -> dict[str, str]:
+    """The magics' families' default models (each of them has one)."""
+    return {magic: model for magic, row in _MAGIC_FAMILY.items() if (model := row.default_model)}
+
+
 class _Session:
     """The gateway `%gw use`/`%gw connect` chose (None: follow `current_gateway()`), and whether the
     magics built it (then they also close it when replaced)."""
@@ -47,7 +52,7 @@ class _Session:
     gateway: Gateway | None = None
     owned = False
     # `%gw use --model/--decide-model` choices; the families' default models until then
-    models: dict[str, str] = {magic: row.default_model for magic, row in _MAGIC_FAMILY.items()}  # noqa: RUF012
+    models: dict[str, str] = _default_models()
 
 
 def session_gateway() -> Gateway:
@@ -76,7 +81,7 @@ def use_gateway(gw: Gateway | None, *, owned: bool = False) -> None:
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting the kernel."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         usage = " ".join(self.format_usage().split())  # argparse wraps a long usage: one line is asked for
         raise InvalidRequest("%gw", f"{message} ({usage})")
 
@@ -200,10 +205,16 @@ class GwMagics(Magics):
             print(f"[gw] error: {exc}")
             return None
 
+    @property
+    def _shell(self) -> InteractiveShell:
+        """The shell running the magic (IPython types it optional: a Magics built without one has none)."""
+        assert self.shell is not None, "gwlab's magics run in an IPython shell"
+        return self.shell
+
     def _evaluate(self, expression: str, option: str) -> Any:
         """`expression` evaluated in the notebook; its failure (a NameError...) is the user's: one line."""
         try:
-            return self.shell.ev(expression)
+            return self._shell.ev(expression)
         except Exception as exc:
             raise InvalidRequest(option, f"{expression!r} could not be evaluated in the notebook: "
                                          f"{type(exc).__name__}: {exc}") from None
@@ -226,8 +237,8 @@ class GwMagics(Magics):
         model = args.model or _Session.models["chat"]
         family = getattr(gw, args.protocol)
         started = time.monotonic()
-        stream = family.stream(prompt, model=model, allow_partial=True,
-                               **{FAMILIES[args.protocol].token_cap: args.max_tokens})
+        cap = FAMILIES[args.protocol].token_cap
+        stream = family.stream(prompt, model=model, allow_partial=True, **({cap: args.max_tokens} if cap else {}))
         view, status, notes = _AnswerView(in_kernel=getattr(self.shell, "kernel", None) is not None), None, []
         try:
             for _event in stream:
@@ -241,7 +252,7 @@ class GwMagics(Magics):
         notes.append(_usage_line(args.protocol, model, stream, status or stream.ending, time.monotonic() - started))
         view.end(stream.text, notes)
         if args.output:
-            self.shell.user_ns[args.output] = stream
+            self._shell.user_ns[args.output] = stream
 
     def _decide(self, args: argparse.Namespace, cell: str | None) -> Any:
         questions = parse_questions(cell or "")
@@ -250,7 +261,7 @@ class GwMagics(Magics):
         result = self._gateway(args).decide(state, questions, model=model)
         print(f"[gw] decide · {model} · {result.input_tokens} input tokens")
         if args.output:
-            self.shell.user_ns[args.output] = result
+            self._shell.user_ns[args.output] = result
         return result
 
     def _usage(self, args: argparse.Namespace, cell: str | None) -> Any:

@@ -7,7 +7,7 @@ matplotlib is imported inside each function: `import gwlab` must not pay for it,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -65,7 +65,7 @@ def reliability(evaluation: Evaluation | pd.DataFrame, question: str | None = No
     else:
         level = evaluation.level
         question, table = _one(evaluation.reliability, question, "reliability")
-        ece = evaluation.metrics.loc[question, "ece"]
+        ece = evaluation.metrics["ece"].astype(float).loc[question]
         if rows is not None:
             table = evidence.reliability_intervals(_reliability_of(evaluation, question, rows), level)
             ece = tables.ece(table)
@@ -143,7 +143,7 @@ def slices(evaluation: Evaluation, metric: str = "accuracy", question: str | Non
         question = question if question is not None else questions[0] if len(questions) == 1 else None
         if question not in questions:
             raise InvalidRequest("question", f"name one of {questions}; got {question!r}")
-        table = table.xs(question, level=0)
+        table = pd.DataFrame(table.xs(question, level=0))  # a frame: the level's rows, every column
     rows = table[table[metric].notna()]
     y = np.arange(len(rows))[::-1]
     small = rows["small"].astype(bool).to_numpy() if "small" in rows.columns else np.zeros(len(rows), bool)
@@ -187,7 +187,7 @@ def scores(frame: pd.DataFrame, question: str, *, ax: Axes | None = None, bins: 
     values = pd.to_numeric(frame[name], errors="coerce").dropna()
     levels = [c for c in frame.columns if str(c).startswith(tidy.probability_prefix(stem))]
     top = max(len(levels) - 1, int(np.ceil(values.max())) if len(values) else 1)
-    ax.hist(values, bins=np.linspace(0, top, bins + 1), color="C0")
+    ax.hist(values, bins=np.linspace(0, top, bins + 1).tolist(), color="C0")
     ax.set_xticks(range(top + 1))
     ax.set(xlabel="score (level)", ylabel="rows", title=f"{stem}: score distribution")
     return ax
@@ -286,7 +286,7 @@ def _times(series: pd.Series) -> pd.Series:
         return _naive_utc(series)
     numbers = pd.to_numeric(series, errors="coerce")
     if numbers.notna().all():
-        unit = "ms" if numbers.median() > 1e11 else "s"
+        unit: Literal["ms", "s"] = "ms" if numbers.median() > 1e11 else "s"
         return pd.to_datetime(numbers, unit=unit)
     return _naive_utc(pd.to_datetime(series, errors="coerce", utc=True))
 

@@ -11,6 +11,7 @@ first call) gives an error naming the gateway and what it lacks before anything 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -143,7 +144,7 @@ class AsyncBatches:
             return await self.create(file["id"], endpoint=endpoint, metadata=meta)
 
     def _in_dialect(self, items: Sequence[tuple[str, Mapping[str, Any]]],
-                    endpoint: str) -> list[tuple[str, Mapping[str, Any]]]:
+                    endpoint: str) -> builtins.list[tuple[str, Mapping[str, Any]]]:
         """Each body as a synchronous call would send it to this gateway (the chat cap under both names)."""
         family = next((row.name for row in FAMILIES.values() if API_PREFIX + row.path == endpoint), None)
         if family is None:

@@ -38,9 +38,10 @@ __all__ = ["Accumulator", "AsyncEventStream", "EventStream"]
 
 E = TypeVar("E")
 R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)  # a protocol's type that is only returned must be covariant
 
 
-class Accumulator(Protocol[E, R]):
+class Accumulator(Protocol[E, R_co]):
     """What a family's wire accumulator offers (chat, responses, messages)."""
 
     events: list[E]
@@ -66,7 +67,7 @@ class Accumulator(Protocol[E, R]):
 
     def add(self, event: Event) -> list[E]: ...
 
-    def result(self) -> R: ...
+    def result(self) -> R_co: ...
 
 
 class AsyncEventStream(Generic[E, R]):
@@ -208,8 +209,8 @@ class AsyncEventStream(Generic[E, R]):
             if batch:
                 return batch
         if self._raise is not None:
-            exc, self._raise = self._raise, None
-            raise exc
+            failure, self._raise = self._raise, None
+            raise failure
         return []
 
     async def _conclude(self, cut: BaseException | str | None = None) -> None:

@@ -68,7 +68,7 @@ def tool_calls_of(source: Any) -> list[Call]:
     """The function calls in a chat completion, a responses result, a chat message, or a list of calls
     or output items (typed or JSON); items that are not function calls (messages, reasoning) are skipped."""
     if isinstance(source, chat.ChatCompletion | responses.Response | chat.ChatMessage):
-        return [_call(c) for c in source.tool_calls]
+        return [call for c in source.tool_calls if (call := _call(c)) is not None]
     if isinstance(source, Mapping):
         if isinstance(source.get("choices"), list):  # a chat completion body: its first choice
             first = source["choices"][0] if source["choices"] else {}

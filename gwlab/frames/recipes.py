@@ -18,6 +18,7 @@ from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
 from gwlab.wire import chat, decisions, messages, responses
 from gwlab.wire.families import FAMILIES, ProtocolFamily, usage_of
+from gwlab.wire.models import default_model
 
 __all__ = ["META_COLUMNS", "TEXT_RECIPES", "RowRecipe", "chat_recipe", "decisions_recipe", "decisions_recipe_for",
            "free_params", "messages_recipe", "rebuild", "responses_recipe", "text_recipe"]
@@ -224,4 +225,4 @@ def rebuild(family: str, model: str, spec: Mapping[str, Any]) -> RowRecipe:
 
 def decisions_recipe_for(questions: Mapping[str, Any], model: str | None, **extra: Any) -> RowRecipe:
     """The decisions recipe with the family's default model when none is named."""
-    return decisions_recipe(questions, model or FAMILIES["decisions"].default_model, **extra)
+    return decisions_recipe(questions, model or default_model(None, FAMILIES["decisions"].ability), **extra)

@@ -37,7 +37,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -51,6 +51,9 @@ from gwlab.frames.run.outcome import recorded_where
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.status import RowStatus
 from gwlab.wire.jobs.tasks import Task, TaskFamily
+
+if TYPE_CHECKING:
+    from pandas._libs.tslibs.nattype import NaTType
 
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
 
@@ -208,6 +211,7 @@ class TaskRun(Stoppable):
 
     def __post_init__(self) -> None:
         config = self.config  # checked when it was made: these are plain reads
+        assert config.concurrency is not None  # RunConfig fills in the kind's default
         self.concurrency, self.pilot, self.refresh = config.concurrency, config.pilot, config.refresh
         self.errors, self.progress = config.errors, config.progress
         self.poll_interval, self.timeout = config.poll_interval, config.timeout
@@ -489,7 +493,7 @@ class TaskRun(Stoppable):
             summary.files += r.file is not None
 
     def _frame(self, rows: list[_Row]) -> pd.DataFrame:
-        def when(seconds: float | None) -> pd.Timestamp:
+        def when(seconds: float | None) -> pd.Timestamp | NaTType:
             return pd.Timestamp(seconds, unit="s", tz="UTC") if seconds else pd.NaT
 
         data = {

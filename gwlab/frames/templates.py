@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +56,7 @@ class Template:
     source: str = ""  # the template as written, for error messages
 
     @classmethod
-    def parse(cls, spec: str | Sequence[str] | Mapping[str, str], columns: Sequence[Any], *,
+    def parse(cls, spec: str | Sequence[str] | Mapping[str, str], columns: Iterable[Any], *,
               field: str, literal_ok: bool = False) -> Template:
         """Check `spec` against the frame's columns; an unknown column raises InvalidRequest naming it."""
         names = [str(c) for c in columns]

@@ -252,7 +252,7 @@ def _openai_answer(slot: OpenAIQuestion, answer: Any) -> dict[str, Any]:
     if slot.type == "choice":
         by_key = {choice_key(value): value for value in slot.values}
         return {"type": "choice", "name": slot.name,
-                "choice": by_key.get(answer.get("choice"), answer.get("choice")),
+                "choice": by_key.get(choice, choice) if isinstance(choice := answer.get("choice"), str) else choice,
                 "confidence": answer.get("confidence"),
                 "probabilities": [{"value": value, "probability": probabilities.get(key, 0.0)}
                                   for key, value in by_key.items()]}

@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -39,7 +40,7 @@ def base_url(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}/v1"
 
 
-def _config(app: object, limits: Limits) -> uvicorn.Config:
+def _config(app: Any, limits: Limits) -> uvicorn.Config:
     """uvicorn's settings: the idle keep-alive and concurrency limits, and the header deadline (deadlines.py).
 
     No access log: the gateway keeps its own request log, which never holds a header or a body."""
@@ -48,7 +49,9 @@ def _config(app: object, limits: Limits) -> uvicorn.Config:
         http = deadlines.with_header_deadline(http, limits.header_timeout_s)
     keep_alive = limits.keep_alive_s if limits.keep_alive_s is not None else 24 * 3600.0
     return uvicorn.Config(app, log_level="warning", access_log=False, ws=_websocket_protocol(), lifespan="on",
-                          http=http, timeout_keep_alive=keep_alive, limit_concurrency=limits.max_concurrency)
+                          http=http, limit_concurrency=limits.max_concurrency,
+                          # uvicorn annotates an int, but hands it to loop.call_later, which takes seconds as a float
+                          timeout_keep_alive=keep_alive)  # type: ignore[arg-type]
 
 
 def _websocket_protocol() -> str:

@@ -250,13 +250,13 @@ def _children(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield schema[key]
 
 
-def generation_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def generation_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """A stricter copy of `schema` for the grammar: whatever it allows, the original allows too.
 
     A base model left free inside a string or an array rambles until the token limit, so unbounded
     strings and arrays get a cap; a small integer range becomes an enum, which the grammar can force
     (it cannot force minimum/maximum)."""
-    out = copy.deepcopy(schema)
+    out = copy.deepcopy(dict(schema))
 
     def tighten(s: dict[str, Any]) -> None:
         _split_types(s)
@@ -317,7 +317,7 @@ def enforced(schema: dict[str, Any]) -> bool:
     return all(enforced(child) for child in _children(schema))
 
 
-def valid_json(text: str, schema: dict[str, Any]) -> bool:
+def valid_json(text: str, schema: Mapping[str, Any]) -> bool:
     try:
         value = json.loads(text)
     except ValueError:
@@ -393,7 +393,8 @@ def _run(conversation: Conversation, plan: Plan, stop: threading.Event) -> Itera
     prompt = _prompt(generator, conversation, plan, tool)
     yield Started(generator.count_tokens(prompt))
     if tool is None:
-        text, end, scored = [], ("stop", None), []
+        text, scored = [], []
+        end: tuple[str, str | None] = ("stop", None)
         prefill = bool(conversation.turns) and conversation.turns[-1].role == "assistant"
         for piece, reason, sequence, tokens in _pieces(generator, prompt, plan, usage, plan.grammars.get(""),
                                                        plan.schema, lstrip=not prefill):
@@ -474,7 +475,7 @@ def _render(turn: Turn) -> str:
 
 
 def _pieces(generator: Any, prompt: str, plan: Plan, usage: GenerationUsage, grammar: str | None,
-            schema: dict[str, Any] | None, stops: Sequence[str] | None = None, lstrip: bool = True,
+            schema: Mapping[str, Any] | None, stops: Sequence[str] | None = None, lstrip: bool = True,
             ) -> Iterator[Piece]:
     """(text, finish reason, stop sequence, tokens) pieces of one answer, JSON-checked when there is a schema.
 

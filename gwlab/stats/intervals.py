@@ -17,10 +17,11 @@ Below `MIN_ROWS` rows an interval says little: it is still computed, flagged (`s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gwlab.errors import InvalidRequest
 from gwlab.stats.metrics import EPS
@@ -104,7 +105,7 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return low, high
 
 
-def _bisect(rising, steps: int = 60) -> float:  # type: ignore[no-untyped-def]
+def _bisect(rising: Callable[[float], NDArray[np.float64]], steps: int = 60) -> float:
     lo, hi = 0.0, 1.0
     for _ in range(steps):
         mid = (lo + hi) / 2

@@ -123,8 +123,8 @@ class ConversationView:
         entry["status"], entry["heard_ms"] = "interrupted", event.get("audio_end_ms")
 
     def _response_done(self, event: Mapping[str, Any]) -> None:
-        response = event.get("response") if isinstance(event.get("response"), Mapping) else {}
-        usage = response.get("usage") if isinstance(response.get("usage"), Mapping) else {}
+        response = got if isinstance(got := event.get("response"), Mapping) else {}
+        usage = got if isinstance(got := response.get("usage"), Mapping) else {}
         for name in ("input_tokens", "output_tokens", "total_tokens"):
             if isinstance(usage.get(name), int):
                 self.usage[name] += usage[name]
@@ -137,7 +137,7 @@ class ConversationView:
                         entry["status"] = "interrupted" if response.get("status") == "cancelled" else "incomplete"
 
     def _error(self, event: Mapping[str, Any]) -> None:
-        error = event.get("error") if isinstance(event.get("error"), Mapping) else {}
+        error = got if isinstance(got := event.get("error"), Mapping) else {}
         self.error = f"{error.get('type')}/{error.get('code')}: {error.get('message')}"
 
 

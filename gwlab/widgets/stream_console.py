@@ -12,7 +12,10 @@ from typing import Any
 import anywidget
 import traitlets
 
+from gwlab.client.chat import AsyncChat
 from gwlab.client.gateway import AsyncGateway, Gateway
+from gwlab.client.messages import AsyncMessages
+from gwlab.client.responses import AsyncResponses
 from gwlab.errors import GatewayError, InvalidRequest
 from gwlab.widgets._bridge import Bridge, Throttle
 from gwlab.widgets._esm import esm_of
@@ -152,8 +155,11 @@ class StreamConsole(anywidget.AnyWidget):
 
     async def _stream(self, prompt: str, messages: list[dict[str, str]]) -> None:
         gateway, protocol = self._bridge.gateway, self.protocol
-        family = {"chat": gateway.chat, "responses": gateway.responses, "messages": gateway.messages}[protocol]
-        params = {**self._params, FAMILIES[protocol].token_cap: self.max_tokens}
+        families: dict[str, AsyncChat | AsyncResponses | AsyncMessages] = {
+            "chat": gateway.chat, "responses": gateway.responses, "messages": gateway.messages}
+        family = families[protocol]
+        cap = FAMILIES[protocol].token_cap
+        params = {**self._params, **({cap: self.max_tokens} if cap else {})}
         conversation: Any = messages if len(messages) > 1 else prompt
         stream = None
         throttle = Throttle(lambda: self._publish(stream), self._interval)

@@ -78,8 +78,8 @@ class Answer:
 
     __slots__ = ()
     ITEMS: ClassVar[str]  # the field holding the items
-    TEXT_ITEM: ClassVar[type]
-    CALL_ITEM: ClassVar[type]
+    TEXT_ITEM: ClassVar[type[Any]]
+    CALL_ITEM: ClassVar[type[Any]]
 
     @property
     def text(self) -> str:

@@ -215,7 +215,7 @@ class ToolCall(Call):
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ToolCall:
-        function = data.get("function") if isinstance(data.get("function"), Mapping) else {}
+        function = got if isinstance(got := data.get("function"), Mapping) else {}
         return cls(data.get("id"), function.get("name"), function.get("arguments") or "",
                    data.get("type") or "function", raw=dict(data))
 

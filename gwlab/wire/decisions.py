@@ -487,7 +487,7 @@ def parse_answer(data: Any) -> Answer:
         return ChoiceAnswer(choice if isinstance(choice, str) else None,
                             _probabilities(data.get("probabilities")), _number(data.get("confidence")), raw)
     if kind == "score":
-        given = data.get("legend") if isinstance(data.get("legend"), Mapping) else {}
+        given = got if isinstance(got := data.get("legend"), Mapping) else {}
         legend = {str(key): text for key, text in given.items() if isinstance(text, str)}
         return ScoreAnswer(_number(data.get("score")), _probabilities(data.get("probabilities")),
                            _number(data.get("confidence")), legend, raw)

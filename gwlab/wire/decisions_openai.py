@@ -41,7 +41,7 @@ def to_openai_request(body: Mapping[str, Any]) -> dict[str, Any]:
 def _question(qid: str, question: Mapping[str, Any]) -> dict[str, Any]:
     kind = question["type"]
     instructions = question.get("instructions")
-    criteria = question.get("criteria")
+    criteria = question.get("criteria") or {}  # validated: a mapping for noul and choice, the levels for score
     out: dict[str, Any] = {"type": _TYPES.get(kind, kind), "name": qid}
     if kind == "noul" and not instructions and isinstance(criteria, Mapping):
         instructions = criteria.get("true") or f"The opposite of: {criteria.get('false')}"

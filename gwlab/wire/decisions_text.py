@@ -24,15 +24,17 @@ def question_prompt(state_text: str, question: Mapping[str, Any] | Question, qid
     """The prompt asking `question` about `state_text`, ending with what the answer may be."""
     q = to_question(question, qid)
     lines = [state_text, "", f"Question: {q.instructions or _stem(q)}"]
+    criteria = q.criteria or {}  # validated: a mapping for noul and choice, the levels for score
     if q.type == "noul":
-        outcomes = dict(q.criteria or {})
-        lines += [f"It is {value} when: {text}" for value, text in outcomes.items() if text]
+        assert isinstance(criteria, Mapping)
+        lines += [f"It is {value} when: {text}" for value, text in criteria.items() if text]
         lines.append(f'Answer "{ANSWER_FIELD}": true or false.')
     elif q.type == "choice":
-        lines += ["Options:", *(f"- {label}" + (f": {text}" if text else "") for label, text in q.criteria.items())]
+        assert isinstance(criteria, Mapping)
+        lines += ["Options:", *(f"- {label}" + (f": {text}" if text else "") for label, text in criteria.items())]
         lines.append(f'Answer "{ANSWER_FIELD}": the label of the one option that fits best.')
     else:
-        lines += ["Levels:", *(f"{level}: {text}" for level, text in enumerate(q.criteria))]
+        lines += ["Levels:", *(f"{level}: {text}" for level, text in enumerate(criteria))]
         lines.append(f'Answer "{ANSWER_FIELD}": the number of the one level that fits best.')
     return "\n".join(lines)
 
@@ -42,9 +44,10 @@ def answer_schema(question: Mapping[str, Any] | Question, qid: str = "question")
     q = to_question(question, qid)
     if q.type == "noul":
         return {ANSWER_FIELD: bool}
+    criteria = q.criteria or ()  # validated: the options' mapping for choice, the levels for score
     if q.type == "choice":
-        return {ANSWER_FIELD: list(q.criteria)}
-    return {ANSWER_FIELD: list(range(len(q.criteria)))}
+        return {ANSWER_FIELD: list(criteria)}
+    return {ANSWER_FIELD: list(range(len(criteria)))}
 
 
 def _stem(q: Question) -> str:

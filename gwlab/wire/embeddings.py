@@ -91,7 +91,7 @@ def parse_response(data: Any, request_id: str | None = None) -> EmbeddingsResult
     """Typed result of an embeddings body, ordered by each item's `index`; everything is kept in `raw`."""
     body = data if isinstance(data, Mapping) else {}
     items = [d for d in body.get("data") or () if isinstance(d, Mapping)]
-    items.sort(key=lambda d: d.get("index") if isinstance(d.get("index"), int) else 0)
+    items.sort(key=lambda d: got if isinstance(got := d.get("index"), int) else 0)
     vectors = [_vector(d.get("embedding")) for d in items]
     usage = dict(body["usage"]) if isinstance(body.get("usage"), Mapping) else {}
     model = body.get("model") if isinstance(body.get("model"), str) else None

@@ -96,7 +96,7 @@ def body_ending(family: str, body: Any) -> str | None:
         return None
     if family == "chat" and isinstance(body.get("choices"), list):
         choices = [c for c in body["choices"] if isinstance(c, Mapping)]
-        messages = [c.get("message") for c in choices if isinstance(c.get("message"), Mapping)]
+        messages = [m for c in choices if isinstance(m := c.get("message"), Mapping)]
         return chat_ending((c.get("finish_reason") for c in choices),
                            refused=any(m.get("refusal") for m in messages))
     if family == "responses" and isinstance(body.get("output"), list):

@@ -162,7 +162,7 @@ def role(message: Mapping[str, Any], where: str, roles: Sequence[str], hint: str
     """The message's role, which must be one of the family's `roles` (chat, responses and messages each
     name theirs once, in their module)."""
     value = message.get("role")
-    if value not in roles:
+    if not isinstance(value, str) or value not in roles:
         raise InvalidRequest(f"{where}.role", f"must be {_listed(roles)}; got {value!r}{hint}")
     return value
 
@@ -305,7 +305,7 @@ def tool_choice(body: Mapping[str, Any], functions: Sequence[ToolSpec], family: 
     kind = value.get("type")
     if not shape.strings:  # the messages spelling: {"type": mode}, each with disable_parallel_tool_use
         optional(value, "disable_parallel_tool_use", bool, path="tool_choice.disable_parallel_tool_use")
-        if kind in shape.modes:
+        if isinstance(kind, str) and kind in shape.modes:
             return _mode(shape.modes[kind], functions)
     if kind == shape.named:
         chosen, path = _walk(value, shape.name[:-1], "tool_choice")

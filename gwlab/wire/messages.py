@@ -279,7 +279,7 @@ class MessagesAccumulator(Accumulated):
         data = ans.typed_payload(event, EVENT_TYPES, self.events)
         if isinstance(data, UnknownEvent):
             return [data]
-        delta = data.get("delta") if isinstance(data.get("delta"), Mapping) else None
+        delta = got if isinstance(got := data.get("delta"), Mapping) else None
         return self._dispatch(MessageEvent(data["type"], ans.integer(data.get("index")), delta, raw=data), data)
 
     @ans.handles("message_start")
@@ -364,5 +364,6 @@ class MessagesAccumulator(Accumulated):
 
 
 _DELTA_MESSAGE_FIELDS = ("stop_reason", "stop_sequence")
-_DELTA_FIELDS = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
+_DELTA_FIELDS: dict[str | None, str] = {"text_delta": "text", "input_json_delta": "partial_json",
+                                        "thinking_delta": "thinking"}
 

@@ -303,8 +303,9 @@ _REQUEST_RULES: dict[str, Callable[[Any, dict[str, Any]], None]] = {
 
 # --- results ------------------------------------------------------------------------------------------
 
-_FINISH_BY_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
-_INCOMPLETE_BY_FINISH = {reason: detail for detail, reason in _FINISH_BY_INCOMPLETE.items()}
+_FINISH_BY_INCOMPLETE: dict[str | None, str] = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_INCOMPLETE_BY_FINISH: dict[str | None, str | None] = {
+    reason: detail for detail, reason in _FINISH_BY_INCOMPLETE.items()}
 
 
 def responses_result_to_chat(response: Mapping[str, Any]) -> dict[str, Any]:
@@ -417,9 +418,9 @@ def chat_result_to_responses(chat: Mapping[str, Any]) -> dict[str, Any]:
     Items kept under `gwlab_unmapped_items` by `responses_result_to_chat` return to `output`; choices
     beyond the first (chat's `n`) have no responses equivalent and are kept under `gwlab_unmapped_choices`.
     """
-    choices = chat.get("choices") if isinstance(chat.get("choices"), list) else []
+    choices = got if isinstance(got := chat.get("choices"), list) else []
     first = choices[0] if choices and isinstance(choices[0], Mapping) else {}
-    message = first.get("message") if isinstance(first.get("message"), Mapping) else {}
+    message = got if isinstance(got := first.get("message"), Mapping) else {}
     finish = first.get("finish_reason")
     status = "completed" if finish in ("stop", "tool_calls", "function_call") else "incomplete"
     reason = _INCOMPLETE_BY_FINISH.get(finish)

@@ -33,11 +33,16 @@ DEFAULT_MODELS = {"decisions": "local/decide-e5-small", "embeddings": "local/dec
                   "videos": "local/video-preview", "images": "local/image-preview"}
 
 
-def default_model(model: str | None, ability: str) -> str:
+def default_model(model: str | None, ability: str | None) -> str:
     """`model`, or the ability's default when none was given (None): one rule for every call that asks.
 
-    An empty string is not "none given": it goes on to `check_model_id`, which refuses it naming the field."""
-    return DEFAULT_MODELS[ability] if model is None else model
+    An empty string is not "none given": it goes on to `check_model_id`, which refuses it naming the field.
+    A family without an ability (a family row's `ability` may be None) has no default: the model is required."""
+    if model is not None:
+        return model
+    if ability is None or ability not in DEFAULT_MODELS:
+        raise InvalidRequest("model", "required: this family has no default model (see gw.models())")
+    return DEFAULT_MODELS[ability]
 
 
 def check_model_id(model: Any, field_name: str = "model") -> str:
@@ -104,7 +109,7 @@ def parse_models(data: Any, request_id: str | None = None) -> ModelList:
     """The typed list of a `/models` body: `data[]`, else `models[]`, else a bare list."""
     entries: Any = ()
     if isinstance(data, Mapping):
-        entries = data.get("data") if isinstance(data.get("data"), list) else data.get("models") or ()
+        entries = got if isinstance(got := data.get("data"), list) else data.get("models") or ()
     elif isinstance(data, list):
         entries = data
     models = [m for m in map(ModelInfo.from_wire, entries) if m is not None]

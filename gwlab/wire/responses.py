@@ -253,7 +253,7 @@ class WebSearchCall(Item):
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> WebSearchCall:
-        action = data.get("action") if isinstance(data.get("action"), Mapping) else {}
+        action = got if isinstance(got := data.get("action"), Mapping) else {}
         return cls(data.get("id"), dict(action), status=data.get("status"), raw=dict(data))
 
 

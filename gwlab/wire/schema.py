@@ -186,7 +186,7 @@ def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [prop, {"type": "null"}]}
 
 
-def _strict(node: dict[str, Any]) -> dict[str, Any]:
+def _strict(node: Mapping[str, Any]) -> dict[str, Any]:
     """Every object closed and every property required; a property that was optional becomes nullable."""
     node = dict(node)
     for key in ("anyOf", "oneOf"):

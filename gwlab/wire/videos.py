@@ -68,8 +68,8 @@ def build_create(
     return body
 
 
-def build_remix(prompt: str) -> dict[str, Any]:
-    """The body of `POST /videos/{id}/remix`."""
+def build_remix(prompt: Any) -> dict[str, Any]:
+    """The body of `POST /videos/{id}/remix`; any value is checked (the gateway passes the body's as sent)."""
     return {"prompt": _text(prompt, "prompt")}
 
 
@@ -191,7 +191,7 @@ class VideoList:
 
 def parse_video_list(data: Any) -> VideoList:
     body = data if isinstance(data, Mapping) else {}
-    items = body.get("data") if isinstance(body.get("data"), list) else []
+    items = got if isinstance(got := body.get("data"), list) else []
     return VideoList([parse_video(item) for item in items], _str(body.get("first_id")),
                      _str(body.get("last_id")), body.get("has_more") is True, dict(body))
 

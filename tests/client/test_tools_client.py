@@ -146,6 +146,14 @@ def test_calls_are_read_from_chat_and_responses_shapes_alike():
     assert tool_calls_of({"output": [{"type": "message", "content": []}]}) == []
 
 
+def test_a_typed_completions_custom_tool_call_is_skipped_not_read_as_none():
+    """mypy found it: a typed completion's non-function call (a custom tool) became None in the list."""
+    custom = {"id": "call_2", "type": "custom", "custom": {"name": "grammar", "input": "x"}}
+    body = {"choices": [{"message": {"role": "assistant", "content": None,
+                                     "tool_calls": [custom, chat_call("get_weather", {"city": "Oslo"})]}}]}
+    assert tool_calls_of(ChatCompletion.from_wire(body)) == [Call("call_1", "get_weather", '{"city": "Oslo"}')]
+
+
 # --- loops with the real local model ---------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gwlab.client.transport.core import AsyncTransport
+from gwlab.errors import InvalidRequest
 from gwlab.frames.recipes import TEXT_RECIPES
 from gwlab.frames.run.usage import charges_output
 from gwlab.local import catalog
@@ -16,7 +17,7 @@ from gwlab.local.errors import vendor_of
 from gwlab.wire.families import FAMILIES, TEXT, by_path, family, read_usage
 from gwlab.wire.jobs.batches import ANTHROPIC_BATCHES
 from gwlab.wire.limits import API_PREFIX
-from gwlab.wire.models import DEFAULT_MODELS
+from gwlab.wire.models import DEFAULT_MODELS, default_model
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gwlab"
 ROWS = list(FAMILIES.values())
@@ -92,6 +93,13 @@ def test_the_text_families_are_the_ones_every_text_consumer_offers() -> None:
 def test_every_default_model_ability_is_in_default_models() -> None:
     assert {row.ability for row in ROWS if row.ability} <= set(DEFAULT_MODELS)
     assert FAMILIES["chat"].default_model == DEFAULT_MODELS["text"]
+
+
+def test_a_family_without_an_ability_has_no_default_model_and_says_the_model_is_required() -> None:
+    assert default_model("m", None) == "m" and default_model(None, "text") == DEFAULT_MODELS["text"]
+    with pytest.raises(InvalidRequest) as raised:
+        default_model(None, None)
+    assert raised.value.field == "model"
 
 
 def test_an_unknown_family_is_refused_naming_the_known_ones() -> None:

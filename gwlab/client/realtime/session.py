@@ -125,8 +125,8 @@ class _TurnBuilder:
         if isinstance(event, ErrorEvent):
             turn.errors.append(event)
             # an error about our response.create means no response is coming
-            return not self.started and bool(event.related_event) and \
-                event.related_event.get("type") == wire.RESPONSE_CREATE
+            related = event.related_event
+            return not self.started and related is not None and related.get("type") == wire.RESPONSE_CREATE
         if isinstance(event, UnknownEvent) or not event.type.startswith("response."):
             return False
         response_id = getattr(event, "response_id", None)
@@ -259,10 +259,10 @@ class RealtimeSession:
         fmt = self._session.get("input_audio_format", "pcm16")
         target = audio.FORMAT_RATES[fmt]
         if rate is not None and rate != target:
-            current = self._resampler
-            if current is None or (current.from_rate, current.to_rate) != (rate, target):
-                self._resampler = audio.Resampler(rate, target)
-            pcm16 = audio.float_to_pcm16(self._resampler.process(audio.pcm16_to_float(pcm16)))
+            resampler = self._resampler
+            if resampler is None or (resampler.from_rate, resampler.to_rate) != (rate, target):
+                resampler = self._resampler = audio.Resampler(rate, target)
+            pcm16 = audio.float_to_pcm16(resampler.process(audio.pcm16_to_float(pcm16)))
         data = audio.encode(pcm16, fmt)
         event_id = ""
         for start in range(0, max(len(data), 1), _MAX_APPEND_BYTES):

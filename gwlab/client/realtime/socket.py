@@ -22,7 +22,7 @@ import json
 import logging
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
@@ -46,7 +46,7 @@ _RETRYABLE_HANDSHAKE_STATUSES = frozenset({500, 502, 503, 504})
 _CREDENTIAL_HEADERS = frozenset({AUTHORIZATION_HEADER, API_KEY_HEADER, "proxy-authorization", "cookie"})
 
 
-class _CredentialsRedacted(logging.LoggerAdapter):  # type: ignore[type-arg]
+class _CredentialsRedacted(logging.LoggerAdapter[logging.Logger]):
     """websockets logs every handshake header at DEBUG ("> %s: %s"), Authorization included: the
     credential's value is replaced before any handler sees the record."""
 
@@ -73,7 +73,7 @@ class AsyncRealtimeConnection(RealtimeSession):
         # the socket goes where the gateway's HTTP goes (client/transport/choice.py): through the
         # environment's proxy when one applies, else direct; websockets alone would read HTTP_PROXY even
         # for the embedded gateway that connect() reaches directly
-        self._proxy: bool | None = True if via_proxy else None
+        self._proxy: Literal[True] | None = True if via_proxy else None
         self._headers = dict(headers)  # holds the credential: never shown, never logged
         self._open_timeout = open_timeout
         self.max_reconnects = max_reconnects

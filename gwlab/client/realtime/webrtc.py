@@ -32,6 +32,7 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
+from numpy.typing import NDArray
 
 from gwlab.client.ledger import CallRecord, Ledger
 from gwlab.client.realtime import AsyncRealtime, EphemeralToken, realtime_url
@@ -112,7 +113,7 @@ class PcmAudioTrack(MediaStreamTrack):
 
 def _mono_float(frame: AudioFrame) -> np.ndarray:
     """Any PyAV audio frame (s16/flt, packed or planar, any channels) as mono float samples."""
-    data = frame.to_ndarray()
+    data: NDArray[Any] = frame.to_ndarray()
     channels = len(frame.layout.channels)
     if frame.format.is_planar:
         samples = data.reshape(channels, -1).mean(axis=0)
@@ -206,6 +207,8 @@ class AsyncWebRTCConnection(RealtimeSession):
         with contextlib.suppress(MediaStreamError):
             while True:
                 frame = await track.recv()
+                if not isinstance(frame, AudioFrame):  # an audio track sends audio frames only
+                    continue
                 samples = _mono_float(frame)
                 if frame.sample_rate != resampler.from_rate:
                     resampler = audio.Resampler(frame.sample_rate, PCM16_SAMPLE_RATE)

@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, overload
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -228,6 +228,14 @@ class AsyncTransport:
 
     # -- one call -----------------------------------------------------------------------------------
 
+    @overload
+    async def request(self, method: str, path: str, *, family: str, json: Any = None, parse: Parse[T],
+                      **options: Unpack[CallOptions]) -> T: ...
+
+    @overload
+    async def request(self, method: str, path: str, *, family: str, json: Any = None, parse: None = None,
+                      **options: Unpack[CallOptions]) -> Reply: ...
+
     async def request(self, method: str, path: str, *, family: str, json: Any = None, parse: Parse[T] | None = None,
                       **options: Unpack[CallOptions]) -> T | Reply:
         """Send, retry as the policy allows, map errors, record the call; return `parse(body, request_id)`
@@ -362,7 +370,8 @@ class AsyncTransport:
                     raise
                 first = exc
                 tried.add(step.name)
-                out = _dialect.adapt_request(replace(out.dialect, **{step.name: step.value}), call.family,
+                learned: dict[str, Any] = {step.name: step.value}
+                out = _dialect.adapt_request(replace(out.dialect, **learned), call.family,
                                             call.method, path, json)
                 continue
             if step is not None:
@@ -382,7 +391,8 @@ class AsyncTransport:
         options, policy, idempotent = sending.options, sending.policy, sending.idempotent
         url = self.url(path, options.get("path_params"))
         send_headers = {**self.auth_headers(call.family), **(options.get("headers") or {})}
-        content, files, data, params = (options.get(name) for name in ("content", "files", "data", "params"))
+        content, files, data, params = (options.get("content"), options.get("files"), options.get("data"),
+                                        options.get("params"))
         if json is not None:
             content = _dumps(json)
             send_headers["content-type"] = "application/json"

@@ -31,7 +31,8 @@ class _JobsBar:
     """The run's bar over requests, with each job's status and counts beside it (refreshed per poll)."""
 
     def __init__(self, enabled: bool, description: str) -> None:
-        self.enabled, self.description, self.bar = enabled, description, None
+        self.enabled, self.description = enabled, description
+        self.bar: Progress | None = None
 
     def __call__(self, entries: list[Any]) -> None:
         if not self.enabled or not entries:

@@ -177,6 +177,7 @@ def cascade_partition(partition: pd.DataFrame, *, job: CascadeJob, run: WorkerRu
         first = job.offsets[partition_info["number"]] if partition_info else 0
         positions = first + np.arange(len(partition))
         asked = np.isin(positions, list(job.said))
+        assert job.threshold is not None, "the client sets the threshold before any partition is routed"
         answered = ~np.isnan(score) & proxy_answers(score, job.threshold, metric) & ~asked
         routed = np.flatnonzero(~answered & ~asked)
         said = {p: job.said[int(g)] for p, g in enumerate(positions) if asked[p]}

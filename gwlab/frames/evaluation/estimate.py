@@ -143,7 +143,7 @@ def _one(frame: pd.DataFrame, inside: np.ndarray, answered: np.ndarray, yhat: np
         best = ipw_mean(y[keep], yhat[keep], pi, lam=lam, level=level)
         classical = ipw_mean(y[keep], yhat[keep], pi, lam=0.0, level=level)
     else:
-        ids: dict[str, np.ndarray] = {}
+        ids: dict[str, Any] = {}  # ppi_mean's cluster keywords
         if cluster is not None:
             ids = {"clusters": frame[cluster].to_numpy()[labelled],
                    "clusters_unlabelled": frame[cluster].to_numpy()[keep & ~labelled]}

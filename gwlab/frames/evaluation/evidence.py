@@ -74,8 +74,8 @@ def interval_columns(targets: Sequence[Target], n_rows: int, *, level: float, bi
             b = calibration_error.binned(*metrics.calibration_pairs(t.proba, t.y, t.kind), bins)
             row["ece_low"], row["ece_high"] = calibration_error.interval(b, level, seed=seed)
         if clusters is None:
-            low, high = intervals.wilson(int(np.sum(t.y == t.pred)), len(t.y), level)
-            row |= {"accuracy_low": float(low), "accuracy_high": float(high)}
+            hit_low, hit_high = intervals.wilson(int(np.sum(t.y == t.pred)), len(t.y), level)
+            row |= {"accuracy_low": float(hit_low), "accuracy_high": float(hit_high)}
         rows.append(row)
     return pd.DataFrame(rows).set_index("question")
 

@@ -95,6 +95,7 @@ def _sizes(frame: pd.DataFrame, truth: str | None, p: np.ndarray, labelled: np.n
     y_read, yhat = y[read].astype(np.float64), p[keep][read]
     unl = p[~labelled & ~np.isnan(p)]
     lam = tuned_lambda(y_read, yhat, unl)
+    assert options.half_width is not None  # sizes are planned only for a half-width asked for
     return plan_sizes(float(np.var(y_read - lam * yhat)), lam**2 * float(np.var(np.concatenate([yhat, unl]))),
                       options.half_width, level=options.level, cost_per_label=options.cost_per_label,
                       cost_per_row=options.cost_per_row, current_rows=int((~np.isnan(p)).sum()))

@@ -64,7 +64,7 @@ class LabelMatch:
         return sum(self.unmatched.values())
 
 
-def match_labels(question: str, labels: Sequence[Any], kind: str, classes: list[str],
+def match_labels(question: str, labels: Sequence[Any] | np.ndarray, kind: str, classes: list[str],
                  levels: Sequence[str] | None = None, *, open_classes: bool = False,
                  levels_from: int | None = None, column: str | None = None) -> LabelMatch:
     """Each label's class index under the rules of this module; warns or raises as they say.
@@ -184,7 +184,8 @@ def boolean(value: Any) -> bool | None:
         text = _fold(value)
         if text in _TRUE or text in _FALSE:
             return text in _TRUE
-        return {0.0: False, 1.0: True}.get(_number(text)) if _number(text) is not None else None
+        number = _number(text)
+        return {0.0: False, 1.0: True}.get(number) if number is not None else None
     return None
 
 

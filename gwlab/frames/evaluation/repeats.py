@@ -61,8 +61,8 @@ def agreement(column: str, values: np.ndarray, done: np.ndarray) -> np.ndarray:
     """Per job: the share of its answered repeats (`values`, `done`: repeats x jobs) that gave its most
     common decision; NaN where fewer than two repeats were answered (nothing to agree with)."""
     decided = decisions(column, values)
-    codes, _ = pd.factorize(decided.ravel(), use_na_sentinel=True)
-    codes = np.where(done.ravel(), codes, -1).reshape(values.shape)
+    flat, _ = pd.factorize(decided.ravel(), use_na_sentinel=True)
+    codes = np.where(done.ravel(), flat, -1).reshape(values.shape)
     same = (codes[:, None, :] == codes[None, :, :]) & (codes[None, :, :] >= 0)  # k x k x jobs; k is small
     modal = same.sum(axis=1).max(axis=0)
     answered = (codes >= 0).sum(axis=0)
@@ -90,11 +90,13 @@ def stability(frame: pd.DataFrame, *, text: str = "folded", words: int | None = 
     marks = [str(c) for c in frame.columns if tidy.question_of(str(c), tidy.AGREEMENT) is not None]
     if not marks:
         raise InvalidRequest("frame", "no {q}__agreement column: stability reads a result of a run with repeats > 1")
-    again = (text != "folded" or words is not None) and hasattr(frame, "repeats_frame")
-    long = frame.repeats_frame() if again else None
+    repeats_frame = getattr(frame, "repeats_frame", None)  # a run's result has it (RunFrame), a plain frame not
+    again = (text != "folded" or words is not None) and repeats_frame is not None
+    long = repeats_frame() if again and repeats_frame is not None else None
     rows = []
     for mark in marks:
         q = tidy.question_of(mark, tidy.AGREEMENT)
+        assert q is not None  # marks are the columns that name one
         share = pd.to_numeric(frame[mark], errors="coerce").dropna()
         if long is not None and q in long.columns and long[q].dtype == object:
             share = _text_agreement(long, q, text, words)
@@ -115,7 +117,9 @@ def _text_agreement(long: pd.DataFrame, column: str, text: str, words: int | Non
         kept = re.findall(r"\w+", value.casefold()) if text == "words" else value.casefold().split()
         return " ".join(kept[:words] if words is not None else kept)
 
-    rows = pd.factorize(long.index.droplevel(REPEAT))[0]
+    index = long.index
+    assert isinstance(index, pd.MultiIndex)  # (row, repeat): a repeats frame's
+    rows = pd.factorize(index.droplevel(REPEAT))[0]
     said = pd.DataFrame({"row": rows, "text": long[column].map(normal).to_numpy()}).dropna()
     counts = said.groupby(["row", "text"]).size()
     modal, answered = counts.groupby(level="row").max(), counts.groupby(level="row").sum()
@@ -150,7 +154,9 @@ def prepare(frame: pd.DataFrame, reduce: str | None) -> tuple[pd.DataFrame, np.n
         return frame, None
     if reduce is not None:
         return reduce_repeats(frame, reduce), None
-    rows = frame.index.droplevel(REPEAT)
+    index = frame.index
+    assert isinstance(index, pd.MultiIndex)  # (row, repeat): a repeats frame's
+    rows = index.droplevel(REPEAT)
     return frame, pd.factorize(rows)[0].astype(np.intp)
 
 
@@ -212,7 +218,8 @@ def _decide(out: pd.DataFrame, q: str, kind: str) -> None:
     best = np.nan_to_num(probs, nan=-1.0).argmax(axis=1)
     empty = np.isnan(probs).all(axis=1)
     if kind == tidy.CHOICE:
-        out[tidy.column(q, tidy.CHOICE)] = pd.array(np.where(empty, None, names[best]), dtype="str")
+        none = np.array(None, dtype=object)
+        out[tidy.column(q, tidy.CHOICE)] = pd.array(np.where(empty, none, names[best]), dtype="str")
     else:
         levels = names.astype(float)
         out[tidy.column(q, tidy.LEVEL)] = pd.array(np.where(empty, np.nan, levels[best]), dtype="Int64")

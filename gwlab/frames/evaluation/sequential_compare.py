@@ -107,8 +107,8 @@ def compare_sequential(frame: pd.DataFrame, a: Answerer, b: Answerer, truth: str
     if not trace:
         raise InvalidRequest("truth", "no row had a label and both answers")
     last = trace[-1]
-    return SequentialComparison(last["rows"], last["low"], last["high"], _decision(last["low"], last["high"], margin),
-                                pd.DataFrame(trace))
+    return SequentialComparison(int(last["rows"]), last["low"], last["high"],
+                                _decision(last["low"], last["high"], margin), pd.DataFrame(trace))
 
 
 def _fold(values: pd.Series) -> pd.Series:

@@ -11,7 +11,7 @@ gives them back without the source text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,7 +46,7 @@ class GroundingPlan:
     kinds: Mapping[str, Kind]
 
     @classmethod
-    def of(cls, mode: GroundingMode | None, source: Any, schema: Schema, read: Sequence[str], columns: Sequence[Any]
+    def of(cls, mode: GroundingMode | None, source: Any, schema: Schema, read: Sequence[str], columns: Iterable[Any]
            ) -> GroundingPlan | None:
         """Check `grounding=` and `source=`; None when nothing is grounded. The source defaults to the one
         column the prompt reads; a prompt reading several needs `source=` (a span indexes one text), and
@@ -109,7 +109,7 @@ def restore(frame: pd.DataFrame, kept: Mapping[str, Any]) -> pd.DataFrame:
     return _dropped(frame, fields) if kept["mode"] == "drop" else frame
 
 
-def _dropped(answers: pd.DataFrame, fields: Sequence[str]) -> pd.DataFrame:
+def _dropped(answers: pd.DataFrame, fields: Iterable[str]) -> pd.DataFrame:
     """Each value whose grounding is not_found made missing (in its column's own dtype)."""
     for field in fields:
         lost = (answers[status_column(field)] == NOT_FOUND).to_numpy()
@@ -122,7 +122,7 @@ def _dropped(answers: pd.DataFrame, fields: Sequence[str]) -> pd.DataFrame:
 
 def _values(column: pd.Series) -> list[Any]:
     """Plain Python values, None for every kind of missing; timestamps as dates or datetimes."""
-    out = []
+    out: list[Any] = []
     for value in column.astype(object):
         if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value):
             out.append(None)

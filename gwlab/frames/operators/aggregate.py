@@ -88,7 +88,7 @@ def _groups(frame: pd.DataFrame, spec: AggregateSpec, config: RunConfig) -> dict
         raise InvalidRequest("text", f"row {frame.index[position]!r}: {message}")
     # dropna=False: a row whose key is missing is its own group (NaN), never silently dropped
     positions = {"all": np.arange(len(frame))} if not by else frame.groupby(spec.by, sort=False, dropna=False).indices
-    return {key: [(frame.index[i], row_texts[i]) for i in where if row_texts[i] is not None]
+    return {key: [(frame.index[i], text) for i in where if (text := row_texts[i]) is not None]
             for key, where in positions.items()}
 
 

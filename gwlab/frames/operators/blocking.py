@@ -55,7 +55,8 @@ def candidate_pairs(left: list[str | None], right: list[str | None], m: int,
     rows = [i for i, t in enumerate(left) if t is not None]
     if not rows:
         return []
-    scores = np.asarray(similarity([left[i] for i in rows], [str(t) for t in right]), dtype=float)
+    texts = [t for t in left if t is not None]  # in the order of `rows`
+    scores = np.asarray(similarity(texts, [str(t) for t in right]), dtype=np.float64)
     if scores.shape != (len(rows), len(right)):
         raise InvalidRequest("blocking", f"similarity must return a {len(rows)} x {len(right)} matrix; "
                                          f"got shape {scores.shape}")

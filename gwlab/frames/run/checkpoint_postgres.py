@@ -85,7 +85,7 @@ class PostgresCheckpoint(CommitOnArrival):
 
         text = str(exc).strip() or type(exc).__name__
         password = urlsplit(self._url).password
-        for secret in {password, unquote(password or "")} - {None, ""}:
+        for secret in {s for s in (password, unquote(password or "")) if s}:
             text = text.replace(secret, "***")
         return text
 

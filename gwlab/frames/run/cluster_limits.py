@@ -121,7 +121,9 @@ class ClusterLimits(SchedulerPlugin):
         self._slots: dict[str, _Slots] = {}
         self._scheduler: Any = None
 
-    def start(self, scheduler: Any) -> None:  # synchronous: registration stays atomic on the scheduler loop
+    # synchronous: registration stays atomic on the scheduler loop (distributed annotates a coroutine, but
+    # awaits the result only when it is awaitable)
+    def start(self, scheduler: Any) -> None:  # type: ignore[override]
         self._scheduler = scheduler
         scheduler.handlers.update({
             "gwlab_limit_acquire": self.acquire, "gwlab_limit_settle": self.settle,
@@ -233,7 +235,11 @@ class ClusterLimiter:
                     _registered.add(address)
             return await getattr(worker.scheduler, op)(**kwargs)
 
-        return asyncio.run_coroutine_threadsafe(call(), worker.loop.asyncio_loop)
+        from tornado.platform.asyncio import BaseAsyncIOLoop
+
+        loop = worker.loop
+        assert isinstance(loop, BaseAsyncIOLoop), "a dask worker's IOLoop runs on asyncio"
+        return asyncio.run_coroutine_threadsafe(call(), loop.asyncio_loop)
 
     async def _call(self, op: str, **kwargs: Any) -> Any:
         return await asyncio.wrap_future(self._submit(op, **kwargs))

@@ -29,7 +29,8 @@ DEFAULT_BURST_SECONDS = 10.0
 
 
 class Limiter(Protocol):
-    counts_tokens: bool
+    @property
+    def counts_tokens(self) -> bool: ...
 
     async def acquire(self, tokens: int) -> None: ...
 
@@ -169,11 +170,11 @@ class SharedTokenBucket:
                 return paused - now
             elapsed = max(0.0, now - stamp)
             wait = 0.0
-            if self._rpm:
+            if self._rpm and self._rcap is not None:  # a cap whenever there is a rate
                 requests = min(self._rcap, (requests or 0.0) + elapsed * self._rpm / 60)
                 need = 1.0
                 wait = max(wait, 0.0 if requests >= need else (need - requests) * 60 / self._rpm)
-            if self._tpm:
+            if self._tpm and self._tcap is not None:
                 level = min(self._tcap, (level or 0.0) + elapsed * self._tpm / 60)
                 need = min(float(tokens), self._tcap)
                 wait = max(wait, 0.0 if level >= need else (need - level) * 60 / self._tpm)

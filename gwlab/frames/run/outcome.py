@@ -181,7 +181,7 @@ def _batch_pilot_text(p: dict[str, Any]) -> str:
 
 def recorded_where(recorded: str | None) -> str:
     """Where a run's record is, as the summary line says it (`gwlab.runs()` reads it)."""
-    return recorded if (recorded or "").startswith("process only") else f"in {recorded}"
+    return recorded if recorded is not None and recorded.startswith("process only") else f"in {recorded}"
 
 
 @dataclass
@@ -273,11 +273,12 @@ class RunResult:
         columns: dict[str, pd.Series] = {}
         for name, values in self.answers.items():
             column = values[asks, jobs] if values.shape[1] else np.full(len(asks), np.nan, dtype=values.dtype)
-            column = np.where(ok, column, None if column.dtype == object else np.nan)
+            missing: Any = None if column.dtype == object else np.nan
+            column = np.where(ok, column, missing)
             columns[name] = _series(column, self.recipe.columns.get(name, "float64"), long_index)
         status = np.where(ok, self.status[asks, jobs] if self.status.shape[1] else ERROR, ERROR)
-        columns["__request_id"] = _series(np.where(ok, self.request_id[asks, jobs] if self.request_id.shape[1]
-                                                   else None, None), "str", long_index)
+        ids: Any = self.request_id[asks, jobs] if self.request_id.shape[1] else None
+        columns["__request_id"] = _series(np.where(ok, ids, np.array(None, dtype=object)), "str", long_index)
         columns["__status"] = _series(LABELS[status], "str", long_index)
         return pd.DataFrame(columns, index=long_index)
 
@@ -319,7 +320,7 @@ class RunResult:
     def job_status(self) -> np.ndarray:
         """Per request: SENT if any repeat was sent now, else CACHED if any was answered, else ERROR if
         any failed, else NOT_RUN (the status a row of that request shows)."""
-        any_done = self.done().any(axis=0)
+        any_done = np.asarray(self.done().any(axis=0))
         status = np.full(len(any_done), NOT_RUN, dtype=np.int8)
         status[(self.status == ERROR).any(axis=0) & ~any_done] = ERROR
         status[any_done] = CACHED

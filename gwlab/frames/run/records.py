@@ -350,8 +350,8 @@ def _answers_of(log: RunLog | None, run_id: str) -> pd.DataFrame:
 
 def _find(log: RunLog | None, run_id: str) -> tuple[dict[str, Any], RunLog]:
     """The run's facts and the log holding them: the store's, else this process's."""
-    for source in (log, PROCESS_RUNS):
-        for text in source.run_records() if source is not None else []:
+    for source in [s for s in (log, PROCESS_RUNS) if s is not None]:
+        for text in source.run_records():
             record = json.loads(text)
             if record["run_id"] == run_id:
                 return record, source

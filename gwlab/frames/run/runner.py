@@ -65,6 +65,7 @@ class Runner(Stoppable):
             raise InvalidRequest("max_tokens", "a budget on a text protocol needs max_tokens, so the "
                                                "output a request may bill is known before it is sent")
         self.recipe, self.send, self.config = recipe, send, config
+        assert config.concurrency is not None  # RunConfig fills in the kind's default
         self.concurrency, self.repeats, self.pilot = config.concurrency, config.repeats, config.pilot
         self.limiter: Limiter = config.limiter or TokenBucket(config.requests_per_minute, config.tokens_per_minute)
         self.prices = as_table(budget.prices if budget and budget.prices is not None else config.prices)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -126,6 +126,14 @@ def as_table(prices: PriceTable | Mapping[str, Any] | None) -> PriceTable:
     if prices is None:
         return DEFAULT_PRICES
     return prices if isinstance(prices, PriceTable) else DEFAULT_PRICES | PriceTable(prices)
+
+
+@overload
+def column(frame: pd.DataFrame, fact: str, *, required: Literal[True] = True) -> pd.Series: ...
+
+
+@overload
+def column(frame: pd.DataFrame, fact: str, *, required: bool) -> pd.Series | None: ...
 
 
 def column(frame: pd.DataFrame, fact: str, *, required: bool = True) -> pd.Series | None:

@@ -17,15 +17,15 @@ class LoadOnce(Generic[T]):
     cost a second and hundreds of MB; a second copy would double both)."""
 
     def __init__(self, load: Callable[[], T]) -> None:
-        self._load, self._value, self._lock = load, None, threading.Lock()
-        self._loaded = False
+        self._load, self._lock = load, threading.Lock()
+        self._built: list[T] = []  # empty until loaded (the model itself may be any value)
 
     def __call__(self) -> T:
-        if not self._loaded:
+        if not self._built:
             with self._lock:
-                if not self._loaded:
-                    self._value, self._loaded = self._load(), True
-        return self._value  # type: ignore[return-value]
+                if not self._built:
+                    self._built.append(self._load())
+        return self._built[0]
 
 
 class InputTooLong(ValueError):

@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gwlab.errors import InvalidRequest
 from gwlab.local.engines.base import LoadOnce
 from gwlab.local.engines.llama import LlamaGenerator, load_llama
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 MAGIC = b"GGUF"
 # a model's trained context can be 32k-128k tokens, whose KV cache alone is gigabytes: serve at most
@@ -53,7 +56,7 @@ class ChatTemplateGenerator(LlamaGenerator):
     def __init__(self, model_id: str, path: str | Path, *, field: str = "gguf") -> None:
         self.model_id, self.field = model_id, field
         self.path = check_file(path, field)
-        self._llama = LoadOnce(self._build)
+        self._loaded = LoadOnce(self._build)
         self._read_metadata()
 
     def _read_metadata(self) -> None:
@@ -70,10 +73,11 @@ class ChatTemplateGenerator(LlamaGenerator):
             raise GgufError(self.field, f"llama.cpp could not read {self.path}: {exc}") from None
         try:
             meta = vocab.metadata
-            self.template = meta.get("tokenizer.chat_template")
-            if not self.template:
+            template = meta.get("tokenizer.chat_template")
+            if not template:
                 raise GgufError(self.field, f"{self.path} has no chat template (tokenizer.chat_template) in its "
                                 "metadata: only instruction-tuned models with a template can be served for chat")
+            self.template: str = template
             trained = int(meta.get(f"{meta.get('general.architecture', 'llama')}.context_length", 0) or 0)
             self.n_ctx = min(trained, max_ctx()) if trained > 0 else min(2048, max_ctx())
             self.max_input_tokens = self.n_ctx - 1  # room for at least one answer token
@@ -81,6 +85,9 @@ class ChatTemplateGenerator(LlamaGenerator):
             self.eos = vocab.detokenize([vocab.token_eos()], special=True).decode("utf-8", "ignore")
         finally:
             vocab.close()
+
+    def _llama(self) -> Any:
+        return self._loaded()
 
     def load(self) -> None:
         """Load the weights now (at gateway start), so a file llama.cpp cannot load fails there."""
@@ -115,12 +122,12 @@ class ChatTemplateGenerator(LlamaGenerator):
                 messages.append({"role": role, "content": text})
         formatter = Jinja2ChatFormatter(self.template, self.eos, self.bos, add_generation_prompt=True)
         try:
-            prompt = formatter(messages=messages).prompt
+            prompt = formatter(messages=_as_chat(messages)).prompt
         except Exception:
             if not messages or messages[0]["role"] != "system":
                 raise
             # some templates refuse a system role (Gemma 2's, Mistral's): its text opens the first user turn
-            prompt = formatter(messages=_fold_system(messages)).prompt
+            prompt = formatter(messages=_as_chat(_fold_system(messages))).prompt
         return prompt + prefill if prefill else prompt
 
 
@@ -130,3 +137,8 @@ def _fold_system(messages: list[dict[str, str]]) -> list[dict[str, str]]:
         rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
         return rest
     return [{"role": "user", "content": system}, *rest]
+
+
+def _as_chat(messages: list[dict[str, str]]) -> list[ChatCompletionRequestMessage]:
+    """Plain {"role", "content"} dicts as llama_cpp's role-specific TypedDicts, which they are shaped as."""
+    return cast("list[ChatCompletionRequestMessage]", messages)

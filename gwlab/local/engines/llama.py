@@ -90,7 +90,7 @@ def load_llama(path: str, n_ctx: int) -> Any:
 
     _silence_native_log(llama_cpp)
     threads = int(os.environ.get("GWLAB_LLAMA_THREADS", "2"))
-    kwargs = {"n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": threads, "verbose": False}
+    kwargs: dict[str, Any] = {"n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": threads, "verbose": False}
     if os.environ.get("GWLAB_LLAMA_EXTRA_BUFTS") == "1":
         llm = llama_cpp.Llama(path, **kwargs)
     else:

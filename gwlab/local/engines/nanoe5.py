@@ -132,7 +132,7 @@ def _plan_noul(q: Question) -> _Plan:
         raise ValueError("a noul question needs instructions or a described outcome")
     # a missing outcome is the instruction itself (the condition) or the negation of what is there
     if not yes:
-        yes = ins or negate(no)
+        yes = ins or negate(no or "")  # no is given here: one of the three is
     if not no:
         no = negate(ins or yes)
     texts = (yes, no, OFF_TOPIC)

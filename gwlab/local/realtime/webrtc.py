@@ -134,6 +134,8 @@ class _Call:
         with contextlib.suppress(MediaStreamError):
             while True:
                 frame = await track.recv()
+                if not isinstance(frame, av.AudioFrame):  # an audio track sends audio frames only
+                    continue
                 self.session.feed_audio(frame_pcm16(frame), frame.sample_rate)
 
     async def _on_state(self) -> None:

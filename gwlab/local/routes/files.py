@@ -41,11 +41,12 @@ def upload_cap(settings: Any) -> int:
 
 def register(store: Store, key_id: int, path: Path, filename: str, purpose: str) -> str:
     """Record a file already on disk as this key's file object; its id is returned."""
-    body = {"id": new_id("file-"), "object": "file", "bytes": path.stat().st_size, "created_at": int(time.time()),
-            "expires_at": None, "filename": filename, "purpose": purpose, "status": "processed",
-            "status_details": None}
-    store.save_file(body["id"], key_id, body, str(path))
-    return body["id"]
+    file_id = new_id("file-")
+    body: dict[str, Any] = {"id": file_id, "object": "file", "bytes": path.stat().st_size,
+                            "created_at": int(time.time()), "expires_at": None, "filename": filename,
+                            "purpose": purpose, "status": "processed", "status_details": None}
+    store.save_file(file_id, key_id, body, str(path))
+    return file_id
 
 
 def load(request: Request, key: KeyRecord, file_id: str) -> tuple[dict[str, Any], str]:

@@ -91,7 +91,7 @@ async def _read_submission(request: Request) -> tuple[dict[str, Any], bytes | No
                        "send application/json instead", param="Content-Type") from None
     except HTTPException as exc:
         raise APIError(400, f"The multipart body could not be parsed: {exc.detail}", param="body") from None
-    body: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
     reference: bytes | None = None
     for name, value in form.multi_items():
         if name == _REFERENCE and isinstance(value, UploadFile):
@@ -102,7 +102,7 @@ async def _read_submission(request: Request) -> tuple[dict[str, Any], bytes | No
         elif isinstance(value, UploadFile):
             raise APIError(400, f"'{name}' must be a form field, not a file", param=name)
         else:
-            body[name] = value
+            fields[name] = value
     if reference is not None:
         try:
             from gwlab.local.jobs.video_render import check_image
@@ -112,7 +112,7 @@ async def _read_submission(request: Request) -> tuple[dict[str, Any], bytes | No
             pass  # no Pillow: the render fails with renderer_unavailable, which says what to install
         except ValueError as exc:
             raise APIError(400, f"input_reference: {exc}", param=_REFERENCE) from None
-    return body, reference
+    return fields, reference
 
 
 def _model(key: KeyRecord, body: dict[str, Any]) -> str:

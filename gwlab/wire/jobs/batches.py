@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,11 +78,18 @@ ANTHROPIC_BATCHES = BatchAPI(
 
 # --- building ----------------------------------------------------------------------------------------
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-try:  # result files are read far faster with orjson (the `batch` extra); the standard library otherwise
-    from orjson import JSONDecodeError as _DecodeError
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - depends on the install
-    _loads, _DecodeError = json.loads, ValueError  # type: ignore[assignment]
+
+
+def _json_reader() -> tuple[Callable[[str | bytes], Any], type[ValueError]]:
+    """Result files are read far faster with orjson (the `batch` extra); the standard library otherwise."""
+    try:
+        from orjson import JSONDecodeError, loads
+    except ImportError:  # pragma: no cover - depends on the install
+        return json.loads, ValueError
+    return loads, JSONDecodeError
+
+
+_loads, _DecodeError = _json_reader()
 
 
 def check_custom_ids(ids: Sequence[str], api: BatchAPI = OPENAI_BATCHES) -> None:
@@ -211,14 +218,14 @@ def parse_anthropic_result(obj: Mapping[str, Any]) -> BatchResult:
     cid = obj.get("custom_id")
     if not isinstance(cid, str):
         raise InvalidRequest("custom_id", "a result line has no custom_id")
-    result = obj.get("result") if isinstance(obj.get("result"), Mapping) else {}
+    result = got if isinstance(got := obj.get("result"), Mapping) else {}
     kind = result.get("type")
     if kind == "succeeded" and isinstance(result.get("message"), Mapping):
         return BatchResult(cid, "succeeded", body=dict(result["message"]), status_code=200)
     if kind in ("canceled", "expired"):
         return BatchResult(cid, kind, error={"type": kind, "message": f"the request was {kind}"})
-    err = result.get("error") if isinstance(result.get("error"), Mapping) else {}
-    inner = err.get("error") if isinstance(err.get("error"), Mapping) else err
+    err = got if isinstance(got := result.get("error"), Mapping) else {}
+    inner = got if isinstance(got := err.get("error"), Mapping) else err
     return BatchResult(cid, "errored", error=dict(inner) or {"message": f"result type {kind!r}"})
 
 
@@ -294,7 +301,7 @@ def parse_job(obj: Mapping[str, Any], api: BatchAPI) -> BatchJob:
     if not isinstance(obj, Mapping) or not isinstance(obj.get("id"), str):
         raise InvalidRequest("id", "a batch object has no id")
     status = str(obj.get(api.status_field) or "")
-    counts = obj.get("request_counts") if isinstance(obj.get("request_counts"), Mapping) else {}
+    counts = got if isinstance(got := obj.get("request_counts"), Mapping) else {}
     if api.name == "anthropic":
         done = {k: int(counts.get(k) or 0) for k in ("succeeded", "errored", "canceled", "expired")}
         pending = int(counts.get("processing") or 0)
@@ -306,7 +313,7 @@ def parse_job(obj: Mapping[str, Any], api: BatchAPI) -> BatchJob:
         succeeded, errored = int(counts.get("completed") or 0), int(counts.get("failed") or 0)
         pending = max(total - succeeded - errored, 0)
         created = _time(obj.get("created_at"))
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    meta = got if isinstance(got := obj.get("metadata"), Mapping) else {}
     return BatchJob(api.name, obj["id"], status, total, succeeded, errored, pending, created,
                     status in api.terminal, obj.get("output_file_id"), obj.get("error_file_id"),
                     obj.get("results_url"), dict(meta), dict(obj))

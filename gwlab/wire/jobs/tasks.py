@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.limits import TASK_CANCELLED_STATUSES, VIDEO_POLL_AFTER_HEADER, VIDEO_POLL_DEFAULT_SECONDS
@@ -250,7 +250,7 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))

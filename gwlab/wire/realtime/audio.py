@@ -16,12 +16,12 @@ import io
 import math
 import os
 import wave
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import IO, Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from gwlab.wire.limits import AUDIO_FORMATS, G711_SAMPLE_RATE, PCM16_SAMPLE_RATE
 
@@ -118,9 +118,9 @@ def _alaw_decode_all() -> NDArray[np.int16]:
     return np.where(code & 0x80, t, -t).astype(np.int16)
 
 
-_tables = {name: cache(build) for name, build in
-           {"ulaw_enc": _ulaw_encode_all, "alaw_enc": _alaw_encode_all,
-            "ulaw_dec": _ulaw_decode_all, "alaw_dec": _alaw_decode_all}.items()}
+_tables: dict[str, Callable[[], NDArray[Any]]] = {
+    "ulaw_enc": cache(_ulaw_encode_all), "alaw_enc": cache(_alaw_encode_all),
+    "ulaw_dec": cache(_ulaw_decode_all), "alaw_dec": cache(_alaw_decode_all)}
 
 
 def ulaw_encode(samples: ArrayLike | bytes) -> NDArray[np.uint8]:
@@ -273,7 +273,7 @@ def split_frames(pcm: bytes, rate: int = PCM16_SAMPLE_RATE, ms: int = 20, *,
 
 
 # --- WAV ---------------------------------------------------------------------------------------
-_WAV_DTYPES = {1: np.uint8, 2: np.dtype("<i2"), 4: np.dtype("<i4")}
+_WAV_DTYPES: dict[int, DTypeLike] = {1: np.uint8, 2: np.dtype("<i2"), 4: np.dtype("<i4")}
 
 
 def read_wav(source: str | os.PathLike[str] | IO[bytes]) -> tuple[bytes, int]:
@@ -282,8 +282,8 @@ def read_wav(source: str | os.PathLike[str] | IO[bytes]) -> tuple[bytes, int]:
         width, channels, rate = wav.getsampwidth(), wav.getnchannels(), wav.getframerate()
         raw = wav.readframes(wav.getnframes())
     if width == 3:  # 24-bit: widen to 32 by appending a zero low byte
-        raw = np.frombuffer(raw, np.uint8).reshape(-1, 3)
-        samples = np.pad(raw, ((0, 0), (1, 0))).copy().view("<i4").reshape(-1).astype(np.float64) / 2**31
+        triples = np.frombuffer(raw, np.uint8).reshape(-1, 3)
+        samples = np.pad(triples, ((0, 0), (1, 0))).copy().view("<i4").reshape(-1).astype(np.float64) / 2**31
     elif width in _WAV_DTYPES:
         data = np.frombuffer(raw, _WAV_DTYPES[width]).astype(np.float64)
         samples = (data - 128) / 128 if width == 1 else data / 2 ** (8 * width - 1)

@@ -38,12 +38,18 @@ class RealtimeEvent:
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> RealtimeEvent:
         """Typed from the wire; TypeError when a field has another JSON type (the caller keeps it raw)."""
-        kinds = _field_kinds(cls)
+        kinds = _field_kinds(_as_type(cls))
         values = {k: v for k, v in data.items() if k in kinds}
         for name, value in values.items():
             if not isinstance(value, kinds[name]):
                 raise TypeError(f"{data.get('type')}.{name}: unexpected {type(value).__name__}")
         return cls(**values, raw=data)
+
+
+def _as_type(cls: type) -> type:
+    """`cls` as a plain type: mypy checks a class object against Hashable by its instances' `__hash__`
+    (a frozen dataclass's takes `self`), so `@cache` would refuse the class itself."""
+    return cls
 
 
 @cache
@@ -237,7 +243,7 @@ class ErrorEvent(RealtimeEvent):
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ErrorEvent:
-        error = data.get("error") if isinstance(data.get("error"), Mapping) else {}
+        error = got if isinstance(got := data.get("error"), Mapping) else {}
         return cls(type=data["type"], event_id=data.get("event_id"), error_type=error.get("type"),
                    code=error.get("code"), message=error.get("message"), param=error.get("param"),
                    related_event_id=error.get("event_id"), raw=data)
