@@ -43,6 +43,7 @@ async def ask(create: Callable[..., Awaitable[Any]], family: ProtocolFamily, mes
     if source is not None and not isinstance(source, str):
         raise InvalidRequest("source", f"the text the values are grounded in, a string; got {type(source).__name__}")
     shape, native = Schema.of(schema), family.structured_output
+    assert native is not None, "ask() serves the text families, each with a native structured form"
     clash = next((key for key in shape.request_fields(native) if key in params), None)
     if clash is not None:
         raise InvalidRequest(clash, "set by schema=; pass one or the other")

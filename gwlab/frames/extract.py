@@ -64,6 +64,7 @@ def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens:
     if reserved:
         raise InvalidRequest(f"schema.{reserved[0]}", "a field name may not start with '__' (run columns do)")
     form = FAMILIES[protocol].structured_output
+    assert form is not None, "every TEXT family has a native structured form"
     asks = schema.request_fields(form)
     extra = free_params(protocol, params)
     for key in asks:
@@ -141,9 +142,9 @@ def field_record(base: RowRecipe, schema: Schema) -> Callable[[Any], dict[str, A
         plain = value.model_dump(mode="json") if schema.model is not None else value
         problem = _beyond_a_column(schema, plain)
         if problem:
-            exc = AnswerInvalid(problem, raw)
-            exc.record = meta
-            raise exc
+            beyond = AnswerInvalid(problem, raw)
+            beyond.record = meta
+            raise beyond
         return {**{field: plain.get(field) for field in schema.fields}, **meta}
 
     return record
@@ -233,7 +234,7 @@ def typed_columns(answers: pd.DataFrame, schema: Schema) -> pd.DataFrame:
             fmt = schema.json["properties"][field].get("format")
             answers[field] = _datetimes(pd.Series(values, index=answers.index, dtype=object), fmt)
         elif dtype != "object":
-            answers[field] = pd.array(values, dtype=dtype)
+            answers[field] = pd.array(values, dtype=dtype)  # type: ignore[call-overload]  # pandas-stubs: dtype a Literal only, here a str from DTYPES
     return answers
 
 

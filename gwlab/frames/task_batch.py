@@ -50,6 +50,7 @@ from gwlab.frames.run.limiter import Limiter, TokenBucket
 from gwlab.frames.run.outcome import recorded_where
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.status import RowStatus
+from gwlab.frames.run.usage import PriceTable
 from gwlab.wire.jobs.tasks import Task, TaskFamily
 
 if TYPE_CHECKING:
@@ -348,7 +349,11 @@ class TaskRun(Stoppable):
             if budget.cost is None:
                 raise InvalidRequest("budget", "a task batch's Budget needs cost= (dollars) and prices= "
                                                "(dollars per task), or pass a whole number of tasks")
-            price = task_prices(budget.prices if budget.prices is not None else self.prices, self.model)
+            table = budget.prices if budget.prices is not None else self.prices
+            if isinstance(table, PriceTable):
+                raise InvalidRequest("budget.prices", "dollars per task, {model or glob: dollars}; a PriceTable "
+                                                      "prices tokens")
+            price = task_prices(table, self.model)
             if math.isnan(price):
                 raise InvalidRequest("prices", f"no price per task for {self.model!r}: a cost budget cannot be "
                                                "checked before spending")

@@ -80,7 +80,7 @@ async def prepare(recipe: RowRecipe, batch: Batch, config: RunConfig, connection
         phase.pilot = batch_pilot_estimate(recipe, values[:first_left], values[first_left:],
                                            int(batch.rows_per_job[first_left:].sum()), phase, checkpoint, origin,
                                            as_table(config.prices), options)
-    send = refusing_sender(checkpoint.path, recipe, origin, phase.pending)  # type: ignore[attr-defined]
+    send = refusing_sender(checkpoint.path, recipe, origin, phase.pending)
     return phase, send, lambda _exc, _attempt: None, config.but(budget=None, progress=False, errors="coerce")
 
 

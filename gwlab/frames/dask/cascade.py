@@ -97,7 +97,7 @@ def cascade_frame(lazy: Any, summary: CascadeSummary) -> Any:
     (dask's own methods return plain dask frames, which do not carry it)."""
     import dask.dataframe as dd
 
-    class CascadeDataFrame(dd.DataFrame):  # type: ignore[misc]
+    class CascadeDataFrame(dd.DataFrame):
         """A lazy cascade frame: dask's DataFrame and the summary known when it was built."""
 
         def __init__(self, expr: Any, cascade: CascadeSummary) -> None:

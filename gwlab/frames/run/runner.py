@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import itertools
 import math
 import time
@@ -102,6 +103,10 @@ class Runner(Stoppable):
             if remaining[job] == 0:
                 bar.advance(int(batch.rows_per_job[job]))
 
+        def stored_then_finished(job: int, stored: asyncio.Future[None]) -> None:
+            if not stored.cancelled() and stored.exception() is None:
+                finished(job)
+
         async def worker() -> None:
             committing: list[asyncio.Future[None]] = []  # this worker's answers not yet on disk
             for job, repeat in items:
@@ -113,7 +118,7 @@ class Runner(Stoppable):
                     continue
                 # a row is done once its answer is committed; the worker sends its next request meanwhile
                 done = asyncio.wrap_future(stored)
-                done.add_done_callback(lambda f, job=job: f.cancelled() or f.exception() or finished(job))
+                done.add_done_callback(functools.partial(stored_then_finished, job))
                 committing = [*_pending(committing), done]
                 if len(committing) > 1:  # one answer of a worker off disk at a time: a slow disk slows the
                     await asyncio.wait(committing[:-1])  # run rather than leaving paid answers queued

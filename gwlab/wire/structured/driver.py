@@ -54,7 +54,8 @@ async def converse(asking: Asking, messages: str | Sequence[Any],
     1 + `max_reasks` replies. Still invalid: AnswerInvalid, with `.reply` (the last), `.replies` and
     `.asked`. `send(turns, fields)` makes one request; `read(reply)` gives its text and tool calls."""
     form, schema = asking.form, asking.schema
-    turns, replies, asked = first_turns(form, schema, messages), [], 0
+    turns, asked = first_turns(form, schema, messages), 0
+    replies: list[R] = []
     while True:
         try:
             reply = await send(turns, form.request_fields(schema))
