@@ -136,7 +136,8 @@ def compare(a: Any, b: Any, truth: Any, *, level: float = 0.95,
     unknown = sorted(set(settings) - set(_SETTINGS))
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
-    bins, resamples, seed = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
+    chosen: dict[str, Any] = {**_SETTINGS, **settings}
+    bins, resamples, seed = (chosen[name] for name in _SETTINGS)
     (a_frame, pooled_a), (b_frame, pooled_b) = (repeats.prepare(_frame(_answers_of(side), name), reduce)
                                                 for side, name in ((a, "a"), (b, "b")))
     if (pooled_a is None) != (pooled_b is None):
@@ -155,7 +156,7 @@ def compare(a: Any, b: Any, truth: Any, *, level: float = 0.95,
                            for side, name in ((a_frame, "a"), (b_frame, "b"))))
                  for q, label in truths.items()]
     _say_once(said)
-    clusters = None if pooled_a is None else pd.factorize(common.droplevel(repeats.REPEAT))[0].astype(np.intp)
+    clusters = None if pooled_a is None else pd.factorize(common.droplevel(repeats.REPEAT))[0].astype(np.intp)  # type: ignore[arg-type]  # pandas-stubs: Index.droplevel's level typed Sequence[Never]
     table = pd.DataFrame(_rows(pairs, len(common), level, bins, resamples, seed, clusters)
                          ).set_index(["question", "metric"])
     table["p_adjusted"] = adjusted(table["p_value"].to_numpy())
@@ -237,7 +238,7 @@ def _target(side: pd.DataFrame, label: pd.Series, q: str, name: str, read: Mappi
     """One side's question, read as `gwlab.evaluate` reads it (probabilities when it has them)."""
     rows = side.index  # a repeats frame's rows take the label of their row id
     if repeats.REPEAT in (rows.names or []) and repeats.REPEAT not in (label.index.names or []):
-        rows = rows.droplevel(repeats.REPEAT)
+        rows = rows.droplevel(repeats.REPEAT)  # type: ignore[arg-type]  # pandas-stubs: level typed Sequence[Never]
     column = str(label.name) if label.name is not None and label.name not in side.columns else _TRUTH
     frame = side.assign(**{column: label.reindex(rows).to_numpy()})
     has_prob = tidy.column(q, tidy.NOUL) in side.columns or bool(tidy.options_of(q, side.columns))
@@ -366,7 +367,7 @@ def _verdict(table: pd.DataFrame, level: float, only_a: pd.Index, only_b: pd.Ind
             line = f"{q}: no significant difference in accuracy, neither is shown better ({shown})"
         if n < intervals.MIN_ROWS:
             line += f"; only {n} paired rows: read nothing into it"
-        called = [f"{m} favours {_better(m, r['diff'])}" for (_, m), r in rows.iterrows()
+        called = [f"{m} favours {_better(str(m), r['diff'])}" for m, r in rows.droplevel(["question"]).iterrows()
                   if m != "accuracy" and r["p_adjusted"] < alpha]
         if called:
             line += "; significant: " + ", ".join(called)

@@ -56,8 +56,8 @@ class Evaluation:
     methods: dict[str, str] = field(default_factory=dict)  # metric -> how its interval was computed
     synonyms: Mapping[Any, Any] | None = field(default=None, repr=False)  # the `labels=` given
 
-    def __getitem__(self, question: str) -> pd.Series:
-        return self.metrics.loc[question]
+    def __getitem__(self, question: str) -> pd.Series | pd.DataFrame:
+        return self.metrics.loc[question]  # a frame of groups when evaluated with by=
 
     @property
     def frame(self) -> pd.DataFrame | None:
@@ -250,15 +250,17 @@ def evaluate(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = No
     >>> cal = ev.recalibrate("temperature")["urgent"]                     # doctest: +SKIP
     """
     labels = settings.pop("labels", None)
+    rest: dict[str, Any] = dict(settings)
     if kind == "fields":
         return _fields(frame, truth, pred, level, prob=prob, questions=questions, levels_from=levels_from,
-                       by=by, labels=labels, **settings)
+                       by=by, labels=labels, **rest)
     if kind != "decisions":
         raise InvalidRequest("kind", f"'decisions' or 'fields'; got {kind!r}")
     unknown = sorted(set(settings) - set(_SETTINGS))
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
-    bins, steps, resamples, seed, reduce = ({**_SETTINGS, **settings}[name] for name in _SETTINGS)
+    chosen: dict[str, Any] = {**_SETTINGS, **rest}
+    bins, steps, resamples, seed, reduce = (chosen[name] for name in _SETTINGS)
     frame, clusters = repeats.prepare(frame, reduce)
     targets = resolve(frame, truth, prob, pred, questions, levels_from, labels)
     rows, confusion, reliability, thresholds, coverage = [], {}, {}, {}, {}
@@ -357,8 +359,8 @@ def _sliced(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any, pred
 
 
 def _one_question(q: str, truth: Mapping[str, str], prob: Any, pred: Any) -> tuple[Any, Any, Any]:
-    pick = ({q: m[q]} if isinstance(m, Mapping) and q in m else None for m in (prob, pred))
-    return ({q: truth[q]}, *pick)
+    prob_q, pred_q = ({q: m[q]} if isinstance(m, Mapping) and q in m else None for m in (prob, pred))
+    return {q: truth[q]}, prob_q, pred_q
 
 
 def _require_rows(target: Target) -> None:

@@ -55,7 +55,9 @@ class FieldEvaluation:
     level: float = 0.95
 
     def __getitem__(self, field: str) -> pd.Series:
-        return self.metrics.loc[field]
+        row = self.metrics.loc[field]
+        assert isinstance(row, pd.Series), "one metrics row per field: a schema's fields are unique"
+        return row
 
     def __repr__(self) -> str:
         table = self.metrics.to_string(float_format="{:.3f}".format, na_rep="-")
