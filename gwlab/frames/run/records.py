@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import pandas_dtype
 
 from gwlab.errors import InvalidRequest, RunRecordWarning
 from gwlab.frames.extract import reading_fields, typed_columns
@@ -422,7 +423,7 @@ def _typed(columns: Mapping[str, list[Any]], dtypes: Mapping[str, str]) -> dict[
     """Recorded columns (JSON values) with their dtypes again."""
     out = {}
     for name, values in columns.items():
-        dtype, series = dtypes[name], pd.Series(values, dtype=object)
-        out[name] = pd.to_datetime(series, utc=True).astype(dtype) if dtype.startswith("datetime") \
+        dtype, series = pandas_dtype(dtypes[name]), pd.Series(values, dtype=object)  # what astype(str) resolves
+        out[name] = pd.to_datetime(series, utc=True).astype(dtype) if dtypes[name].startswith("datetime") \
             else series.astype(dtype)
     return out
