@@ -36,12 +36,19 @@ UNIFORM_SHARE = 0.1  # recall's sampling mixes this much uniform weight in (so n
 class Goal(Protocol):
     """What a cascade asks for (`gwlab.Cascade` is one): the metric, its target, the risk and the sample."""
 
-    metric: str
-    target: float
-    delta: float
-    sample: int
-    seed: int
-    candidates: int
+    # read-only (properties) so a frozen dataclass satisfies it
+    @property
+    def metric(self) -> str: ...
+    @property
+    def target(self) -> float: ...
+    @property
+    def delta(self) -> float: ...
+    @property
+    def sample(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def candidates(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)

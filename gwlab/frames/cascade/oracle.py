@@ -202,7 +202,7 @@ class FromLabels(Oracle):
             raise InvalidRequest("oracle", f"question {self.question.name!r} names no options to read labels by")
         read = as_answers(self.question.name, series, kind, classes, question_levels(spec) if kind == "score" else None)
         reachable = read[:pilot] if pilot is not None else read
-        missing = [self.frame.index[p] for p in np.flatnonzero([v is None for v in reachable])]
+        missing = [self.frame.index[int(p)] for p in np.flatnonzero([v is None for v in reachable])]
         if missing:
             raise InvalidRequest("oracle", f"no label for {len(missing)} of the {len(reachable)} rows the cascade "
                                            f"may send to the oracle (any row the cheap model reaches), e.g. "

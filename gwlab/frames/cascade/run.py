@@ -92,7 +92,7 @@ def _record(proxy: BatchFrame, out: BatchFrame, oracle: Oracle, config: RunConfi
     (label, elapsed), run = tag, out.run
     assert isinstance(run, CascadeRunSummary)
     base, c = proxy.run.run_id, run.cascade
-    assert c is not None
+    assert c is not None and base is not None, "a cascade's summary and its cheap model's run record"
     renamed = {a: b for a, b in zip(proxy.columns, out.columns[:len(proxy.columns)], strict=True) if a != b}
     kept = set(renamed.values()) | set(proxy.columns)
     added = out[[col for col in out.columns if col not in kept or col in renamed]]
@@ -192,7 +192,7 @@ def with_cascade_columns(proxy: pd.DataFrame, question: CascadeQuestion, prefix:
     answer, source, proxy_score = (f"{prefix}{question.name}{suffix}" for suffix in CASCADE_COLUMNS)
     out[answer] = pd.array(final, dtype="boolean") if question.kind == "noul" else final
     reached = np.ones(len(answered), dtype=bool) if reached is None else reached
-    out[source] = np.where(answered, "proxy", np.where(reached, "oracle", None))
+    out[source] = np.where(answered, "proxy", np.where(reached, "oracle", None))  # type: ignore[call-overload]  # numpy stubs: None is a valid scalar here
     out[proxy_score] = score
     return out
 
@@ -209,7 +209,8 @@ def delivered_columns(question: CascadeQuestion, final: np.ndarray, options: lis
     out: dict[str, Any] = {}
     if question.kind == "score":
         levels = pd.array([None if v is None else int(v) for v in final], dtype="Int64")
-        out["score"], out["level"] = levels.astype("Float64").to_numpy(dtype=float, na_value=np.nan), levels
+        out["score"] = np.array([np.nan if v is None else float(int(v)) for v in final], dtype=float)
+        out["level"] = levels
     else:
         out["choice"] = pd.array([None if v is None else str(v) for v in final], dtype="str")
     for option in options:
