@@ -78,7 +78,7 @@ async def run_tasks(frame: pd.DataFrame, family: TaskFamily, model: str, prompt:
             checkpoint.close()
     if run.failure is not None:
         raise run.failure
-    return TaskFrame.wrap(wrap(frame, done, config), summary)
+    return TaskFrame.of(wrap(frame, done, config), summary)
 
 
 def prompts(frame: pd.DataFrame, prompt: TemplateSpec, system: str | None, system_field: str = "system",
@@ -139,6 +139,7 @@ async def run_rows(frame: pd.DataFrame, family: RowRecipe, rows: Rows, config: R
             "rows": labels(frame, over.positions[:20]), "estimated_tokens": over.tokens[:20].tolist()}
     if result.failure is not None:
         raise result.failure
+    assert answers is not None, "no failure: the run's frame was read"
     long = wrap_repeats(frame, result.repeats_frame(frame.index), config) if config.repeats > 1 else None
     summary = result.summary if summarise is None else summarise(result.summary)
     return BatchFrame.wrap(wrap(frame, answers, config), summary, long)
@@ -173,7 +174,7 @@ def typed_and_grounded(frame: pd.DataFrame, schema: Schema,
 
     def convert(answers: pd.DataFrame) -> pd.DataFrame:
         answers = typed_columns(answers, schema)
-        return answers if plan is None else plan.apply(answers, texts)
+        return answers if plan is None or texts is None else plan.apply(answers, texts)  # texts given iff plan
 
     return convert
 

@@ -35,7 +35,7 @@ import mimetypes
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +126,14 @@ class TaskFrame(BatchFrame):
     draws each row's thumbnail."""
 
     run: TaskSummary  # type: ignore[assignment]  # the same protocol: a dataclass with text()
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, summary: TaskSummary) -> TaskFrame:
+        """`BatchFrame.wrap` for a task batch's summary (no repeats)."""
+        out = cls(frame)
+        out.run = summary
+        out.attrs["gwlab_run"] = asdict(summary)
+        return out
     _THUMB_PX = 96
     _THUMB_ROWS = 50
 

@@ -82,7 +82,7 @@ class OperatorFrame(BatchFrame):
            ) -> OperatorFrame:
         out = cls.wrap(frame, summary)  # type: ignore[arg-type]
         out.answers = answers
-        return out  # type: ignore[return-value]
+        return out
 
 
 def check_threshold(value: Any, name: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import pandas as pd
 
@@ -31,7 +31,7 @@ class BatchFrame(pd.DataFrame):
         return pd.DataFrame  # derived frames are plain: the summary describes this result only
 
     @classmethod
-    def wrap(cls, frame: pd.DataFrame, summary: RunSummary, repeats: pd.DataFrame | None = None) -> BatchFrame:
+    def wrap(cls, frame: pd.DataFrame, summary: RunSummary, repeats: pd.DataFrame | None = None) -> Self:
         out = cls(frame)
         out.run = summary
         out._repeats = repeats
