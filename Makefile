@@ -79,6 +79,7 @@ db-deps:
 # ends (--output-sync). The notebooks get their own gateway database and checkpoint store.
 test: setup byo ppi-ref browser-deps db-deps
 	$(BIN)/ruff check gwlab tests bench
+	$(MAKE) --no-print-directory typecheck
 	$(MAKE) --no-print-directory -j2 --output-sync=target suite beside
 
 .PHONY: suite beside notebooks-apart
