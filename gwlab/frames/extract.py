@@ -89,7 +89,8 @@ def extract_recipe(protocol: str, schema: Schema, model: str | None, max_tokens:
 
     async def exchange(value: Any, send: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
         prompt, system = value if isinstance(value, tuple) else (value, None)
-        asking = Asking(schema, mode.form(), max_reasks, on_refused=mode.refused if structured == "auto" else None)
+        asking = Asking(schema, mode.form(), max_reasks, on_refused=mode.refused if structured == "auto" else None,
+                        check=column_check(schema))
         try:
             done = await converse(asking, prompt, lambda turns, fields: send(request(turns, fields, system)), read)
             replies, asked = done.replies, done.asked
@@ -139,7 +140,7 @@ def field_record(base: RowRecipe, schema: Schema) -> Callable[[Any], dict[str, A
         except AnswerInvalid as exc:
             exc.record = meta
             raise
-        plain = value.model_dump(mode="json") if schema.model is not None else value
+        plain = _plain(schema, value)
         problem = _beyond_a_column(schema, plain)
         if problem:
             beyond = AnswerInvalid(problem, raw)
@@ -152,6 +153,19 @@ def field_record(base: RowRecipe, schema: Schema) -> Callable[[Any], dict[str, A
 
 _FIRST_DAY = dt.datetime(1677, 9, 22)  # the first midnight and the last instant datetime64[ns] holds
 _LAST_INSTANT = dt.datetime(2262, 4, 11, 23, 47, 16)
+
+
+def _plain(schema: Schema, value: Any) -> Any:
+    return value.model_dump(mode="json") if schema.model is not None else value
+
+
+def column_check(schema: Schema) -> Callable[[Any], None]:
+    """The re-ask driver's check of a parsed answer: a date its column cannot hold is invalid (re-asked)."""
+    def check(parsed: Any) -> None:
+        problem = _beyond_a_column(schema, _plain(schema, parsed))
+        if problem:
+            raise AnswerInvalid(problem, None)
+    return check
 
 
 def _beyond_a_column(schema: Schema, plain: Mapping[str, Any]) -> str | None:

@@ -27,12 +27,14 @@ Calls = Sequence[Mapping[str, Any]]
 @dataclass(frozen=True)
 class Asking:
     """What is asked: the schema, the form to ask it in, how often an invalid answer is asked again, and
-    what to do when the gateway refuses the form: True to ask in the prompt instead (None: raise)."""
+    what to do when the gateway refuses the form: True to ask in the prompt instead (None: raise); `check`:
+    what the caller needs of a parsed answer beyond the schema (raises AnswerInvalid: re-asked likewise)."""
 
     schema: Schema
     form: StructuredForm
     max_reasks: int
     on_refused: Callable[[BaseException], bool] | None = None
+    check: Callable[[Any], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ async def converse(asking: Asking, messages: str | Sequence[Any],
         replies.append(reply)
         try:
             parsed = schema.parse(form.answer_text(schema, *read(reply)))
+            if asking.check is not None:
+                asking.check(parsed)
         except AnswerInvalid as exc:
             if asked >= asking.max_reasks:
                 exc.reply, exc.replies, exc.asked = reply, replies, asked
