@@ -82,13 +82,18 @@ test: setup byo ppi-ref browser-deps db-deps
 	$(MAKE) --no-print-directory typecheck
 	$(MAKE) --no-print-directory -j2 --output-sync=target suite beside
 
-.PHONY: suite beside notebooks-apart
+.PHONY: suite beside fuzz notebooks-apart
 suite: setup
 	GWLAB_PPI_PYTHON=$(CURDIR)/$(PPI)/bin/python $(BIN)/pytest -q -p no:cacheprovider -n 2
 
 beside: setup
 	$(MAKE) --no-print-directory test-core
 	$(MAKE) --no-print-directory notebooks-apart
+	$(MAKE) --no-print-directory fuzz
+
+# the HTTP fuzzer, serially: under xdist schemathesis would fuzz one operation a test (test_fuzz_http.py)
+fuzz: setup
+	$(BIN)/pytest -q -p no:cacheprovider -p no:xdist tests/reliability/test_fuzz_http.py
 
 notebooks-apart: setup
 	apart=$$(mktemp -d) && GWLAB_DB=$$apart/gateway.sqlite GWLAB_CHECKPOINT=$$apart/frames.sqlite \

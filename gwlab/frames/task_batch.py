@@ -54,7 +54,7 @@ from gwlab.frames.run.usage import PriceTable
 from gwlab.wire.jobs.tasks import Task, TaskFamily
 
 if TYPE_CHECKING:
-    from pandas._libs.tslibs.nattype import NaTType
+    from pandas.api.typing import NaTType
 
 __all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
 

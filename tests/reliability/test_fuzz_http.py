@@ -10,6 +10,7 @@ test_migration_wire.py); the realtime event fuzzer is test_realtime_fuzz.py.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,12 @@ from hypothesis import HealthCheck, settings
 
 from tests.support.gateways import RunningGateway, own_gateway
 
+# Under an xdist worker schemathesis does not expand a test into one item per operation, so each fuzzes
+# one operation (3 of 15 in a `pytest -n 2` run): the module runs whole, serially, apart (make test's
+# `fuzz` target), and skips in a worker rather than pass on a fifth of its cases.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    pytest.skip("run serially (make test runs it apart): under xdist schemathesis fuzzes one operation a test",
+                allow_module_level=True)
 SCHEMA = schemathesis.openapi.from_path(Path(__file__).with_name("openapi_gateway.yaml"))
 TIMEOUT = 60  # seconds per request: a hang fails the case instead of stalling the suite
 TOKEN_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
