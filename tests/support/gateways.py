@@ -17,7 +17,7 @@ from typing import Any
 from bench.harness.loopback import wait_until
 from tests.support.processes import start_owned
 
-__all__ = ["RequestLog", "RunningGateway", "make_key", "own_gateway", "run_cli", "set_key",
+__all__ = ["RequestLog", "RunningGateway", "key_id", "make_key", "own_gateway", "run_cli", "set_key",
            "start_gateway", "stop_gateway"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may download from a model hub
@@ -92,6 +92,19 @@ def make_key(db: Path, name: str, models: str | None = None) -> str:
     store = Store(str(db))
     try:
         return store.create_key(f"{name}-{uuid.uuid4().hex[:6]}", models.split(",") if models else None)
+    finally:
+        store.close()
+
+
+def key_id(db: Path, key: str) -> int:
+    """The id the gateway's request log records for `key` (given by its secret)."""
+    from gwlab.local.store import Store
+
+    store = Store(str(db))
+    try:
+        record = store.find_key(key)
+        assert record is not None
+        return record.id
     finally:
         store.close()
 
