@@ -130,9 +130,20 @@ class RequestLog:
 
     db: Path
 
-    def mark(self) -> int:
-        with sqlite3.connect(self.db, timeout=30) as conn:
-            return conn.execute("SELECT COALESCE(MAX(id), 0) FROM request_log").fetchone()[0]
+    def mark(self, quiet: float = 0.3) -> int:
+        """The last row's id once none has arrived for `quiet` seconds: a request an earlier test left in
+        flight on a shared gateway is logged before the mark, not counted as the next test's."""
+        last = {"id": -1, "since": time.monotonic()}
+
+        def still() -> bool:
+            with sqlite3.connect(self.db, timeout=30) as conn:
+                newest = conn.execute("SELECT COALESCE(MAX(id), 0) FROM request_log").fetchone()[0]
+            if newest != last["id"]:
+                last.update(id=newest, since=time.monotonic())
+            return time.monotonic() - last["since"] >= quiet
+
+        wait_until(still, timeout=60, what=f"no new request-log row for {quiet:g} s")
+        return int(last["id"])
 
     def rows(self, mark: int = 0, path: str | None = None) -> list[dict[str, Any]]:
         with sqlite3.connect(self.db, timeout=30) as conn:
