@@ -5,7 +5,8 @@ labelled-only width and the broken alternatives, as a distribution over seeds.
 
 A model that overstates the share (truth 0.3; P(true) 0.75 on refunds, 0.3 otherwise, noise 0.15),
 2,000 model answers, 30 / 50 / 80 labels; conversations of 5 rows sharing a tendency for the clustered
-rows; IPW labels drawn towards uncertain rows by `labelling_probabilities`.
+rows; IPW labels drawn towards uncertain rows by `labelling_probabilities`, and their labelled-only
+figure (the weighted mean of the labels) also at a 5 % share.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from harness.coverage import (  # bench/harness is on sys.path
     coverage,
     drawn_labels,
     few_labels,
+    horvitz_thompson_interval,
     ipw_interval,
+    labels_only_interval,
     ppi_interval,
 )
 
@@ -41,6 +44,13 @@ def main() -> None:
         rows = [coverage(drawn_labels(budget), ipw_interval, SIMS, s) for s in seeds]
         print(f"active IPW, budget {budget}: coverage {[round(r.rate, 3) for r in rows]}, "
               f"width {np.mean([r.width for r in rows]):.3f}")
+    for share, budget in ((0.3, 30), (0.3, 60), (0.05, 60), (0.05, 200)):
+        for name, interval in (("the estimate (tuned lam)", ipw_interval),
+                               ("weighted mean of the labels", labels_only_interval),
+                               ("Horvitz-Thompson (before)", horvitz_thompson_interval)):
+            rows = [coverage(drawn_labels(budget, share), interval, SIMS, s) for s in seeds]
+            print(f"active, share {share}, budget {budget}, {name}: coverage "
+                  f"{[round(r.rate, 3) for r in rows]}, width {np.mean([r.width for r in rows]):.3f}")
 
 
 if __name__ == "__main__":

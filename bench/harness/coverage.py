@@ -17,7 +17,7 @@ import numpy as np
 
 from gwlab.stats import calibration_error as ce
 from gwlab.stats.active import labelling_probabilities
-from gwlab.stats.ppi import ipw_mean, ppi_mean
+from gwlab.stats.ppi import hajek_mean, ipw_mean, ppi_mean
 
 Draw = Callable[[np.random.Generator, int], tuple[float, tuple[Any, ...]]]
 Interval = Callable[..., tuple[float, float]]
@@ -43,9 +43,9 @@ def coverage(draw: Draw, interval: Interval, sims: int, seed: int) -> Coverage:
     return Coverage(hits / sims, float(np.mean(widths)))
 
 
-def _biased(rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
+def _biased(rng: np.random.Generator, size: int, share: float = SHARE) -> tuple[np.ndarray, np.ndarray]:
     """A model that overstates the share: P(true) 0.75 on true rows, 0.3 on the others, noise 0.15."""
-    truth = rng.random(size) < SHARE
+    truth = rng.random(size) < share
     return truth, np.clip(np.where(truth, 0.75, 0.3) + rng.normal(0, 0.15, size), 0, 1)
 
 
@@ -72,11 +72,11 @@ def conversations(labelled: int) -> Draw:
     return draw
 
 
-def drawn_labels(budget: int) -> Draw:
+def drawn_labels(budget: int, share: float = SHARE) -> Draw:
     """Active labelling: the biased model on UNLABELLED rows, labels drawn by `labelling_probabilities`
     (about `budget`, uncertain rows favoured). The interval gets (labels or NaN, model, probabilities)."""
     def draw(rng: np.random.Generator, i: int) -> tuple[float, tuple[Any, ...]]:
-        truth, p = _biased(rng, UNLABELLED)
+        truth, p = _biased(rng, UNLABELLED, share)
         pi = labelling_probabilities(p, budget)
         return float(truth.mean()), (np.where(rng.random(UNLABELLED) < pi, truth, np.nan), p, pi)
     return draw
@@ -94,6 +94,18 @@ def ppi_interval(lam: float | None, clustered: bool = True) -> Interval:
 
 def ipw_interval(y: np.ndarray, p: np.ndarray, pi: np.ndarray) -> tuple[float, float]:
     r = ipw_mean(y, p, pi)
+    return r.low, r.high
+
+
+def labels_only_interval(y: np.ndarray, p: np.ndarray, pi: np.ndarray) -> tuple[float, float]:
+    """The labelled-only figure of an active estimate: the weighted mean of the labels (`hajek_mean`)."""
+    r = hajek_mean(y, pi)
+    return r.low, r.high
+
+
+def horvitz_thompson_interval(y: np.ndarray, p: np.ndarray, pi: np.ndarray) -> tuple[float, float]:
+    """The labelled-only form gwlab showed before: ipw_mean at lam = 0, sum(Y / pi) / N."""
+    r = ipw_mean(y, p, pi, lam=0.0)
     return r.low, r.high
 
 

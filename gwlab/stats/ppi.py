@@ -21,6 +21,13 @@ above times G/(G-1).
 probability pi_i (independently), and theta = mean_i[lam Yhat_i + (Y_i - lam Yhat_i) xi_i / pi_i] over
 all rows is unbiased for every lam; its variance is that of those terms over the rows.
 
+`hajek_mean` is the labels-only estimate under the same design: sum(Y/pi) / sum(1/pi) over the labelled
+rows (Hajek's ratio), not ipw_mean's lam = 0 form sum(Y/pi) / N (Horvitz-Thompson). Both are
+(asymptotically) unbiased, but only the ratio stays inside the labels' range: with five labels drawn at
+pi = 0.01 the Horvitz-Thompson share of a yes/no question can read 1.4. Its standard error is the
+linearised one, which is the HC1 robust standard error of a weighted least-squares fit of Y on a
+constant with weights 1/pi (statsmodels computes the same, tests/stats/test_ppi.py checks it).
+
 What none of this promises: coverage with few labels at a share near 0 or 1 (the normal approximation
 fails there as the Wald interval does), or anything about rows outside the population the frame holds.
 """
@@ -33,7 +40,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["MeanEstimate", "ipw_mean", "ppi_mean", "t_quantile", "tuned_lambda"]
+__all__ = ["MeanEstimate", "hajek_mean", "ipw_mean", "ppi_mean", "t_quantile", "tuned_lambda"]
 
 
 @dataclass(frozen=True)
@@ -167,3 +174,25 @@ def ipw_mean(y: np.ndarray, yhat: np.ndarray, pi: np.ndarray, *, lam: float | No
     se = math.sqrt(float(np.var(terms)) / len(terms)) if n >= 2 else math.nan
     df = n - 1.0 if small_sample else math.inf  # the labels carry the noise: t with n_labelled - 1
     return MeanEstimate(estimate, *_interval(estimate, se, level, df), se, float(lam), n, len(y))
+
+
+def hajek_mean(y: np.ndarray, pi: np.ndarray, *, level: float = 0.95, small_sample: bool = True) -> MeanEstimate:
+    """The labels-only mean of Y when row i was labelled with probability pi_i (y NaN where it was not):
+    the inverse-probability-weighted mean of the labels, always inside their range."""
+    y, pi = (np.asarray(a, dtype=np.float64) for a in (y, pi))
+    if len(y) != len(pi):
+        raise ValueError("y and pi must have one entry per row")
+    if np.any(~(pi > 0.0) | (pi > 1.0)):
+        raise ValueError("pi must be in (0, 1] for every row: a row that could not be labelled breaks the estimate")
+    xi = ~np.isnan(y)
+    n = int(xi.sum())
+    if n == 0:
+        return MeanEstimate(math.nan, math.nan, math.nan, math.nan, 0.0, 0, len(y))
+    w = 1.0 / pi[xi]
+    estimate = float(np.sum(w * y[xi]) / np.sum(w))
+    if n < 2:
+        return MeanEstimate(estimate, math.nan, math.nan, math.nan, 0.0, n, len(y))
+    influence = w * (y[xi] - estimate)  # each label's pull on the ratio, summing to 0
+    se = math.sqrt(float(np.sum(influence**2)) * n / (n - 1)) / float(np.sum(w))
+    df = n - 1.0 if small_sample else math.inf
+    return MeanEstimate(estimate, *_interval(estimate, se, level, df), se, 0.0, n, len(y))

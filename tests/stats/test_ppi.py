@@ -21,8 +21,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.harness.coverage import conversations, coverage, drawn_labels, few_labels, ipw_interval, ppi_interval
-from gwlab.stats.ppi import ipw_mean, ppi_mean, t_quantile, tuned_lambda
+from bench.harness.coverage import (
+    conversations,
+    coverage,
+    drawn_labels,
+    few_labels,
+    ipw_interval,
+    labels_only_interval,
+    ppi_interval,
+)
+from gwlab.stats.ppi import hajek_mean, ipw_mean, ppi_mean, t_quantile, tuned_lambda
 
 _REQUIRED = os.environ.get("GWLAB_PPI_PYTHON")
 _SIDE = _REQUIRED or str(Path(__file__).resolve().parents[2] / ".venv-ppi" / "bin" / "python")
@@ -159,3 +167,50 @@ def test_ipw_refuses_a_row_that_could_not_be_labelled() -> None:
 def test_one_label_has_no_interval() -> None:
     r = ppi_mean(np.array([1.0]), np.array([0.8]), np.array([0.2, 0.4]))
     assert r.estimate == r.estimate and math.isnan(r.low)
+
+
+def _drawn_at_low_rates(rng: np.random.Generator, labels: int = 8, share: float = 0.02
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """A `share` over 2,000 rows, about `labels` rows labelled with probabilities spread over 100x."""
+    truth = (rng.random(2000) < share).astype(float)
+    pi = np.clip(rng.uniform(0.1, 10, 2000) * labels / 2000 / 5.05, 1e-4, 1)
+    return np.where(rng.random(2000) < pi, truth, np.nan), pi
+
+
+def test_hajek_mean_and_se_match_statsmodels_weighted_least_squares_hc1() -> None:
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(12)
+    for y, pi in [_drawn_at_low_rates(rng, 40), _drawn_at_low_rates(rng, 8),
+                  (np.array([1.0, 1.0, np.nan, 1.0]), np.array([0.2, 0.5, 0.3, 0.9])),  # every label alike
+                  (np.array([0.0, 1.0, np.nan, 3.0, 2.0]), np.array([0.01, 0.5, 0.3, 0.9, 1.0]))]:
+        got, xi = hajek_mean(y, pi), ~np.isnan(y)
+        fit = sm.WLS(y[xi], np.ones(int(xi.sum())), weights=1 / pi[xi]).fit(cov_type="HC1")
+        assert got.estimate == pytest.approx(float(fit.params[0]), rel=1e-12)
+        assert got.se == pytest.approx(float(fit.bse[0]), rel=1e-9, abs=1e-15)
+
+
+def test_hajek_share_stays_inside_the_labels_range_where_horvitz_thompson_leaves_it() -> None:
+    rng = np.random.default_rng(3)
+    beyond = 0
+    for share in (0.02, 0.5, 0.9) * 100:
+        y, pi = _drawn_at_low_rates(rng, 5, share)
+        if np.isnan(y).all():
+            continue
+        assert 0.0 <= hajek_mean(y, pi).estimate <= 1.0
+        beyond += not 0.0 <= ipw_mean(y, np.zeros_like(pi), pi, lam=0.0).estimate <= 1.0
+    assert beyond > 0  # the case the ratio form is for: the lam = 0 IPW share read above 1
+
+
+def test_hajek_interval_covers_with_a_few_labels_drawn_at_uneven_rates() -> None:
+    """About 60 labels drawn towards the model's uncertain rows (probabilities 0.02-1): coverage >= 0.93."""
+    assert coverage(drawn_labels(60), labels_only_interval, 500, seed=9).rate >= 0.93
+
+
+def test_hajek_interval_mutant_with_unweighted_residuals_fails_the_same_coverage_check() -> None:
+    def unweighted_se(y: np.ndarray, p: np.ndarray, pi: np.ndarray) -> tuple[float, float]:
+        r, labels = hajek_mean(y, pi), y[~np.isnan(y)]
+        half = t_quantile(0.95, len(labels) - 1) * labels.std(ddof=1) / math.sqrt(len(labels)) / 3
+        return r.estimate - half, r.estimate + half
+
+    assert coverage(drawn_labels(60), unweighted_se, 500, seed=9).rate < 0.85

@@ -6,9 +6,10 @@ label), `prob` / `pred` the model's answers; labels are read by the one label re
 (`frames/evaluation/labels.py`, through `_targets.resolve`). The statistics are `gwlab/stats/ppi.py`'s:
 PPI++ with lam tuned (or fixed: 0 is the labelled-only estimate, 1 plain PPI), cluster-robust with
 `cluster=`, and the inverse-probability-weighted form when `label_prob=` names the probability each row
-had of being drawn for labelling (the column `label_plan` writes). Rows without a model answer (error
-rows) are outside the population estimated and counted in `missing`; a label that matches no option is
-left out with the reader's warning, its row counted as unlabelled.
+had of being drawn for labelling (the column `label_plan` writes; its labelled-only figure, and lam=0's,
+is then the weighted mean of the labels, `hajek_mean`, which stays inside their range). Rows without a
+model answer (error rows) are outside the population estimated and counted in `missing`; a label that
+matches no option is left out with the reader's warning, its row counted as unlabelled.
 
 What it estimates per answer: noul questions the share answered true; choice questions the share of each
 option (with lam tuned per option the shares need not sum to exactly 1; a fixed `lam=` makes them);
@@ -28,11 +29,14 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames.evaluation.labels import EvaluationWarning, read_predictions
 from gwlab.frames.evaluation.targets import Target, probability_columns, resolve
-from gwlab.stats.ppi import MeanEstimate, ipw_mean, ppi_mean
+from gwlab.stats.ppi import MeanEstimate, hajek_mean, ipw_mean, ppi_mean
 
 __all__ = ["estimate"]
 
 _FEW_CLUSTERS = 20  # below this many labelled clusters the clustered normal interval runs short (tests/stats)
+# below this many labels with the answer (or without it) a share's interval runs short: ~3 of 60 active
+# labels at a 5 % share covered 0.84-0.87 at nominal 0.95; ~10 of 200 covered 0.92-0.94 (bench/ppi_coverage.py)
+_FEW_EITHER_WAY = 10
 
 
 class LabelReading(TypedDict, total=False):
@@ -76,13 +80,19 @@ def estimate(frame: pd.DataFrame, truth: str, prob: Any = None, pred: str | None
     answers = ["mean"] if target.kind == "score" else ["true"] if target.kind == "noul" else target.classes
     slices = [(None, np.ones(len(frame), dtype=bool))] if by is None else [
         (key, (frame[by] == key).to_numpy()) for key in sorted(pd.unique(frame[by].dropna()), key=str)]
-    rows = []
+    rows, thin = [], []
     for key, inside in slices:
         for answer in answers:
             column = 0 if values.shape[1] == 1 else target.classes.index(answer)
             y = truths[:, column]
             rows.append({**({by: key} if by is not None else {}), "answer": answer,
                          **_one(frame, inside, answered, values[:, column], y, cluster, label_prob, lam, level)})
+            if target.kind != "score" and _fewest_either_way(y[inside & answered]) < _FEW_EITHER_WAY:
+                thin.append(answer if by is None else f"{answer} ({by}={key})")
+    if thin:
+        warnings.warn(f"{target.question}: fewer than {_FEW_EITHER_WAY} labels with (or without) "
+                      f"{', '.join(map(str, thin))}; the interval of such a share runs short (about 0.85 at "
+                      "nominal 0.95 with 3 of 60), label more (docs/guide/labels.md)", EvaluationWarning, stacklevel=2)
     table = pd.DataFrame(rows, columns=[*([by] if by is not None else []), *COLUMNS])
     if target.kind != "score":  # a share lies in [0, 1]: clipping the normal interval loses no coverage
         bounds = ["low", "high", "labelled_low", "labelled_high"]
@@ -140,8 +150,8 @@ def _one(frame: pd.DataFrame, inside: np.ndarray, answered: np.ndarray, yhat: np
         pi = pd.to_numeric(frame[label_prob], errors="coerce").to_numpy(np.float64)[keep]
         if np.any(~(pi > 0) | (pi > 1)):
             raise InvalidRequest("label_prob", "every row needs its probability of being labelled, in (0, 1]")
-        best = ipw_mean(y[keep], yhat[keep], pi, lam=lam, level=level)
-        classical = ipw_mean(y[keep], yhat[keep], pi, lam=0.0, level=level)
+        classical = hajek_mean(y[keep], pi, level=level)  # inside the labels' range, unlike lam = 0's form
+        best = classical if lam == 0 else ipw_mean(y[keep], yhat[keep], pi, lam=lam, level=level)
     else:
         ids: dict[str, Any] = {}  # ppi_mean's cluster keywords
         if cluster is not None:
@@ -163,6 +173,12 @@ def _effective(best: MeanEstimate, classical: MeanEstimate) -> float:
     if not (best.se > 0 and math.isfinite(classical.se)):
         return math.nan
     return best.n_labelled * (classical.se / best.se) ** 2
+
+
+def _fewest_either_way(y: np.ndarray) -> int:
+    """The smaller of the labels that say yes and those that say no (NaN: unlabelled)."""
+    labelled = y[~np.isnan(y)]
+    return int(min((labelled == 1.0).sum(), (labelled == 0.0).sum()))
 
 
 def _warn_few_clusters(clusters: np.ndarray, column: str) -> None:

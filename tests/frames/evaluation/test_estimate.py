@@ -124,3 +124,24 @@ def test_a_share_interval_stays_within_zero_and_one() -> None:
     table = gwlab.estimate(df, truth="is_refund", prob="refund", by="channel")
     bounds = table[["low", "high", "labelled_low", "labelled_high"]].to_numpy()
     assert np.nanmin(bounds) >= 0.0 and np.nanmax(bounds) <= 1.0
+
+
+def test_the_labelled_only_share_of_active_labels_is_their_weighted_mean_inside_zero_one() -> None:
+    df = _frame(n=400, labelled=0)
+    df["pi"] = 0.05
+    df.loc[df.index[:3], ["is_refund", "pi"]] = ["Yes", 0.005]  # three yes, each drawn at 0.005
+    y = np.where(df.is_refund.notna(), 1.0, np.nan)
+    assert ipw_mean(y, df.refund__noul.to_numpy(), df.pi.to_numpy(), lam=0.0).estimate == pytest.approx(1.5)
+    with pytest.warns(EvaluationWarning, match="fewer than 10 labels"):
+        row = gwlab.estimate(df, truth="is_refund", prob="refund", label_prob="pi").iloc[0]
+    assert row["labelled_only"] == pytest.approx(1.0)  # every label says yes; sum(Y/pi)/N read 1.5
+
+
+def test_a_share_with_few_labels_either_way_warns_and_enough_labels_do_not() -> None:
+    rare = _frame(n=2000, labelled=60)
+    rare["is_refund"] = np.where(np.arange(2000) < 57, "no", np.where(np.arange(2000) < 60, "Yes", None))
+    with pytest.warns(EvaluationWarning, match=r"fewer than 10 labels with \(or without\) true"):
+        gwlab.estimate(rare, truth="is_refund", prob="refund")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gwlab.estimate(_frame(labelled=200), truth="is_refund", prob="refund")
