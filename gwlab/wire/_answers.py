@@ -7,7 +7,7 @@ import html
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from gwlab.wire.endings import COMPLETE, FAILED, INTERRUPTED
 from gwlab.wire.sse import Event, UnknownEvent
@@ -35,7 +35,7 @@ class Usage(Kept):
     WIRE_NAMES: ClassVar[tuple[str, str, str]] = ("input_tokens", "output_tokens", "total_tokens")
 
     @classmethod
-    def from_wire(cls, data: Any) -> Any:
+    def from_wire(cls, data: Any) -> Self | None:
         """None when usage is absent or null (the spec allows both)."""
         if not isinstance(data, Mapping):
             return None

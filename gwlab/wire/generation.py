@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from gwlab.errors import InvalidRequest
 from gwlab.wire.limits import TEMPERATURE_RANGE
@@ -129,7 +129,7 @@ def number(body: Mapping[str, Any], name: str, bounds: tuple[float, float]) -> f
 
 def count(body: Mapping[str, Any], name: str, low: int = 1, high: int | None = None) -> int | None:
     """An integer field within bounds (token caps are counts from 1), or None when absent."""
-    value = body.get(name)
+    value: object = body.get(name)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
@@ -167,7 +167,7 @@ def role(message: Mapping[str, Any], where: str, roles: Sequence[str], hint: str
     return value
 
 
-def object_list(body: Mapping[str, Any], name: str, hint: str) -> list[Mapping[str, Any]]:
+def object_list(body: Mapping[str, Any], name: str, hint: str) -> Sequence[Mapping[str, Any]]:
     """A required, non-empty array of objects (chat and messages `messages`); errors name the entry."""
     value = body.get(name)
     if not _is_array(value) or not value:
@@ -352,7 +352,7 @@ def _allowed(value: Mapping[str, Any], functions: Sequence[ToolSpec], shape: _Sh
 # --- small helpers --------------------------------------------------------------------------------
 
 
-def _is_array(value: Any) -> bool:
+def _is_array(value: Any) -> TypeGuard[Sequence[Any]]:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray)
 
 

@@ -120,7 +120,8 @@ class Schema:
     def sent(self) -> dict[str, Any]:
         """The schema as a gateway sees it: without gwlab's own keywords (`"x-grounding"`, which says a
         field is exempt from grounding: gwlab/wire/grounding.py), which a strict validator may refuse."""
-        return _without(self.json, _OWN_KEYWORDS)
+        sent: dict[str, Any] = _without(self.json, _OWN_KEYWORDS)  # a dict stays a dict
+        return sent
 
     def instructions(self) -> str:
         """The prompt text asking for JSON when the gateway has no structured output (with `absent_rule`)."""

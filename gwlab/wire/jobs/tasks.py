@@ -148,7 +148,7 @@ class Task:
 def one_of(value: Any, allowed: tuple[str, ...], field_name: str, *, given: Any = None) -> str:
     """`value` when it is one of `allowed`, else InvalidRequest naming the field and the choices (and what
     the caller gave, `given`, when `value` is its normalized form: 5 stays 5, not '5')."""
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         shown = value if given is None else given
         raise InvalidRequest(field_name, f"must be one of {', '.join(allowed)}; got {shown!r}")
     return value

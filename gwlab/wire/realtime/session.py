@@ -190,7 +190,7 @@ def _number(value: Any, where: str, bounds: tuple[float, float]) -> float:
     return float(value)
 
 
-def _integer(value: Any, where: str, bounds: tuple[int, int | None]) -> int:
+def _integer(value: object, where: str, bounds: tuple[int, int | None]) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
