@@ -42,8 +42,9 @@ class AsyncChat:
             def again(turns: Any, **fields: Any) -> Any:
                 return self.create(turns, model=model, extra_headers=extra_headers, **fields)
 
-            return await structured.ask(again, CHAT, messages, schema, params, max_reasks,
-                                          self._transport.dialects)
+            answer: ChatCompletion = await structured.ask(again, CHAT, messages, schema, params, max_reasks,
+                                                          self._transport.dialects)
+            return answer
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.chat.stream(...) for a stream")
         body = chat.build_request(messages, model=default_model(model, CHAT.ability), **params)

@@ -40,8 +40,9 @@ class AsyncMessages:
             def again(turns: Any, **fields: Any) -> Any:
                 return self.create(turns, model=model, max_tokens=max_tokens, extra_headers=extra_headers, **fields)
 
-            return await structured.ask(again, MESSAGES, messages, schema, params, max_reasks,
-                                          self._transport.dialects)
+            answer: Message = await structured.ask(again, MESSAGES, messages, schema, params, max_reasks,
+                                                   self._transport.dialects)
+            return answer
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.messages.stream(...) for a stream")
         model = default_model(model, MESSAGES.ability)

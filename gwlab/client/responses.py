@@ -41,8 +41,9 @@ class AsyncResponses:
             def again(turns: Any, **fields: Any) -> Any:
                 return self.create(turns, model=model, extra_headers=extra_headers, **fields)
 
-            return await structured.ask(again, RESPONSES, input, schema, params, max_reasks,
-                                          self._transport.dialects)
+            answer: Response = await structured.ask(again, RESPONSES, input, schema, params, max_reasks,
+                                                    self._transport.dialects)
+            return answer
         if params.pop("stream", None):
             raise InvalidRequest("stream", "use gw.responses.stream(...) for a stream")
         body = responses.build_request(input, model=default_model(model, RESPONSES.ability), **params)

@@ -250,9 +250,8 @@ class AsyncEventStream(Generic[E, R]):
 
 
 def _error_message(error: Any) -> str | None:
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"]
-    return None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None
 
 
 class EventStream(Generic[E, R]):

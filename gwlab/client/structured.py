@@ -83,8 +83,9 @@ def _user_text(messages: str | Sequence[Any]) -> str | None:
     if isinstance(messages, str):
         return messages
     for turn in reversed(list(messages)):
-        if isinstance(turn, Mapping) and turn.get("role") == "user" and isinstance(turn.get("content"), str):
-            return turn["content"]
+        content = turn.get("content") if isinstance(turn, Mapping) and turn.get("role") == "user" else None
+        if isinstance(content, str):
+            return content
     return None
 
 

@@ -193,8 +193,9 @@ def _loop_for(gateway: Any) -> asyncio.AbstractEventLoop:
             raise TypeError("an AsyncGateway is used from its own event loop: await df.gw.adecide(...) "
                             "(or achat, arespond, amessages), or pass a sync Gateway")
         gateway = connection(gateway)
-    if gateway.loop is not None:
-        return gateway.loop
+    loop: asyncio.AbstractEventLoop | None = gateway.loop  # a Connection's by now
+    if loop is not None:
+        return loop
     with _default_lock:
         if _fallback is None:
             _fallback = LoopThread("gwlab-frames-loop")

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from gwlab.client.ledger import Ledger
+from gwlab.client.loop import LoopThread
 from gwlab.client.realtime.session import FunctionCall, RealtimeSession, Turn, _checked_session
 from gwlab.client.realtime.socket import AsyncRealtimeConnection
 from gwlab.client.transport.core import AsyncTransport, normalize_base_url, ws_url
@@ -129,7 +130,7 @@ class AsyncRealtime:
 class RealtimeConnection:
     """The sync twin of AsyncRealtimeConnection: each method runs its twin on the loop thread."""
 
-    def __init__(self, twin: AsyncRealtimeConnection, loop: Any) -> None:
+    def __init__(self, twin: AsyncRealtimeConnection, loop: LoopThread) -> None:
         self._twin, self._loop = twin, loop
 
     def __repr__(self) -> str:
@@ -218,7 +219,7 @@ class RealtimeConnection:
 class Realtime:
     """The sync twin of AsyncRealtime (`gw.realtime` on `Gateway`), usable from a notebook."""
 
-    def __init__(self, twin: AsyncRealtime, loop: Any) -> None:
+    def __init__(self, twin: AsyncRealtime, loop: LoopThread) -> None:
         self._twin, self._loop = twin, loop
 
     def connect(self, model: str, *, session: Mapping[str, Any] | None = None,

@@ -240,7 +240,8 @@ class RealtimeSession:
         """Send any client event (an `event_id` is added when missing); returns its event_id."""
         message = self._stamp(event)
         await self._transmit(message)
-        return message["event_id"]
+        event_id: str = message["event_id"]  # _stamp's, or the caller's checked as a string
+        return event_id
 
     async def session_update(self, **config: Any) -> str:
         """Validate and send session.update; the merged configuration is re-sent after reconnects."""

@@ -115,6 +115,7 @@ def _mono_float(frame: AudioFrame) -> np.ndarray:
     """Any PyAV audio frame (s16/flt, packed or planar, any channels) as mono float samples."""
     data: NDArray[Any] = frame.to_ndarray()
     channels = len(frame.layout.channels)
+    samples: np.ndarray
     if frame.format.is_planar:
         samples = data.reshape(channels, -1).mean(axis=0)
     else:

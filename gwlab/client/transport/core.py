@@ -254,7 +254,7 @@ class AsyncTransport:
                 body = _dialect.adapt_response(out, await self._read_body(response, call,
                                                                            options.get("expect_json", True)))
                 self._learn_from_answer(call, path, body)
-            result: Any = parse(body, call.request_id) if parse is not None else Reply(
+            result: T | Reply = parse(body, call.request_id) if parse is not None else Reply(
                 response.status_code, response.headers, body, call.request_id, call.retries)
         call.record(self.ledger, usage=_usage_of(result), ending=_ending_of(call.family, result))
         return result

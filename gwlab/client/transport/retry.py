@@ -81,7 +81,7 @@ class RetryPolicy:
     @staticmethod
     def backoff(attempt: int) -> float:
         """0.5 s·2^attempt capped at 8 s, minus up to 25 % jitter (read from limits at each call)."""
-        base = min(limits.BACKOFF_BASE_SECONDS * 2**attempt, limits.BACKOFF_MAX_SECONDS)
+        base = min(limits.BACKOFF_BASE_SECONDS * 2.0**attempt, limits.BACKOFF_MAX_SECONDS)
         return base * (1.0 - limits.BACKOFF_JITTER * random.random())
 
 

@@ -84,7 +84,8 @@ def request_id_of(headers: Mapping[str, str]) -> str | None:
 
 
 def media_type_of(response: httpx.Response) -> str:
-    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.partition(";")[0].strip().lower()
 
 
 def is_json(media_type: str) -> bool:
