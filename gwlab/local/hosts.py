@@ -9,6 +9,7 @@ turns the check off, for a reverse proxy that rewrites Host)."""
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -39,7 +40,7 @@ class HostCheck:
         await error_response(scope["path"], error, None)(scope, receive, send)
 
 
-def host_allowed(host: str, server: tuple[str, int] | list | None, allowed: frozenset[str]) -> bool:
+def host_allowed(host: str, server: tuple[str, int] | list[Any] | None, allowed: frozenset[str]) -> bool:
     """`host` (a Host header value) against the local address the connection arrived on."""
     name = _hostname(host)
     if name in allowed:

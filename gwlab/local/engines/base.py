@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from gwlab.wire.decisions import Question  # one definition, validated on the wire; re-exported here
+from gwlab.wire.decisions import Question as Question  # one definition, validated on the wire; re-exported here
 
 T = TypeVar("T")
 

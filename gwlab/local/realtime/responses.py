@@ -19,7 +19,8 @@ from typing import Any, Protocol
 from gwlab.errors import InvalidRequest
 from gwlab.local import catalog, textgen
 from gwlab.local.errors import APIError
-from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text, ToolChoice
+from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text
+from gwlab.wire.generation import ToolChoice
 from gwlab.wire.limits import PCM16_SAMPLE_RATE
 from gwlab.wire.realtime import audio
 from gwlab.wire.realtime import session as rt

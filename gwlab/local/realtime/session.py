@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gwlab.errors import InvalidRequest
+from gwlab.errors import InvalidEvent, InvalidRequest
 from gwlab.local import textgen
 from gwlab.local.errors import APIError
 from gwlab.local.realtime.responses import RATE, ActiveResponse, AudioSink, Responses, error_payload
@@ -117,7 +117,7 @@ class ServerSession(Responses):
     async def _session_update(self, event: dict[str, Any]) -> None:
         updated = rt.session_update(self.session, event)
         if self._voice_used and updated["voice"] != self.session["voice"]:
-            raise rt.InvalidEvent("session.voice" if "session" in event else "voice",
+            raise InvalidEvent("session.voice" if "session" in event else "voice",
                                   "cannot change once the session has produced audio", "cannot_update_voice")
         relisten = any(updated[k] != self.session[k] for k in ("turn_detection", "input_audio_format"))
         self.session = updated
@@ -128,16 +128,16 @@ class ServerSession(Responses):
     async def _append(self, event: dict[str, Any]) -> None:
         data = rt.audio_bytes(event["audio"], "audio")
         if len(data) > REALTIME_MAX_APPEND_BYTES:
-            raise rt.InvalidEvent("audio", f"holds more than {REALTIME_MAX_APPEND_BYTES} bytes of audio")
+            raise InvalidEvent("audio", f"holds more than {REALTIME_MAX_APPEND_BYTES} bytes of audio")
         fmt = self.session["input_audio_format"]
         if fmt == "pcm16" and len(data) % 2:
-            raise rt.InvalidEvent("audio", "pcm16 audio needs an even number of bytes")
+            raise InvalidEvent("audio", "pcm16 audio needs an even number of bytes")
         self._ingest(audio.decode(data, fmt), audio.FORMAT_RATES[fmt])
 
     async def _commit(self, event: dict[str, Any]) -> None:
         if len(self._buffer) // 2 < RATE * REALTIME_MIN_COMMIT_MS // 1000:
             got = len(self._buffer) // 2 / RATE * 1000
-            raise rt.InvalidEvent("", f"buffer too small: a commit needs at least {REALTIME_MIN_COMMIT_MS} "
+            raise InvalidEvent("", f"buffer too small: a commit needs at least {REALTIME_MIN_COMMIT_MS} "
                                   f"ms of audio, got {got:.0f} ms", "input_audio_buffer_commit_empty")
         self._commit_buffer(self._speech_item or textgen.new_id("item_"), self._received)
         self._reset_vad()
@@ -153,9 +153,9 @@ class ServerSession(Responses):
         item = rt.item(event["item"])
         previous = event.get("previous_item_id")
         if previous is not None and previous != "root" and self._find(previous) is None:
-            raise rt.InvalidEvent("previous_item_id", f"no item with id {previous!r}", "item_not_found")
+            raise InvalidEvent("previous_item_id", f"no item with id {previous!r}", "item_not_found")
         if "id" in item and self._find(item["id"]) is not None:
-            raise rt.InvalidEvent("item.id", f"an item with id {item['id']!r} already exists",
+            raise InvalidEvent("item.id", f"an item with id {item['id']!r} already exists",
                                   "duplicate_item_id")
         item = {"id": item.pop("id", None) or textgen.new_id("item_"), "object": "realtime.item",
                 "status": item.pop("status", "completed"), **item}
@@ -183,14 +183,14 @@ class ServerSession(Responses):
         index, end_ms = event["content_index"], event["audio_end_ms"]
         content = item.get("content", [])
         if item["type"] != "message" or item.get("role") != "assistant":
-            raise rt.InvalidEvent("item_id", "only assistant message items can be truncated")
+            raise InvalidEvent("item_id", "only assistant message items can be truncated")
         if index >= len(content) or content[index]["type"] != "audio":
-            raise rt.InvalidEvent("content_index", f"item {item['id']} has no audio part at index {index}")
+            raise InvalidEvent("content_index", f"item {item['id']} has no audio part at index {index}")
         fmt = self.session["output_audio_format"]
         data = self._audio.get(item["id"], b"")
         per_ms = audio.FORMAT_RATES[fmt] // 1000 * (2 if fmt == "pcm16" else 1)
         if end_ms * per_ms > len(data):
-            raise rt.InvalidEvent("audio_end_ms", f"is past the end of the item's audio "
+            raise InvalidEvent("audio_end_ms", f"is past the end of the item's audio "
                                   f"({len(data) // per_ms} ms)")
         self._audio[item["id"]] = data[: end_ms * per_ms]
         content[index]["transcript"] = ""  # unheard speech leaves no text behind (protocols.md §6.3)
@@ -205,7 +205,7 @@ class ServerSession(Responses):
 
     async def _response_create(self, event: dict[str, Any]) -> None:
         if self._response is not None:
-            raise rt.InvalidEvent("", f"response {self._response.id} is still in progress; cancel it or wait "
+            raise InvalidEvent("", f"response {self._response.id} is still in progress; cancel it or wait "
                                   "for response.done", "conversation_already_has_active_response")
         options = rt.response_options(self.session, event.get("response"))
         await self._start_response(options, event.get("event_id"))
@@ -214,20 +214,20 @@ class ServerSession(Responses):
         response = self._response
         wanted = event.get("response_id")
         if response is None or (wanted is not None and wanted != response.id):
-            raise rt.InvalidEvent("response_id" if wanted else "", "no response in progress to cancel"
+            raise InvalidEvent("response_id" if wanted else "", "no response in progress to cancel"
                                   + (f" with id {wanted!r}" if wanted else ""), "response_cancel_not_active")
         self._cancel(response, "client_cancelled")
 
     async def _output_clear(self, event: dict[str, Any]) -> None:
         if self._sink is None:
-            raise rt.InvalidEvent("type", "output_audio_buffer.clear exists only over WebRTC")
+            raise InvalidEvent("type", "output_audio_buffer.clear exists only over WebRTC")
         playback = self._playback
         self._stop_playback(rt.OUTPUT_AUDIO_BUFFER_CLEARED)
         if playback is None or not playback.audio_started:  # nothing was playing: still answered
             self.emit(rt.OUTPUT_AUDIO_BUFFER_CLEARED, response_id=None)
 
     async def _transcription_update(self, event: dict[str, Any]) -> None:
-        raise rt.InvalidEvent("type", "transcription-only sessions are not served here; use session.update "
+        raise InvalidEvent("type", "transcription-only sessions are not served here; use session.update "
                               "with input_audio_transcription")
 
     _HANDLERS: ClassVar[dict[str, Callable[[ServerSession, dict[str, Any]], Any]]] = {
@@ -252,7 +252,7 @@ class ServerSession(Responses):
     def _require_item(self, item_id: str) -> dict[str, Any]:
         item = self._find(item_id)
         if item is None:
-            raise rt.InvalidEvent("item_id", f"no item with id {item_id!r}", "item_not_found")
+            raise InvalidEvent("item_id", f"no item with id {item_id!r}", "item_not_found")
         return item
 
     def _insert(self, item: dict[str, Any], previous: str | None = None) -> None:
@@ -271,7 +271,7 @@ class ServerSession(Responses):
         past the buffer's cap is dropped, with one error event until the buffer is committed or cleared."""
         try:
             self._ingest(pcm16, rate)
-        except rt.InvalidEvent as exc:
+        except InvalidEvent as exc:
             if not self._overflow_told:
                 self._overflow_told = True
                 self.emit(rt.ERROR, error=error_payload(exc, None))
@@ -306,7 +306,7 @@ class ServerSession(Responses):
         it grew without bound); the buffer keeps what it had, to be committed or cleared."""
         if self._max_buffer is None or len(self._buffer) + incoming <= self._max_buffer:
             return
-        raise rt.InvalidEvent("audio", f"input_audio_buffer would hold more than {self._max_buffer} bytes of "
+        raise InvalidEvent("audio", f"input_audio_buffer would hold more than {self._max_buffer} bytes of "
                               "uncommitted audio (pcm16, 24 kHz): commit it (input_audio_buffer.commit) or "
                               "clear it first", BUFFER_FULL)
 

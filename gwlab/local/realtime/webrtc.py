@@ -22,7 +22,8 @@ from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from gwlab.local.errors import APIError
-from gwlab.local.realtime.session import RATE, ServerSession
+from gwlab.local.realtime.responses import RATE
+from gwlab.local.realtime.session import ServerSession
 from gwlab.wire.limits import WEBRTC_CONNECTION_TIMEOUT_MS, WEBRTC_DATA_CHANNEL, WEBRTC_SAMPLE_RATE
 from gwlab.wire.realtime import audio
 

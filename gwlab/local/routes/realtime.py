@@ -20,6 +20,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse, Response
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from gwlab.errors import InvalidEvent
 from gwlab.local import catalog, textgen
 from gwlab.local.auth import authenticate, bearer_token, require_key, require_model
 from gwlab.local.body import read_json
@@ -109,7 +110,7 @@ async def create_session(request: Request, key: Annotated[KeyRecord, Depends(req
     fields = {k: v for k, v in body.items() if k not in ("model", "client_secret")}
     try:
         config = rt.update_session(rt.default_session(), fields, "")
-    except rt.InvalidEvent as exc:
+    except InvalidEvent as exc:
         raise APIError(400, str(exc), code=exc.code, param=exc.field or None) from None
     session_id = textgen.new_id("sess_")
     token, expires_at = request.app.state.store.create_ephemeral(
@@ -158,7 +159,7 @@ async def realtime_socket(websocket: WebSocket) -> None:
         outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         session = ServerSession(outbox.put_nowait, model=model, config=config,
                                 rate_limit=_rate_limiter(websocket, key), max_buffer_bytes=_buffer_cap(websocket))
-    except rt.InvalidEvent as exc:  # a token's stored configuration no longer validates
+    except InvalidEvent as exc:  # a token's stored configuration no longer validates
         await _refuse(websocket, APIError(400, str(exc), param=exc.field or None))
         return
     slots = websocket.app.state.realtime_slots
