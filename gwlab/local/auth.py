@@ -35,7 +35,7 @@ def authenticate(request: Request, secret: str | None) -> KeyRecord:
     """Resolve a secret to an active key and apply its rate limit."""
     if not secret:
         raise _unauthorized("Missing API key: send 'Authorization: Bearer <API key>'")
-    key = request.app.state.store.find_key(secret)
+    key: KeyRecord | None = request.app.state.store.find_key(secret)
     if key is None:
         raise _unauthorized("Invalid API key")
     if key.status != "active":

@@ -24,7 +24,8 @@ def protocol_class(kind: str = "auto") -> type[asyncio.Protocol]:
             kind = "h11"
         else:
             kind = "httptools"
-    return import_from_string(HTTP_PROTOCOLS[kind])
+    protocol: type[asyncio.Protocol] = import_from_string(HTTP_PROTOCOLS[kind])
+    return protocol
 
 
 def with_header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asyncio.Protocol]:

@@ -92,5 +92,6 @@ def _hostname(host: str) -> str:
 def _header(scope: Scope, wanted: bytes) -> str | None:
     for name, value in scope.get("headers", []):
         if name == wanted:
-            return value.decode("latin-1")
+            text: str = value.decode("latin-1")  # an ASGI header value is bytes
+            return text
     return None

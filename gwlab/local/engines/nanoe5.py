@@ -106,7 +106,8 @@ def negate(text: str) -> str:
 def softmax(sims: np.ndarray, temperature: float) -> np.ndarray:
     z = np.asarray(sims, dtype=np.float64) / max(temperature, 1e-6)
     e = np.exp(z - z.max())
-    return e / e.sum()
+    weights: np.ndarray = e / e.sum()
+    return weights
 
 
 def confidence(p: np.ndarray) -> float:

@@ -139,7 +139,7 @@ class TaskWorker:
 
 def load(request: Any, key_id: int, task_id: str, *, kind: str, noun: str, code: str, param: str) -> dict[str, Any]:
     """This key's task of this kind, or a 404 `{code}_not_found`; its model goes to the request log."""
-    task = request.app.state.store.load_task(task_id, key_id)
+    task: dict[str, Any] | None = request.app.state.store.load_task(task_id, key_id)
     if task is None or task.get("object") != kind:
         raise APIError(404, f"No {noun} with id '{task_id}'", code=f"{code}_not_found", param=param)
     request.state.model = task.get("model")

@@ -87,7 +87,7 @@ class ActiveResponse:
 
     @property
     def in_conversation(self) -> bool:
-        return self.options["conversation"] == "auto"
+        return bool(self.options["conversation"] == "auto")
 
 
 def error_payload(exc: InvalidRequest | APIError, event_id: str | None) -> dict[str, Any]:
@@ -216,13 +216,15 @@ class Responses:
 
     async def _words(self, item: dict[str, Any], part: dict[str, Any]) -> str:
         if part["type"] in ("input_text", "text"):
-            return part["text"]
+            text: str = part["text"]  # checked by the client-event validator
+            return text
         if part["type"] == "item_reference":
             referenced = self._find(part["id"])
             return " ".join([await self._words(referenced, p) for p in referenced.get("content", [])]) \
                 if referenced else ""
         if part.get("transcript") is not None:
-            return part["transcript"]
+            transcript: str = part["transcript"]
+            return transcript
         heard = self._heard.get(item.get("id", ""))
         if heard is not None:
             return await asyncio.shield(heard)

@@ -80,6 +80,7 @@ def frame_pcm16(frame: av.AudioFrame) -> bytes:
     """A decoded frame as mono pcm16 (channels averaged), whatever layout the decoder chose."""
     data = frame.to_ndarray()
     channels = len(frame.layout.channels)
+    mono: np.ndarray
     if frame.format.is_planar:
         mono = data.astype(np.float64).mean(axis=0)
     else:

@@ -34,7 +34,8 @@ def setup(app: FastAPI) -> None:
 
 
 def worker(request: Request) -> BatchWorker:
-    return request.app.state.batch_worker
+    batch_worker: BatchWorker = request.app.state.batch_worker  # set by setup()
+    return batch_worker
 
 
 def window(request: Request) -> float:
@@ -49,7 +50,7 @@ def public(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _metadata(body: dict[str, Any]) -> dict[str, str] | None:
-    meta = field(body, "metadata", dict)
+    meta: dict[str, str] | None = field(body, "metadata", dict)  # its values checked below
     if meta is None:
         return None
     if len(meta) > wb.MAX_METADATA_KEYS or not all(isinstance(v, str) for v in meta.values()):
@@ -61,7 +62,7 @@ def load_job(request: Request, key: KeyRecord, batch_id: str, kind: tuple[str, s
              param: str) -> dict[str, Any]:
     """The key's job of this kind (`(field, value)` of the stored object), else the API's 404: another key's
     job, a task of another kind and no job at all look the same."""
-    job = request.app.state.store.load_task(batch_id, key.id)
+    job: dict[str, Any] | None = request.app.state.store.load_task(batch_id, key.id)
     if job is None or job.get(kind[0]) != kind[1]:
         noun = kind[1].replace("_", " ")
         raise APIError(404, f"No {noun} with id '{batch_id}'", code=code, param=param)

@@ -52,7 +52,8 @@ def setup(app: FastAPI) -> None:
 
 
 def _worker(request: Request) -> TaskWorker:
-    return request.app.state.image_worker
+    worker: TaskWorker = request.app.state.image_worker  # set by setup()
+    return worker
 
 
 def _load(request: Request, key: KeyRecord, task_id: str) -> dict[str, Any]:

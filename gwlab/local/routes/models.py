@@ -24,4 +24,5 @@ async def retrieve_model(model_id: str, key: KeyRecord = Depends(require_key)) -
     info = catalog.find(model_id)
     if info is None or not key.allows(model_id):
         raise APIError(404, f"The model '{model_id}' does not exist", code="model_not_found", param="model")
-    return catalog.listing([info])["data"][0]
+    entry: dict[str, Any] = catalog.listing([info])["data"][0]  # the one model's listing entry
+    return entry

@@ -176,7 +176,8 @@ async def realtime_socket(websocket: WebSocket) -> None:
 
 
 def _buffer_cap(conn: HTTPConnection) -> int | None:
-    return conn.app.state.settings.limits.realtime_buffer_bytes
+    cap: int | None = conn.app.state.settings.limits.realtime_buffer_bytes
+    return cap
 
 
 async def _converse(websocket: WebSocket, session: ServerSession, outbox: asyncio.Queue[dict[str, Any]]) -> None:

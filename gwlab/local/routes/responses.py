@@ -22,7 +22,7 @@ from gwlab.local import textgen
 from gwlab.local.auth import require_key, require_model
 from gwlab.local.body import read_json
 from gwlab.local.errors import APIError
-from gwlab.local.store import KeyRecord
+from gwlab.local.store import KeyRecord, Store
 from gwlab.local.streaming import sse, sse_response
 from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text
 from gwlab.wire import responses as wire_responses
@@ -71,7 +71,8 @@ async def create_response(request: Request, key: Key) -> Any:
 
 @router.get("/responses/{response_id}")
 async def retrieve_response(request: Request, response_id: str, key: Key) -> dict[str, Any]:
-    stored = request.app.state.store.load_response(response_id, key.id)
+    store: Store = request.app.state.store
+    stored = store.load_response(response_id, key.id)
     if stored is None:
         raise APIError(404, f"No response with id '{response_id}'", param="response_id")
     request.state.model = stored[0].get("model")

@@ -66,7 +66,8 @@ def setup(app: FastAPI) -> None:
 
 
 def _worker(request: Request) -> TaskWorker:
-    return request.app.state.video_worker
+    worker: TaskWorker = request.app.state.video_worker  # set by setup()
+    return worker
 
 
 # --- reading a submission --------------------------------------------------------------------------
@@ -116,7 +117,7 @@ async def _read_submission(request: Request) -> tuple[dict[str, Any], bytes | No
 
 
 def _model(key: KeyRecord, body: dict[str, Any]) -> str:
-    model = field(body, "model", str, default=DEFAULT_MODEL)
+    model: str = field(body, "model", str, default=DEFAULT_MODEL)
     if isinstance(model, str) and model and catalog.find(model) is None:
         # the openai SDK's examples send sora-2; say plainly what this gateway can do instead
         raise APIError(404, f"The model '{model}' does not exist on the local gateway; use "
@@ -134,7 +135,7 @@ def _new_video(model: str, prompt: str, size: str, seconds: str,
 
 
 def _prompt(body: dict[str, Any]) -> str:
-    prompt = videos.build_remix(body.get("prompt"))["prompt"]  # the client's validator: one rule, both sides
+    prompt: str = videos.build_remix(body.get("prompt"))["prompt"]  # the client's validator: one rule, both sides
     if len(prompt) > MAX_PROMPT_CHARS:
         raise APIError(400, f"'prompt' is longer than {MAX_PROMPT_CHARS} characters", param="prompt")
     return prompt
