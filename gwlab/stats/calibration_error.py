@@ -98,4 +98,5 @@ def _folded_mean(mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
     erf = np.vectorize(math.erf, otypes=[float])
     safe = np.where(sd > 0, sd, 1.0)
     folded = safe * np.sqrt(2.0 / np.pi) * np.exp(-(mean**2) / (2 * safe**2)) + mean * erf(mean / (np.sqrt(2.0) * safe))
-    return np.where(sd > 0, folded, np.abs(mean))
+    means: np.ndarray = np.where(sd > 0, folded, np.abs(mean))
+    return means

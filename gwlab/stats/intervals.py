@@ -92,7 +92,8 @@ def binom_cdf(k: int, n: int, p: float | np.ndarray) -> np.ndarray:
         logp, log1p = np.log(p)[:, None], np.log1p(-p)[:, None]
     terms = log_choose + np.where(i > 0, i * logp, 0.0) + np.where(n - i > 0, (n - i) * log1p, 0.0)
     top = terms.max(axis=1, keepdims=True)
-    return np.minimum(1.0, np.exp(top[:, 0]) * np.exp(terms - top).sum(axis=1))
+    probabilities: np.ndarray = np.minimum(1.0, np.exp(top[:, 0]) * np.exp(terms - top).sum(axis=1))
+    return probabilities
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

@@ -24,7 +24,8 @@ def confidence(proba: np.ndarray) -> np.ndarray:
         return np.ones(len(p))
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * np.log(p), 0.0)
-    return 1.0 + terms.sum(axis=1) / np.log(p.shape[1])
+    scores: np.ndarray = 1.0 + terms.sum(axis=1) / np.log(p.shape[1])
+    return scores
 
 
 def accuracy(y: np.ndarray, pred: np.ndarray) -> float:
