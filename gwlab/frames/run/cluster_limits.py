@@ -261,7 +261,8 @@ class ClusterLimiter:
         self._pausing = self._submit("gwlab_limit_pause", name=self.name, seconds=float(seconds))
 
     async def state(self) -> dict[str, Any]:
-        return await self._call("gwlab_limit_state", name=self.name)
+        state: dict[str, Any] = await self._call("gwlab_limit_state", name=self.name)
+        return state
 
     def in_flight(self, send: Sender) -> Sender:
         """`send` holding one of the cluster's `max_in_flight` slots per attempt (unchanged without one)."""

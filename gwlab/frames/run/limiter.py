@@ -167,7 +167,7 @@ class SharedTokenBucket:
             now = time.time()
             if paused > now:
                 conn.execute("COMMIT")
-                return paused - now
+                return float(paused - now)
             elapsed = max(0.0, now - stamp)
             wait = 0.0
             if self._rpm and self._rcap is not None:  # a cap whenever there is a rate

@@ -315,7 +315,8 @@ class RunResult:
 
     def done(self) -> np.ndarray:
         """(repeats, jobs): which asks have an answer, sent in this run or read from the checkpoint."""
-        return (self.status == SENT) | (self.status == CACHED)
+        done: np.ndarray = (self.status == SENT) | (self.status == CACHED)
+        return done
 
     def job_status(self) -> np.ndarray:
         """Per request: SENT if any repeat was sent now, else CACHED if any was answered, else ERROR if
@@ -345,7 +346,7 @@ def _with_repeats(index: pd.Index, k: int) -> pd.MultiIndex:
 
 
 def _first_done(values: np.ndarray, done: np.ndarray) -> np.ndarray:
-    first = values[0].copy()
+    first: np.ndarray = values[0].copy()
     for r in range(1, values.shape[0]):
         fill = ~done[:r].any(axis=0) & done[r]
         first[fill] = values[r][fill]

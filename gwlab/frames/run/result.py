@@ -53,7 +53,7 @@ class BatchFrame(pd.DataFrame):
         return super().__repr__() + (f"\n{summary.text()}" if summary is not None else "")
 
     def _repr_html_(self) -> str | None:
-        body = super()._repr_html_()  # type: ignore[misc]  # pandas-stubs leave out DataFrame._repr_html_
+        body: str | None = super()._repr_html_()  # type: ignore[misc]  # pandas-stubs leave out DataFrame._repr_html_
         summary = getattr(self, "run", None)
         if summary is None:
             return body
