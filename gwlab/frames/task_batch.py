@@ -350,7 +350,7 @@ class TaskRun(Stoppable):
 
     def _budget_tasks(self) -> int | None:
         """How many new tasks the budget allows (None: no budget)."""
-        budget = self.budget
+        budget: object = self.budget  # checked here: a Budget or a whole number
         if budget is None:
             return None
         if isinstance(budget, Budget):

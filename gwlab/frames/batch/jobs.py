@@ -233,10 +233,13 @@ async def _send(ctx: _Context, token: str, part: list[tuple[str, dict[str, Any]]
     from gwlab.errors import StatusError
 
     try:
+        job: BatchJob
         if ctx.api.name == "anthropic":
-            return await ctx.client.submit(part)
-        return await ctx.client.submit(part, endpoint="/v1" + ctx.recipe.endpoint,
-                                       metadata={"gwlab_submission": token})
+            job = await ctx.client.submit(part)
+        else:
+            job = await ctx.client.submit(part, endpoint="/v1" + ctx.recipe.endpoint,
+                                          metadata={"gwlab_submission": token})
+        return job
     except (InvalidRequest, StatusError) as exc:  # refused before acceptance (4xx, or refused locally)
         if isinstance(exc, InvalidRequest) or 400 <= (getattr(exc, "status", 500) or 500) < 500:
             ctx.journal.abandon(token, f"{type(exc).__name__}: {exc}")

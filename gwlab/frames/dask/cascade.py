@@ -101,7 +101,7 @@ def cascade_frame(lazy: Any, summary: CascadeSummary) -> Any:
         """A lazy cascade frame: dask's DataFrame and the summary known when it was built."""
 
         def __init__(self, expr: Any, cascade: CascadeSummary) -> None:
-            super().__init__(expr)
+            super().__init__(expr)  # type: ignore[no-untyped-call]  # dask's DataFrame.__init__ has no annotations
             self._cascade = cascade
 
         @property
@@ -154,7 +154,8 @@ def _sample_answers(ddf: Any, job: CascadeJob, run: WorkerRun, asked: np.ndarray
     part = np.searchsorted(offsets, asked, side="right") - 1
     wanted = {int(p): (asked[part == p] - offsets[p]).tolist() for p in np.unique(part)}
     rows = ddf.map_partitions(_take, wanted=wanted, meta=make_meta(ddf)).compute()
-    return dask.delayed(_ask_sample)(rows, job, run).compute()
+    answers: tuple[np.ndarray, OracleSpend] = dask.delayed(_ask_sample)(rows, job, run).compute()
+    return answers
 
 
 def _ask_sample(rows: pd.DataFrame, job: CascadeJob, run: WorkerRun) -> tuple[np.ndarray, OracleSpend]:

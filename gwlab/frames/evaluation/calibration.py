@@ -42,7 +42,8 @@ def temperature_scale(proba: np.ndarray, temperature: float, kind: str) -> np.nd
     z = logp / temperature
     z -= z.max(axis=1, keepdims=True)
     e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    scaled: np.ndarray = e / e.sum(axis=1, keepdims=True)
+    return scaled
 
 
 def fit_temperature(proba: np.ndarray, y: np.ndarray, kind: str) -> float:
@@ -109,7 +110,8 @@ def isotonic(fit_proba: np.ndarray, fit_y: np.ndarray, proba: np.ndarray, kind: 
         xs, ys = pav(fit_proba[:, k], (fit_y == k).astype(float))
         out[:, k] = np.interp(proba[:, k], xs, ys)
     sums = out.sum(axis=1, keepdims=True)
-    return np.divide(out, sums, out=np.full_like(out, 1.0 / out.shape[1]), where=sums > 0)
+    fitted: np.ndarray = np.divide(out, sums, out=np.full_like(out, 1.0 / out.shape[1]), where=sums > 0)
+    return fitted
 
 
 @dataclass(frozen=True)
@@ -306,4 +308,5 @@ def _split(frame: pd.DataFrame, target: Target, fit: float | Any, seed: int) -> 
     mask = np.asarray(fit.to_numpy() if isinstance(fit, pd.Series) else fit, dtype=bool)
     if mask.shape != (len(frame),):
         raise InvalidRequest("fit", f"a mask needs one boolean per row ({len(frame)}); got {mask.shape}")
-    return mask[target.positions]
+    fit_rows: np.ndarray = mask[target.positions]
+    return fit_rows

@@ -355,7 +355,8 @@ def _sliced(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any, pred
             key = value if isinstance(value, tuple) else (value,)
             parts.append(one.set_index(pd.MultiIndex.from_tuples([(i, *key) for i in one.index],
                                                                  names=["question", *keys])))
-    return pd.concat(parts)
+    metrics: pd.DataFrame = pd.concat(parts)
+    return metrics
 
 
 def _one_question(q: str, truth: Mapping[str, str], prob: Any, pred: Any) -> tuple[Any, Any, Any]:

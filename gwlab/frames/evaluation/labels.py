@@ -170,7 +170,8 @@ def read_predictions(question: str, predictions: Sequence[Any] | np.ndarray, kin
         warnings.warn(f"question {question!r}{_in(column)}: {sum(missing.values())} of {len(codes)} predictions "
                       f"match none of its classes ({', '.join(map(repr, classes))}) and are counted wrong: "
                       f"{shown}", EvaluationWarning, stacklevel=4)
-    return found[codes]
+    per_row: np.ndarray = found[codes]
+    return per_row
 
 
 def boolean(value: Any) -> bool | None:

@@ -58,11 +58,13 @@ class Target:
         """Top-label confidence: the probability of the predicted class."""
         if self.proba is None:
             raise InvalidRequest("prob", f"question {self.question!r} has no probability columns")
-        return self.proba.max(axis=1)
+        top: np.ndarray = self.proba.max(axis=1)
+        return top
 
     @property
     def correct(self) -> np.ndarray:
-        return self.pred == self.y
+        correct: np.ndarray = self.pred == self.y
+        return correct
 
 
 def resolve(frame: pd.DataFrame, truth: str | Mapping[str, str], prob: Any = None,

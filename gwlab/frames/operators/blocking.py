@@ -42,7 +42,8 @@ def tfidf_similarity(left: Sequence[str], right: Sequence[str]) -> np.ndarray:
     idf = np.log((1 + len(docs)) / (1 + (counts > 0).sum(axis=0))) + 1
     vectors = counts * idf
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return vectors[: len(left)] @ vectors[len(left):].T
+    similarity: np.ndarray = vectors[: len(left)] @ vectors[len(left):].T
+    return similarity
 
 
 def _words(text: str) -> list[str]:
