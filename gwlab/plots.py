@@ -294,5 +294,6 @@ def _times(series: pd.Series) -> pd.Series:
 def _naive_utc(series: pd.Series) -> pd.Series:
     """Datetimes in UTC without a zone: what matplotlib's date axis plots as given (labelled UTC)."""
     if getattr(series.dt, "tz", None) is not None:
-        return series.dt.tz_convert("UTC").dt.tz_localize(None)
+        naive: pd.Series = series.dt.tz_convert("UTC").dt.tz_localize(None)
+        return naive
     return series

@@ -119,10 +119,10 @@ class UsageDashboard(anywidget.AnyWidget):
 
 
 def _records(frame: Any) -> list[dict[str, Any]]:
-    records = frame.to_dict("records")
+    records: list[dict[str, Any]] = frame.to_dict("records")
     for record in records:
         record["latency_ms"] = round(record["latency_s"] * 1000, 1) if record.get("latency_s") is not None else None
-        time = record.get("time")
+        time: Any = record.get("time")  # a Timestamp, or whatever the ledger held
         record["time"] = time.strftime("%H:%M:%S") if hasattr(time, "strftime") else time
     return records
 
