@@ -111,13 +111,13 @@ def add_gguf(files: dict[str, str]) -> list[ModelInfo]:
 
     load_done = load(files, set(_BY_ID))
     infos = [
-        ModelInfo(g.model_id, f"{g.model_id} (GGUF: {g.path.name})",  # type: ignore[attr-defined]
-                  f"The user's GGUF {g.path.name} through llama.cpp, with its own chat template",  # type: ignore[attr-defined]
-                  TEXT_FAMILIES, g.max_input_tokens)  # type: ignore[attr-defined]
+        ModelInfo(g.model_id, f"{g.model_id} (GGUF: {g.path.name})",
+                  f"The user's GGUF {g.path.name} through llama.cpp, with its own chat template",
+                  TEXT_FAMILIES, g.max_input_tokens)
         for g in load_done
     ]
     _user.update((m.id, m) for m in infos)
-    _user_files.update((g.model_id, (g.path.name, g.path.stat().st_size)) for g in load_done)  # type: ignore[attr-defined]
+    _user_files.update((g.model_id, (g.path.name, g.path.stat().st_size)) for g in load_done)
     return infos
 
 

