@@ -42,8 +42,7 @@ class _Ints:
         self.values = array("q")
 
     def append(self, value: int | None) -> None:
-        ok = isinstance(value, int) and _NONE < value < 2**63
-        self.values.append(int(value) if ok else _NONE)  # type: ignore[arg-type]
+        self.values.append(int(value) if isinstance(value, int) and _NONE < value < 2**63 else _NONE)
 
     def get(self, i: int) -> int | None:
         value = self.values[i]

@@ -143,7 +143,7 @@ class AsyncEventStream(Generic[E, R]):
             return self._override
         result = self._acc.result()
         if self.request_id is not None and dataclasses.is_dataclass(result) and hasattr(result, "request_id"):
-            result = dataclasses.replace(result, request_id=self.request_id)  # type: ignore[type-var]
+            result = dataclasses.replace(result, request_id=self.request_id)  # type: ignore[type-var]  # is_dataclass: above
         return result
 
     def __repr__(self) -> str:

@@ -199,7 +199,7 @@ def handles(*kinds: str) -> Callable[[F], F]:
     """Mark an accumulator method as the handler of these stream event types (see Accumulated)."""
 
     def mark(method: F) -> F:
-        method.handles = kinds  # type: ignore[attr-defined]
+        method.handles = kinds  # type: ignore[attr-defined]  # a function takes any attribute; read back by getattr
         return method
 
     return mark
@@ -219,6 +219,7 @@ class Accumulated:
 
     __slots__ = ()
     status: Any  # a str attribute or property of the family's accumulator
+    events: list[Any]  # every event it took, typed or kept unknown (each family's accumulator sets it)
 
     def result(self) -> Any:  # pragma: no cover - each family's accumulator defines it
         raise NotImplementedError
@@ -233,7 +234,7 @@ class Accumulated:
     def _dispatch(self, typed: Any, data: Mapping[str, Any]) -> list[Any]:
         """Keep a typed event and let the handler of its type (a table, not a chain of branches) update
         the state; the typed event is what `add` returns."""
-        self.events.append(typed)  # type: ignore[attr-defined]
+        self.events.append(typed)
         handler = self.HANDLERS.get(typed.type)
         if handler is not None:
             handler(self, typed, data)

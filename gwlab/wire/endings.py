@@ -61,7 +61,7 @@ def chat_ending(finish_reasons: Iterable[str | None], refused: bool = False) -> 
     reasons = list(finish_reasons)
     if not reasons or any(not reason for reason in reasons):
         return INTERRUPTED
-    endings = [CHAT_FINISH.get(reason, OTHER) for reason in reasons]  # type: ignore[arg-type]
+    endings = [CHAT_FINISH.get(reason, OTHER) for reason in reasons]  # type: ignore[arg-type]  # none empty: above
     if refused and all(ending == COMPLETE for ending in endings):
         return REFUSED
     return _least(endings)

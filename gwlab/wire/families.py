@@ -117,7 +117,8 @@ def read_usage(usage: Any) -> tuple[int | None, int | None]:
     else:
         values = [next((getattr(usage, f) for f in fields if getattr(usage, f, None) is not None), None)
                   for fields in (INPUT_TOKEN_FIELDS, OUTPUT_TOKEN_FIELDS)]
-    return tuple(v if isinstance(v, int) and not isinstance(v, bool) else None for v in values)  # type: ignore[return-value]
+    given, taken = (v if isinstance(v, int) and not isinstance(v, bool) else None for v in values)
+    return given, taken
 
 
 def usage_of(body: Any) -> tuple[int | None, int | None]:
