@@ -152,4 +152,4 @@ def load_ipython_extension(ipython: object) -> None:
     """`%load_ext gwlab`: the `%gw` / `%%gw` magics (gwlab/magics.py)."""
     from gwlab.magics import load_ipython_extension as load
 
-    load(ipython)  # type: ignore[arg-type]
+    load(ipython)  # type: ignore[arg-type]  # IPython's shell, typed object: importing gwlab needs no IPython

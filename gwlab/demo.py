@@ -71,7 +71,7 @@ def execute(path: Path, *, env: Mapping[str, str] | None = None, timeout: int = 
     try:
         client.execute(env=dict(env if env is not None else os.environ))
     except CellExecutionError as exc:
-        exc.notebook = notebook  # type: ignore[attr-defined]
+        exc.notebook = notebook  # type: ignore[attr-defined]  # the executed notebook rides on nbclient's error
         raise
     finally:  # nbclient leaves a kernel manager it was given running: a kernel must not outlive us
         if km.has_kernel:

@@ -32,7 +32,7 @@ def with_header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[a
     """`base` with a deadline for each request's headers (uvicorn's protocols keep the request being
     answered in `self.cycle`: a new cycle means a request's headers were complete)."""
 
-    class HeaderDeadline(base):  # type: ignore[misc, valid-type]
+    class HeaderDeadline(base):  # type: ignore[misc, valid-type]  # a base known at run time (uvicorn's choice)
         _header_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:

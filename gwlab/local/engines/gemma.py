@@ -73,7 +73,7 @@ class GemmaGenerator(LlamaGenerator):
         return _load()
 
     @property
-    def repeat_penalty(self) -> float:  # type: ignore[override]
+    def repeat_penalty(self) -> float:  # type: ignore[override]  # a property over the base's plain attribute
         return REPEAT_PENALTY  # read at call time: bench/engines.py --prompts varies it
 
     def build_prompt(self, system: str | None, turns: Sequence[tuple[str, str]]) -> str:
