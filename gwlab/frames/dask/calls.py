@@ -169,7 +169,7 @@ def extract(ddf: Any, prompt: TemplateSpec, schema: Any, *, protocol: str = "cha
         As in ``df.gw.extract``; the meta has the fields' typed columns.
     {shared}
     """
-    own = {name: options[name] for name in _EXTRACT_OWN if name in options}  # type: ignore[literal-required]
+    own = {name: options[name] for name in _EXTRACT_OWN if name in options}  # type: ignore[literal-required]  # keys of the TypedDict
     run = {name: value for name, value in options.items() if name not in _EXTRACT_OWN}
     parsed = Schema.of(schema)  # normalised once: workers get the schema, not the caller's classes to rebuild
     # grounding is not on Dask yet: its meta has no grounding columns (docs/pandas.md)

@@ -80,7 +80,7 @@ class OperatorFrame(BatchFrame):
     @classmethod
     def of(cls, frame: pd.DataFrame, summary: OperatorSummary, answers: pd.DataFrame | None = None
            ) -> OperatorFrame:
-        out = cls.wrap(frame, summary)  # type: ignore[arg-type]
+        out = cls.wrap(frame, summary)  # type: ignore[arg-type]  # an operator's summary in a RunSummary's place
         out.answers = answers
         return out
 
