@@ -86,7 +86,7 @@ test: browser-deps db-deps
 
 .PHONY: suite beside fuzz notebooks-apart
 suite: setup
-	GWLAB_PPI_PYTHON=$(CURDIR)/$(PPI)/bin/python $(BIN)/pytest -q -p no:cacheprovider -n 2
+	GWLAB_PPI_PYTHON=$(CURDIR)/$(PPI)/bin/python $(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=20
 
 beside: setup
 	$(MAKE) --no-print-directory typecheck
