@@ -156,7 +156,8 @@ def _labelled(y: np.ndarray, pi: np.ndarray, *others: np.ndarray) -> np.ndarray:
         raise ValueError("y, pi (and yhat) must have one entry per row")
     if np.any(~(pi > 0.0) | (pi > 1.0)):
         raise ValueError("pi must be in (0, 1] for every row: a row that could not be labelled breaks the estimate")
-    return ~np.isnan(y)
+    labelled: np.ndarray = ~np.isnan(y)
+    return labelled
 
 
 def ipw_mean(y: np.ndarray, yhat: np.ndarray, pi: np.ndarray, *, lam: float | None = None,
