@@ -150,16 +150,22 @@ def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, la
                         n + big_n)
 
 
+def _labelled(y: np.ndarray, pi: np.ndarray, *others: np.ndarray) -> np.ndarray:
+    """Which rows carry a label, once the design is checked: one entry per row, every pi in (0, 1]."""
+    if any(len(a) != len(y) for a in (pi, *others)):
+        raise ValueError("y, pi (and yhat) must have one entry per row")
+    if np.any(~(pi > 0.0) | (pi > 1.0)):
+        raise ValueError("pi must be in (0, 1] for every row: a row that could not be labelled breaks the estimate")
+    labelled: np.ndarray = ~np.isnan(y)
+    return labelled
+
+
 def ipw_mean(y: np.ndarray, yhat: np.ndarray, pi: np.ndarray, *, lam: float | None = None,
              level: float = 0.95, small_sample: bool = True) -> MeanEstimate:
     """Active-inference estimate of mean(Y) over all rows: y is NaN where a row was not labelled, pi the
     probability each row had of being labelled (drawn independently), yhat every row's model answer."""
     y, yhat, pi = (np.asarray(a, dtype=np.float64) for a in (y, yhat, pi))
-    if not (len(y) == len(yhat) == len(pi)):
-        raise ValueError("y, yhat and pi must have one entry per row")
-    if np.any(~(pi > 0.0) | (pi > 1.0)):
-        raise ValueError("pi must be in (0, 1] for every row: a row that could not be labelled breaks the estimate")
-    xi = ~np.isnan(y)
+    xi = _labelled(y, pi, yhat)
     n = int(xi.sum())
     if n == 0:
         return MeanEstimate(math.nan, math.nan, math.nan, math.nan, math.nan, 0, len(y))
@@ -180,11 +186,7 @@ def hajek_mean(y: np.ndarray, pi: np.ndarray, *, level: float = 0.95, small_samp
     """The labels-only mean of Y when row i was labelled with probability pi_i (y NaN where it was not):
     the inverse-probability-weighted mean of the labels, always inside their range."""
     y, pi = (np.asarray(a, dtype=np.float64) for a in (y, pi))
-    if len(y) != len(pi):
-        raise ValueError("y and pi must have one entry per row")
-    if np.any(~(pi > 0.0) | (pi > 1.0)):
-        raise ValueError("pi must be in (0, 1] for every row: a row that could not be labelled breaks the estimate")
-    xi = ~np.isnan(y)
+    xi = _labelled(y, pi)
     n = int(xi.sum())
     if n == 0:
         return MeanEstimate(math.nan, math.nan, math.nan, math.nan, 0.0, 0, len(y))
