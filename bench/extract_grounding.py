@@ -42,11 +42,13 @@ HERE = Path(__file__).resolve().parent
 SUPPORT = HERE.parent / "notebooks" / "data" / "support_messages.csv"
 SUPPORT_LABELS = HERE / "data" / "support_grounding_labels.jsonl"
 WRITTEN = HERE / "data" / "grounding_labelled.jsonl"
+WRITTEN2 = HERE / "data" / "grounding_written2.jsonl"
 MODELS = (DEFAULT_MODELS["text"], "local/gemma-3-270m")
 SCHEMAS = {
     "support": {"order_id": str | None, "amount": float | None, "date": dt.date | None},
     "written": {"order_id": str | None, "amount": float | None, "date": dt.date | None, "name": str | None},
 }
+SCHEMAS["written2"] = SCHEMAS["written"]
 PROMPT = ("Customer message: {text}\n\nGive the order id, the amount of money, the date and the customer's "
           "name that the message states.")
 
@@ -90,11 +92,11 @@ def support_set() -> pd.DataFrame:
     return labels.join(texts, how="left")[["text", *SCHEMAS["support"]]]
 
 
-def written_set() -> pd.DataFrame:
-    return pd.read_json(WRITTEN, lines=True, dtype=False).set_index("id")[["text", *SCHEMAS["written"]]]
+def written_set(path: Path = WRITTEN) -> pd.DataFrame:
+    return pd.read_json(path, lines=True, dtype=False).set_index("id")[["text", *SCHEMAS["written"]]]
 
 
-SETS = {"support": support_set, "written": written_set}
+SETS = {"support": support_set, "written": written_set, "written2": lambda: written_set(WRITTEN2)}
 
 
 def measure(gw: Gateway, model: str, name: str, frame: pd.DataFrame, max_tokens: int,

@@ -197,7 +197,9 @@ def _similar(a: _Token, b: _Token) -> bool:
 
 # --- numbers -------------------------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"\d+(?:[.,']\d+)*")
+# a number; "1 295" / "12 500,50" (a space, no-break or thin space before each group of three) is one
+_SPACED = "[ \u00a0\u202f]"
+_NUMBER = re.compile(rf"\d{{1,3}}(?:{_SPACED}\d{{3}})+(?:,\d{{1,2}})?(?![\d.,']?\d)|\d+(?:[.,']\d+)*")
 _WORDS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
                                       "nine", "ten", "eleven", "twelve"])}
 _WORDS.update({w: i for i, w in enumerate(["null", "eins", "zwei", "drei", "vier", "fünf", "sechs", "sieben",
@@ -234,7 +236,8 @@ def _in_a_code(text: str, start: int) -> bool:
 def _readings(written: str) -> set[float]:
     """The numbers a digit string can mean: "1,234.50" (English), "1.234,50" (German), "29,90" (a decimal
     comma), "1'234" (Swiss); a string neither reading parses ("15.01.2026") gives each of its groups."""
-    out = set()
+    out: set[float] = set()
+    written = re.sub(_SPACED, "", written)
     for thousands, decimal in ((",", "."), (".", ","), ("'", ".")):
         plain = written.replace(thousands, "").replace(decimal, ".")
         if re.fullmatch(r"\d+(?:\.\d+)?", plain):
@@ -270,7 +273,13 @@ _MONTHS = {
     10: "october oct oktober okt octobre octubre", 11: "november nov novembre noviembre",
     12: "december dec dezember dez décembre decembre diciembre dic",
 }
-_MONTH_OF = {name: month for month, names in _MONTHS.items() for name in names.split()}
+_MORE_MONTHS = {  # Italian, Portuguese, Dutch, Swedish, Danish and Norwegian names the list above lacks
+    1: "gennaio janeiro januari", 2: "febbraio fevereiro februari", 3: "março maart marts", 4: "aprile",
+    5: "maggio maio mei maj", 6: "giugno junho", 7: "luglio julho", 8: "augustus augusti", 9: "settembre setembro",
+    10: "ottobre outubro", 12: "dicembre dezembro desember",
+}
+_MONTH_OF = {name: month for table in (_MONTHS, _MORE_MONTHS) for month, names in table.items()
+             for name in names.split()}
 _MONTH = "|".join(sorted(map(re.escape, _MONTH_OF), key=len, reverse=True))
 _ORD = r"(?:st|nd|rd|th|er|\.)?"
 _DATES = [  # (pattern, the order of its groups)
