@@ -106,6 +106,31 @@ def test_a_spaced_numbers_groups_and_neighbouring_numbers_are_not_joined_wrongly
     assert quoted(value, text, "number")[0] == NOT_FOUND
 
 
+@pytest.mark.parametrize(("value", "text"), [
+    (2, "注文CYC-80415のライトが2026年2月9日に届きました"),  # Gemma's amount: the month of a date
+    (11, "My appointment on 2026-03-11 was cancelled."),
+    (12, "Bestellung vom 12.02.2026, Betrag 45,00 €"),
+    (2026, "Delivered 15 January 2026, late"),
+])
+def test_a_day_month_or_year_of_a_date_is_not_a_number_of_its_own(value, text):
+    assert quoted(value, text, "number")[0] == NOT_FOUND
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    ("1", "You charged $1,150.00 for the road bike, the ad said $1,050.00."),  # Gemma's order id
+    ("150", "You charged $1,150.00 for the road bike."),
+    ("02", "Bestellung vom 12.02.2026"),
+])
+def test_a_string_value_is_not_grounded_on_a_piece_of_a_number(value, text):
+    assert quoted(value, text)[0] == NOT_FOUND
+
+
+def test_a_piece_of_a_number_leaves_the_same_value_written_elsewhere_grounded():
+    assert quoted("1", "Paid $1,150.00 for 1 bike") == (EXACT, "1")
+    assert quoted(15, "I paid 15 on 15 Jan 2026", "number") == (EXACT, "15")
+    assert quoted("CYC-41890", "Bestellung CYC-41890 vom 12.02.2026, Betrag 1.249,00 €") == (EXACT, "CYC-41890")
+
+
 def test_a_number_written_as_a_word_is_fuzzy():
     assert quoted(2, "I ordered two bags of beans", "number") == (FUZZY, "two")
     assert quoted(3, "Ich bestellte drei Tüten", "number") == (FUZZY, "drei")
