@@ -20,7 +20,8 @@ how many of each grounding found in the text. The two goals: invented values cau
 right values wrongly flagged (what `grounding="drop"` would drop) <= 2 %, each with its 95 % Wilson
 interval and its verdict ("shown": the whole interval on the goal's side), beside the trivial baselines:
 no grounding (catches 0 %, drops 0 %) and dropping every value (catches 100 %, drops 100 %); per model and
-set, per model pooled over the sets, and pooled over every model. Without --checkpoint every row is asked. Figures in docs/benchmarks.md.
+set, per model pooled over the sets, and pooled over every model.
+Without --checkpoint every row is asked. Figures in docs/benchmarks.md.
 """
 
 from __future__ import annotations
