@@ -1,7 +1,7 @@
 """Grounding catches invented values: `df.gw.extract(grounding="flag")` on two labelled sets, local models.
 
-    python bench/extract_grounding.py                            # the default local text model (SmolLM2)
-    python bench/extract_grounding.py --models local/gemma-3-270m  # the other local text model
+    python bench/extract_grounding.py                            # both local text models, every set, pooled
+    python bench/extract_grounding.py --models local/gemma-3-270m  # one model
     python bench/extract_grounding.py --sets written               # one set only
     python bench/extract_grounding.py --rows 10                    # a quick look
     python bench/extract_grounding.py --checkpoint /tmp/g.sqlite   # resumable: a rerun asks only what is missing
@@ -9,15 +9,19 @@
 Data: the first 40 rows of notebooks/data/support_messages.csv with the order id, amount and date each
 states (bench/data/support_grounding_labels.jsonl: 3 values among 120, the rest null), and
 bench/data/grounding_labelled.jsonl (130 messages written for this benchmark, in 6 languages, with ids,
-amounts and dates in many writings and names with accents or in kanji and kana; 204 values among 520). Greedy
+amounts and dates in many writings and names with accents or in kanji and kana; 204 values among 520) and
+bench/data/grounding_written2.jsonl (set "written2": 108 more, value-dense, in 10 languages; 350 values
+among 432). Greedy
 (temperature 0), so a run is repeatable on one machine (see docs/benchmarks.md for other machines). Per model,
 data set and field it prints the values the model gave, split into right (equal to the label after
 normalising: an id's case and separators, an amount within half a cent, a date; the support messages
 state no year, so their dates compare month and day), invented (the label is null) and wrong; then
 how many of each grounding found in the text. The two goals: invented values caught (not_found) >= 90 %,
 right values wrongly flagged (what `grounding="drop"` would drop) <= 2 %, each with its 95 % Wilson
-interval, beside the trivial baselines: no grounding (catches 0 %, drops 0 %) and dropping every value
-(catches 100 %, drops 100 %). Without --checkpoint every row is asked. Figures in docs/benchmarks.md.
+interval and its verdict ("shown": the whole interval on the goal's side), beside the trivial baselines:
+no grounding (catches 0 %, drops 0 %) and dropping every value (catches 100 %, drops 100 %); per model and
+set, per model pooled over the sets, and pooled over every model.
+Without --checkpoint every row is asked. Figures in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -42,19 +46,21 @@ HERE = Path(__file__).resolve().parent
 SUPPORT = HERE.parent / "notebooks" / "data" / "support_messages.csv"
 SUPPORT_LABELS = HERE / "data" / "support_grounding_labels.jsonl"
 WRITTEN = HERE / "data" / "grounding_labelled.jsonl"
+WRITTEN2 = HERE / "data" / "grounding_written2.jsonl"
 MODELS = (DEFAULT_MODELS["text"], "local/gemma-3-270m")
 SCHEMAS = {
     "support": {"order_id": str | None, "amount": float | None, "date": dt.date | None},
     "written": {"order_id": str | None, "amount": float | None, "date": dt.date | None, "name": str | None},
 }
+SCHEMAS["written2"] = SCHEMAS["written"]
 PROMPT = ("Customer message: {text}\n\nGive the order id, the amount of money, the date and the customer's "
           "name that the message states.")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=[DEFAULT_MODELS["text"]],
-                        help=f"text models to measure (the local ones: {', '.join(MODELS)})")
+    parser.add_argument("--models", nargs="+", default=list(MODELS),
+                        help=f"text models to measure (default: both local ones, {', '.join(MODELS)})")
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS), help="the labelled sets to run")
     parser.add_argument("--rows", type=int, default=None, help="only the first N rows of each set")
     parser.add_argument("--max-tokens", type=int, default=72)
@@ -90,11 +96,11 @@ def support_set() -> pd.DataFrame:
     return labels.join(texts, how="left")[["text", *SCHEMAS["support"]]]
 
 
-def written_set() -> pd.DataFrame:
-    return pd.read_json(WRITTEN, lines=True, dtype=False).set_index("id")[["text", *SCHEMAS["written"]]]
+def written_set(path: Path = WRITTEN) -> pd.DataFrame:
+    return pd.read_json(path, lines=True, dtype=False).set_index("id")[["text", *SCHEMAS["written"]]]
 
 
-SETS = {"support": support_set, "written": written_set}
+SETS = {"support": support_set, "written": written_set, "written2": lambda: written_set(WRITTEN2)}
 
 
 def measure(gw: Gateway, model: str, name: str, frame: pd.DataFrame, max_tokens: int,
@@ -162,9 +168,10 @@ def _missing(value: Any) -> bool:
 
 def print_goals(c: dict[str, int]) -> None:
     caught, dropped = (c["invented_caught"], c["invented"]), (c["right_flagged"], c["right"])
-    print(f"invented values caught: {_share(*caught)} (goal >= 90 %; no grounding: 0 %, drop everything: 100 %)")
+    print(f"invented values caught: {_share(*caught)} (goal >= 90 %: {_verdict(*caught, 0.90, at_least=True)}; "
+          "no grounding: 0 %, drop everything: 100 %)")
     print(f"right values wrongly flagged (dropped with grounding='drop'): {_share(*dropped)} "
-          "(goal <= 2 %; no grounding: 0 %, drop everything: 100 %)")
+          f"(goal <= 2 %: {_verdict(*dropped, 0.02, at_least=False)}; no grounding: 0 %, drop everything: 100 %)")
     print(f"wrong values caught: {_share(c['wrong_caught'], c['wrong'])}; raw: "
           + json.dumps({k: c[k] for k in ("given", "right", "invented", "wrong")}))
 
@@ -173,7 +180,18 @@ def _share(k: int, n: int) -> str:
     if n == 0:
         return "- of 0"
     low, high = wilson(k, n, 0.95)
-    return f"{k}/{n} = {k / n:.0%} [{float(low):.0%}, {float(high):.0%}]"
+    return f"{k}/{n} = {k / n:.1%} [{float(low):.1%}, {float(high):.1%}]"
+
+
+def _verdict(k: int, n: int, goal: float, at_least: bool) -> str:
+    """Shown when the whole 95 % Wilson interval is on the goal's side, missed when none of it is."""
+    if n == 0:
+        return "no values"
+    low, high = (float(x) for x in wilson(k, n, 0.95))
+    near, far = (low, high) if at_least else (high, low)
+    if (near >= goal) if at_least else (near <= goal):
+        return "shown"
+    return "missed" if ((far < goal) if at_least else (far > goal)) else "not shown (the interval straddles it)"
 
 
 if __name__ == "__main__":

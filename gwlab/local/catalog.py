@@ -145,11 +145,18 @@ def _versions() -> dict[str, str | None]:
     return found
 
 
+# wire modules only the client runs: grounding aligns answers after they arrive (frames, client/structured)
+_CLIENT_ONLY = frozenset({"wire/grounding.py"})
+
+
 def _code_digest() -> str:
-    """A digest of gwlab's local gateway and wire sources: a change to either may change an answer."""
+    """A digest of gwlab's local gateway and wire sources: a change to either may change an answer. Wire
+    modules the gateway never runs (`_CLIENT_ONLY`) are left out: a fix there changes no answer, so it must
+    not make a checkpoint ask every row again."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for path in sorted([*root.joinpath("local").rglob("*.py"), *root.joinpath("wire").rglob("*.py")]):
+    sources = [*root.joinpath("local").rglob("*.py"), *root.joinpath("wire").rglob("*.py")]
+    for path in sorted(p for p in sources if p.relative_to(root).as_posix() not in _CLIENT_ONLY):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

@@ -136,16 +136,17 @@ def _ground_string(value: str, text: str) -> Grounding:
     words, where = _tokens(value), _tokens(text)
     if not words:
         return _NOT_FOUND
-    span = _exact(words, where)
+    span = _exact(words, where, text)
     if span is not None:
         return Grounding(EXACT, span)
-    span = _fuzzy(words, where)
+    span = _fuzzy(words, where, text)
     return Grounding(FUZZY, span) if span is not None else _NOT_FOUND
 
 
-def _exact(words: list[_Token], where: list[_Token]) -> tuple[int, int] | None:
+def _exact(words: list[_Token], where: list[_Token], text: str) -> tuple[int, int] | None:
     """The first run of text tokens whose concatenation is the value's: separators and spaces ignored,
-    tokens kept whole (so "BRW-10421", "BRW 10421" and "BRW10421" are one id, "10421" inside "110421" is not)."""
+    tokens kept whole (so "BRW-10421", "BRW 10421" and "BRW10421" are one id, "10421" inside "110421" is not),
+    and never a part of a number ("1" is not written in "$1,150.00", nor "02" in "12.02.2026")."""
     compact = "".join(w.norm for w in words)
     for i, first in enumerate(where):
         if not compact.startswith(first.norm):
@@ -153,15 +154,22 @@ def _exact(words: list[_Token], where: list[_Token]) -> tuple[int, int] | None:
         joined = ""
         for j in range(i, len(where)):
             joined += where[j].norm
-            if joined == compact:
+            if joined == compact and not _part_of_a_number(text, first.start, where[j].end):
                 return first.start, where[j].end
             if not compact.startswith(joined):
                 break
     return None
 
 
-def _fuzzy(words: list[_Token], where: list[_Token]) -> tuple[int, int] | None:
-    """The best window of text tokens holding at least FUZZY_THRESHOLD of the value's tokens in order."""
+def _part_of_a_number(text: str, start: int, end: int) -> bool:
+    """Whether `text[start:end]` is glued to more digits by a number's separator (".", ",", "'")."""
+    return bool(re.search(r"\d[.,']$", text[max(0, start - 2):start]) and text[start].isdigit()) or bool(
+        re.match(r"[.,']\d", text[end:end + 2]) and text[end - 1].isdigit())
+
+
+def _fuzzy(words: list[_Token], where: list[_Token], text: str) -> tuple[int, int] | None:
+    """The best window of text tokens holding at least FUZZY_THRESHOLD of the value's tokens in order,
+    never a part of a number."""
     n = len(words)
     need = math.ceil(FUZZY_THRESHOLD * n - 1e-9)  # 1, 2, 3 of 1-3 tokens; 3 of 4; 4 of 5
     width = n + max(1, n // 2)
@@ -170,8 +178,9 @@ def _fuzzy(words: list[_Token], where: list[_Token]) -> tuple[int, int] | None:
         if not any(_similar(w, where[i]) for w in words):
             continue  # a window starts on a matched token
         matched, last = _in_order(words, where[i:i + width])
-        if matched >= need and (best is None or matched > best[0]):
-            best = (matched, (where[i].start, where[i + last].end))
+        span = (where[i].start, where[i + last].end)
+        if matched >= need and (best is None or matched > best[0]) and not _part_of_a_number(text, *span):
+            best = (matched, span)
     return best[1] if best else None
 
 
@@ -197,7 +206,9 @@ def _similar(a: _Token, b: _Token) -> bool:
 
 # --- numbers -------------------------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"\d+(?:[.,']\d+)*")
+# a number; "1 295" / "12 500,50" (a space, no-break or thin space before each group of three) is one
+_SPACED = "[ \u00a0\u202f]"
+_NUMBER = re.compile(rf"\d{{1,3}}(?:{_SPACED}\d{{3}})+(?:,\d{{1,2}})?(?![\d.,']?\d)|\d+(?:[.,']\d+)*")
 _WORDS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
                                       "nine", "ten", "eleven", "twelve"])}
 _WORDS.update({w: i for i, w in enumerate(["null", "eins", "zwei", "drei", "vier", "fünf", "sechs", "sieben",
@@ -213,9 +224,10 @@ _LETTERS_BEFORE = re.compile(rf"(?:(?![{_CJK}])[^\W\d_])+$")  # CJK text writes 
 
 
 def _ground_number(value: float, text: str) -> Grounding:
+    dates = [(start, end) for start, end, *_ in _date_mentions(text)]
     for match in _NUMBER.finditer(text):
-        if _in_a_code(text, match.start()):
-            continue
+        if _in_a_code(text, match.start()) or any(a < match.end() and match.start() < b for a, b in dates):
+            continue  # an id's tail, or a day, month or year of a date ("2" in "2026年2月9日")
         if any(_same_number(value, c) for c in _readings(match.group())):
             return Grounding(EXACT, (match.start(), match.end()))
     for token in _tokens(text):
@@ -234,7 +246,8 @@ def _in_a_code(text: str, start: int) -> bool:
 def _readings(written: str) -> set[float]:
     """The numbers a digit string can mean: "1,234.50" (English), "1.234,50" (German), "29,90" (a decimal
     comma), "1'234" (Swiss); a string neither reading parses ("15.01.2026") gives each of its groups."""
-    out = set()
+    out: set[float] = set()
+    written = re.sub(_SPACED, "", written)
     for thousands, decimal in ((",", "."), (".", ","), ("'", ".")):
         plain = written.replace(thousands, "").replace(decimal, ".")
         if re.fullmatch(r"\d+(?:\.\d+)?", plain):
@@ -270,7 +283,13 @@ _MONTHS = {
     10: "october oct oktober okt octobre octubre", 11: "november nov novembre noviembre",
     12: "december dec dezember dez décembre decembre diciembre dic",
 }
-_MONTH_OF = {name: month for month, names in _MONTHS.items() for name in names.split()}
+_MORE_MONTHS = {  # Italian, Portuguese, Dutch, Swedish, Danish and Norwegian names the list above lacks
+    1: "gennaio janeiro januari", 2: "febbraio fevereiro februari", 3: "março maart marts", 4: "aprile",
+    5: "maggio maio mei maj", 6: "giugno junho", 7: "luglio julho", 8: "augustus augusti", 9: "settembre setembro",
+    10: "ottobre outubro", 12: "dicembre dezembro desember",
+}
+_MONTH_OF = {name: month for table in (_MONTHS, _MORE_MONTHS) for month, names in table.items()
+             for name in names.split()}
 _MONTH = "|".join(sorted(map(re.escape, _MONTH_OF), key=len, reverse=True))
 _ORD = r"(?:st|nd|rd|th|er|\.)?"
 _DATES = [  # (pattern, the order of its groups)

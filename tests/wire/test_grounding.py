@@ -87,6 +87,50 @@ def test_numbers_are_found_in_their_usual_writings(value, text, expected):
     assert quoted(value, text, "number") == (EXACT, expected)
 
 
+@pytest.mark.parametrize(("value", "text", "expected"), [
+    (1295, "Order den 22 maj 2026, 1 295 kr, saknar pedaler.", "1 295"),
+    (12500, "Order CYC-51652, 10.07.2026, 12 500 Ft.", "12 500"),
+    (1295.5, "Montant : 1\u202f295,50 €", "1\u202f295,50"),
+    (3450, "Total 3\u00a0450 NOK", "3\u00a0450"),
+])
+def test_a_number_grouped_by_spaces_is_one_number(value, text, expected):
+    assert quoted(value, text, "number") == (EXACT, expected)
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (500, "I paid 12 500 Ft."),  # a group of a spaced number is not a number of its own
+    (12, "I paid 12 500 Ft."),
+    (12500, "I bought 12 bags, 500 g each."),  # a comma between them: two numbers
+])
+def test_a_spaced_numbers_groups_and_neighbouring_numbers_are_not_joined_wrongly(value, text):
+    assert quoted(value, text, "number")[0] == NOT_FOUND
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (2, "注文CYC-80415のライトが2026年2月9日に届きました"),  # Gemma's amount: the month of a date
+    (11, "My appointment on 2026-03-11 was cancelled."),
+    (12, "Bestellung vom 12.02.2026, Betrag 45,00 €"),
+    (2026, "Delivered 15 January 2026, late"),
+])
+def test_a_day_month_or_year_of_a_date_is_not_a_number_of_its_own(value, text):
+    assert quoted(value, text, "number")[0] == NOT_FOUND
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    ("1", "You charged $1,150.00 for the road bike, the ad said $1,050.00."),  # Gemma's order id
+    ("150", "You charged $1,150.00 for the road bike."),
+    ("02", "Bestellung vom 12.02.2026"),
+])
+def test_a_string_value_is_not_grounded_on_a_piece_of_a_number(value, text):
+    assert quoted(value, text)[0] == NOT_FOUND
+
+
+def test_a_piece_of_a_number_leaves_the_same_value_written_elsewhere_grounded():
+    assert quoted("1", "Paid $1,150.00 for 1 bike") == (EXACT, "1")
+    assert quoted(15, "I paid 15 on 15 Jan 2026", "number") == (EXACT, "15")
+    assert quoted("CYC-41890", "Bestellung CYC-41890 vom 12.02.2026, Betrag 1.249,00 €") == (EXACT, "CYC-41890")
+
+
 def test_a_number_written_as_a_word_is_fuzzy():
     assert quoted(2, "I ordered two bags of beans", "number") == (FUZZY, "two")
     assert quoted(3, "Ich bestellte drei Tüten", "number") == (FUZZY, "drei")
@@ -115,9 +159,22 @@ def test_a_wrong_number_is_not_found():
     ("Livré le 15 janvier 2026", "15 janvier 2026"),
     ("Entregado el 15 de enero de 2026", "15 de enero de 2026"),
     ("2026年1月15日に届きました", "2026年1月15日"),
+    ("Consegnato il 15 gennaio 2026", "15 gennaio 2026"),
+    ("Pedido de 15 de janeiro de 2026", "15 de janeiro de 2026"),
+    ("Geleverd op 15 januari 2026", "15 januari 2026"),
 ])
 def test_dates_are_found_in_several_formats_and_languages(text, expected):
     assert quoted("2026-01-15", text, "date") == (EXACT, expected)
+
+
+@pytest.mark.parametrize(("value", "text", "expected"), [
+    ("2026-05-29", "Pedido CYC-51251 de 29 de maio de 2026, paguei R$ 259,90", "29 de maio de 2026"),
+    ("2026-05-22", "Order CYC-51186 den 22 maj 2026, 1 295 kr", "22 maj 2026"),
+    ("2026-05-14", "Bestelling van 14 mei 2026", "14 mei 2026"),
+    ("2026-05-12", "L'ordine del 12 maggio 2026", "12 maggio 2026"),
+])
+def test_may_in_italian_portuguese_dutch_and_swedish(value, text, expected):
+    assert quoted(value, text, "date") == (EXACT, expected)
 
 
 def test_a_date_whose_year_the_text_omits_is_fuzzy():

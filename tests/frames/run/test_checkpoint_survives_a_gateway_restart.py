@@ -58,3 +58,35 @@ def test_another_local_model_set_is_another_identity(monkeypatch) -> None:
     monkeypatch.setitem(catalog._user_files, extra.id, ("tiny.gguf", 4321))  # another file under the same id
     monkeypatch.setattr(catalog, "_identity", {})
     assert catalog.gateway_identity() != served
+
+
+def test_a_client_only_wire_module_leaves_the_identity_and_any_other_changes_it(tmp_path, monkeypatch) -> None:
+    from gwlab.local import catalog
+
+    monkeypatch.setattr(catalog, "__file__", str(tmp_path / "local" / "catalog.py"))
+    for name in ("local/engine.py", "wire/schema.py", *catalog._CLIENT_ONLY):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    served = catalog._code_digest()
+    for name in catalog._CLIENT_ONLY:
+        (tmp_path / name).write_text("x = 2  # an aligner fix\n")
+    assert catalog._code_digest() == served
+    (tmp_path / "wire/schema.py").write_text("x = 2\n")
+    assert catalog._code_digest() != served
+
+
+def test_the_local_gateway_never_imports_a_client_only_module() -> None:
+    import ast
+
+    from gwlab.local import catalog
+
+    client_only = {"gwlab." + name.removesuffix(".py").replace("/", ".") for name in catalog._CLIENT_ONLY}
+    for path in Path(catalog.__file__).resolve().parent.rglob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = "gwlab." * (node.level > 0) + (node.module or "")
+                imported |= {base, *(f"{base}.{alias.name}" for alias in node.names)}
+        assert not {m.replace("..", ".") for m in imported} & client_only, path
