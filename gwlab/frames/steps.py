@@ -134,9 +134,7 @@ async def run_rows(frame: pd.DataFrame, family: RowRecipe, rows: Rows, config: R
         if owned and checkpoint is not None:
             checkpoint.close()
     if over is not None:
-        result.summary.over_limit = {
-            "model": over.model, "limit": over.limit, "count": len(over.positions),
-            "rows": labels(frame, over.positions[:20]), "estimated_tokens": over.tokens[:20].tolist()}
+        result.summary.over_limit = over.report(labels(frame, over.positions[:20]))
     if result.failure is not None:
         raise result.failure
     assert answers is not None, "no failure: the run's frame was read"
