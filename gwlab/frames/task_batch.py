@@ -225,7 +225,7 @@ class TaskRun(Stoppable):
     row_errors: Mapping[int, str] = field(default_factory=dict)
     config: RunConfig = field(default_factory=lambda: RunConfig(kind="tasks"))
     origin: str = ""
-    checkpoint: AnswerStore | None = None  # the store opened for `config.checkpoint`
+    checkpoint: AnswerStore | None = None  # the store opened for `config.store.checkpoint`
     failure: BaseException | None = field(default=None, init=False)
     _stopping: str | None = field(default=None, init=False)
     _limited: str | None = field(default=None, init=False)  # "budget" or "pilot": rows left out before sending
@@ -233,13 +233,14 @@ class TaskRun(Stoppable):
 
     def __post_init__(self) -> None:
         config = self.config  # checked when it was made: these are plain reads
-        assert config.concurrency is not None  # RunConfig fills in the kind's default
-        self.concurrency, self.pilot, self.refresh = config.concurrency, config.pilot, config.refresh
-        self.errors, self.progress = config.errors, config.progress
-        self.poll_interval, self.timeout = config.poll_interval, config.timeout
-        self.budget, self.prices = config.budget, config.prices
-        self.folder = Path(config.folder or Path("gwlab-tasks") / self.family.name)
-        self.limiter: Limiter = config.limiter or TokenBucket(config.requests_per_minute)
+        limits, spending, polling = config.limits, config.spending, config.polling
+        assert limits.concurrency is not None  # RunConfig fills in the kind's default
+        self.concurrency, self.pilot, self.refresh = limits.concurrency, spending.pilot, config.store.refresh
+        self.errors, self.progress = config.failures.errors, config.output.progress
+        self.poll_interval, self.timeout = polling.poll_interval, polling.timeout
+        self.budget, self.prices = spending.budget, spending.prices
+        self.folder = Path(polling.folder or Path("gwlab-tasks") / self.family.name)
+        self.limiter: Limiter = limits.limiter or TokenBucket(limits.requests_per_minute)
         self.price = task_prices(self.prices, self.model)
         self.gateway = gateway_id(self.origin) if self.origin else ""
 

@@ -72,17 +72,18 @@ class Runner(Stoppable):
     def __init__(self, recipe: RowRecipe, send: Sender, config: RunConfig, *,
                  retry_delay: Callable[[BaseException, int], float | None], checkpoint: AnswerStore | None = None,
                  description: str | None = None, gateway: str = "") -> None:
-        budget = Budget.of(config.budget, config.prices)
+        budget = Budget.of(config.spending.budget, config.spending.prices)
         if budget is not None and recipe.charges_output and not recipe.reserved_output:
             raise InvalidRequest("max_tokens", "a budget on a text protocol needs max_tokens, so the "
                                                "output a request may bill is known before it is sent")
         self.recipe, self.send, self.config = recipe, send, config
-        assert config.concurrency is not None  # RunConfig fills in the kind's default
-        self.concurrency, self.repeats, self.pilot = config.concurrency, config.repeats, config.pilot
-        self.limiter: Limiter = config.limiter or TokenBucket(config.requests_per_minute, config.tokens_per_minute)
-        self.prices = as_table(budget.prices if budget and budget.prices is not None else config.prices)
-        self.budget, self.checkpoint, self.refresh = budget, checkpoint, config.refresh
-        self.errors, self.progress = config.errors, config.progress
+        limits, spending = config.limits, config.spending
+        assert limits.concurrency is not None  # RunConfig fills in the kind's default
+        self.concurrency, self.repeats, self.pilot = limits.concurrency, config.repeats, spending.pilot
+        self.limiter: Limiter = limits.limiter or TokenBucket(limits.requests_per_minute, limits.tokens_per_minute)
+        self.prices = as_table(budget.prices if budget and budget.prices is not None else spending.prices)
+        self.budget, self.checkpoint, self.refresh = budget, checkpoint, config.store.refresh
+        self.errors, self.progress = config.failures.errors, config.output.progress
         self.retry_delay = retry_delay  # the client transport's policy (Connection.retry_delay): its one copy
         self.description = description or recipe.name
         # whose answers these are: part of every checkpoint key, so one gateway's are never another's
