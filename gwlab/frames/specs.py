@@ -37,7 +37,7 @@ class DecideSpec:
 
     async def run(self, frame: pd.DataFrame, config: RunConfig) -> BatchFrame:
         family = recipes.decisions_recipe_for(self.questions, self.model)
-        rows = Template.parse(self.state, frame.columns, field="state").rows(frame, blank=config.blank)
+        rows = Template.parse(self.state, frame.columns, field="state").rows(frame, blank=config.failures.blank)
         return await steps.run_rows(frame, family, rows, config, {"state": self.state})
 
 
@@ -56,7 +56,7 @@ class TextSpec:
     async def run(self, frame: pd.DataFrame, config: RunConfig) -> BatchFrame:
         recipe = recipes.text_recipe(self.protocol, self.model, self.max_tokens, self.params)
         field = "instructions" if self.protocol == "responses" else "system"
-        rows = steps.prompts(frame, self.prompt, self.system, field, config.blank)
+        rows = steps.prompts(frame, self.prompt, self.system, field, config.failures.blank)
         return await steps.run_rows(frame, recipe, rows, config, {"prompt": self.prompt, field: self.system})
 
 
@@ -91,7 +91,7 @@ class ExtractSpec:
         def summarise(run: RunSummary) -> RunSummary:
             return ExtractRunSummary.of(run, mode.note(), template.get("grounding"))
 
-        rows = steps.prompts(frame, self.prompt, self.system, blank=config.blank)
+        rows = steps.prompts(frame, self.prompt, self.system, blank=config.failures.blank)
         return await steps.run_rows(frame, recipe, rows, config, template,
                                     convert=steps.typed_and_grounded(frame, self.schema, plan), derived=plan,
                                     summarise=summarise)

@@ -43,7 +43,7 @@ async def run_tasks(frame: pd.DataFrame, family: TaskFamily, model: str, prompt:
                     build: Callable[[str], dict[str, Any]], config: RunConfig) -> TaskFrame:
     """A task batch over the frame's rows: each row's body built by `build`, submitted, polled, downloaded
     (`config`: a "tasks" run's, built at the accessor's door)."""
-    rows = Template.parse(prompt, frame.columns, field="prompt").rows(frame, blank=config.blank)
+    rows = Template.parse(prompt, frame.columns, field="prompt").rows(frame, blank=config.failures.blank)
     bodies: list[dict[str, Any] | None] = []
     errors = dict(rows.errors)
     for position, code in enumerate(rows.codes):
@@ -57,14 +57,14 @@ async def run_tasks(frame: pd.DataFrame, family: TaskFamily, model: str, prompt:
                 raise  # a setting shared by every row: refused before anything is sent
             bodies.append(None)
             errors[position] = str(exc)
-    if errors and config.errors == "raise":
+    if errors and config.failures.errors == "raise":
         position, message = min(errors.items())
         raise InvalidRequest("prompt", f"row {labels(frame, [position])[0]!r}: {message} (errors='coerce' "
                                        "makes it an error row)")
-    prefix = config.prefix
-    tidy.refuse_clash(frame.columns, TASK_COLUMNS, prefix=prefix, join=config.join)
+    prefix = config.output.prefix
+    tidy.refuse_clash(frame.columns, TASK_COLUMNS, prefix=prefix, join=config.output.join)
     client, origin = _client.task_client(config.gateway, family)
-    checkpoint, owned = open_for_run(config.checkpoint)
+    checkpoint, owned = open_for_run(config.store.checkpoint)
     try:
         run = TaskRun(client, family, model, frame.index, bodies, errors, config, origin=origin,
                       checkpoint=checkpoint)
@@ -99,7 +99,7 @@ async def run_rows(frame: pd.DataFrame, family: RowRecipe, rows: Rows, config: R
     recorded, wrapped as a frame. `convert` types the answers, and `derived` names the columns it adds that
     the run's record keeps (the grounding: `run_answers` has no source text to align again); `summarise`
     makes the typed summary the frame carries from the runner's (extract's `ExtractRunSummary`)."""
-    if rows.errors and config.errors == "raise":
+    if rows.errors and config.failures.errors == "raise":
         position, message = next(iter(sorted(rows.errors.items())))
         label = frame.index[position]
         label = tuple(map(json_value, label)) if isinstance(label, tuple) else json_value(label)
@@ -112,7 +112,7 @@ async def run_rows(frame: pd.DataFrame, family: RowRecipe, rows: Rows, config: R
     over = await over_limit_rows(family, rows, connection, config)
     if over is not None and len(over.positions):
         warnings.warn(over_limit_text(over, labels(frame, over.positions)), InputLimitWarning, stacklevel=2)
-    checkpoint, owned = open_for_run(config.checkpoint)
+    checkpoint, owned = open_for_run(config.store.checkpoint)
     origin = await _client.checkpoint_origin(connection) if checkpoint is not None else connection.origin
     send, retry_delay, phase = connection.send, connection.retry_delay, None
     if config.batch is not None and config.batch is not False:  # provider batch jobs (frames/batch/run.py)
@@ -129,14 +129,12 @@ async def run_rows(frame: pd.DataFrame, family: RowRecipe, rows: Rows, config: R
         answers = convert(answers) if answers is not None and convert is not None else answers
         kept = derived.record(answers) if derived is not None and answers is not None else None
         records.record_rows(checkpoint, runner, result, records.Described(
-            template, frame.index, config.prefix, label=run_label, derived=kept))
+            template, frame.index, config.output.prefix, label=run_label, derived=kept))
     finally:
         if owned and checkpoint is not None:
             checkpoint.close()
     if over is not None:
-        result.summary.over_limit = {
-            "model": over.model, "limit": over.limit, "count": len(over.positions),
-            "rows": labels(frame, over.positions[:20]), "estimated_tokens": over.tokens[:20].tolist()}
+        result.summary.over_limit = over.report(labels(frame, over.positions[:20]))
     if result.failure is not None:
         raise result.failure
     assert answers is not None, "no failure: the run's frame was read"
@@ -190,13 +188,13 @@ def check_names(frame: pd.DataFrame, family: RowRecipe, config: RunConfig, extra
     if config.repeats > 1:
         names += [tidy.column(c, tidy.STD) for c in family.spread] + ["__repeats"]
         names += [tidy.column(repeats.stem(c), tidy.AGREEMENT) for c in family.decided]
-    tidy.refuse_clash(frame.columns, names, prefix=config.prefix, join=config.join)
+    tidy.refuse_clash(frame.columns, names, prefix=config.output.prefix, join=config.output.join)
 
 def wrap_repeats(frame: pd.DataFrame, long: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
     """The long repeats frame, named and joined as the run's result is."""
-    if config.prefix:
-        long.columns = [f"{config.prefix}{c}" for c in long.columns]
-    if not config.join:
+    if config.output.prefix:
+        long.columns = [f"{config.output.prefix}{c}" for c in long.columns]
+    if not config.output.join:
         return long
     inputs = frame.iloc[np.repeat(np.arange(len(frame)), config.repeats)]
     inputs.index = long.index
@@ -204,9 +202,9 @@ def wrap_repeats(frame: pd.DataFrame, long: pd.DataFrame, config: RunConfig) -> 
 
 def wrap(frame: pd.DataFrame, answers: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
     """The answers named (`prefix`) and, with `join`, after the input columns, on the input's index."""
-    if config.prefix:
-        answers.columns = [f"{config.prefix}{c}" for c in answers.columns]
-    if not config.join:
+    if config.output.prefix:
+        answers.columns = [f"{config.output.prefix}{c}" for c in answers.columns]
+    if not config.output.join:
         return answers
     answers.index = frame.index  # the same object: concat aligns nothing, duplicates stay put
     return pd.concat([frame, answers], axis=1)
@@ -215,7 +213,7 @@ def wrap(frame: pd.DataFrame, answers: pd.DataFrame, config: RunConfig) -> pd.Da
 async def over_limit_rows(family: RowRecipe, rows: Rows, connection: Any, config: RunConfig) -> OverLimit | None:
     """With `pilot=` or `budget=`: the rows over the model's `max_input_tokens` (GET /models), checked
     before spending. None when not asked, or when the gateway lists no limit for the model."""
-    if config.pilot is None and config.budget is None:
+    if config.spending.pilot is None and config.spending.budget is None:
         return None
     limit = await connection.input_limit(family.model) if connection.input_limit is not None else None
     return over_limit(rows, family.model, limit) if limit else None

@@ -35,7 +35,7 @@ import mimetypes
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +47,7 @@ from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, key_
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.run.limiter import Limiter, TokenBucket
-from gwlab.frames.run.outcome import recorded_where
+from gwlab.frames.run.outcome import ReadByKey, recorded_where
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.status import RowStatus
 from gwlab.frames.run.usage import PriceTable
@@ -56,11 +56,26 @@ from gwlab.wire.jobs.tasks import Task, TaskFamily
 if TYPE_CHECKING:
     from pandas.api.typing import NaTType
 
-__all__ = ["TaskFrame", "TaskRun", "TaskSummary", "task_prices"]
+__all__ = ["TaskFrame", "TaskPilotEstimate", "TaskRun", "TaskSummary", "task_prices"]
 
 COLUMNS = ("task_id", "status", "error", "file", "thumbnail", "submitted_at", "finished_at", "seconds")
 # row statuses besides the task's own: the same words as every run's (frames/run/status.py)
 IN_DOUBT, NOT_RUN, ERROR = RowStatus.IN_DOUBT.label, RowStatus.NOT_RUN.label, RowStatus.ERROR.label
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPilotEstimate(ReadByKey):
+    """`.run.pilot` of a task batch: what the tasks a pilot left out would cost, and the seconds they would
+    take one after another (the pilot's own tasks' mean; NaN until one finished)."""
+
+    tasks: int
+    cost: float
+    seconds: float = math.nan
+
+    def text(self) -> str:
+        rest = "n/a" if math.isnan(self.cost) else f"${self.cost:.4f}"
+        return (f"pilot: the other {self.tasks} tasks would cost about {rest} and take about "
+                f"{self.seconds:.0f} s one after another")
 
 
 @dataclass
@@ -81,7 +96,7 @@ class TaskSummary:
     cost: float = 0.0  # of the tasks submitted in this run, with `prices`
     elapsed: float = 0.0
     stopped: str | None = None  # "budget" | "pilot" | "timeout" | "error" | "interrupted"
-    pilot: dict[str, Any] | None = None  # what the rows a pilot left out would cost
+    pilot: TaskPilotEstimate | None = None  # what the rows a pilot left out would cost
     family: str = ""
     model: str = ""
     gateway: str = ""
@@ -111,9 +126,7 @@ class TaskSummary:
         if self.stopped:
             line += f"; stopped: {self.stopped}"
         if self.pilot:
-            rest = "n/a" if math.isnan(self.pilot["cost"]) else f"${self.pilot['cost']:.4f}"
-            line += (f"\npilot: the other {self.pilot['tasks']} tasks would cost about {rest} and take about "
-                     f"{self.pilot['seconds']:.0f} s one after another")
+            line += f"\n{self.pilot.text()}"
         if self.running:
             line += "\nrun the same cell again to keep waiting: open tasks are polled, never resubmitted"
         if self.run_id:
@@ -212,7 +225,7 @@ class TaskRun(Stoppable):
     row_errors: Mapping[int, str] = field(default_factory=dict)
     config: RunConfig = field(default_factory=lambda: RunConfig(kind="tasks"))
     origin: str = ""
-    checkpoint: AnswerStore | None = None  # the store opened for `config.checkpoint`
+    checkpoint: AnswerStore | None = None  # the store opened for `config.store.checkpoint`
     failure: BaseException | None = field(default=None, init=False)
     _stopping: str | None = field(default=None, init=False)
     _limited: str | None = field(default=None, init=False)  # "budget" or "pilot": rows left out before sending
@@ -220,13 +233,14 @@ class TaskRun(Stoppable):
 
     def __post_init__(self) -> None:
         config = self.config  # checked when it was made: these are plain reads
-        assert config.concurrency is not None  # RunConfig fills in the kind's default
-        self.concurrency, self.pilot, self.refresh = config.concurrency, config.pilot, config.refresh
-        self.errors, self.progress = config.errors, config.progress
-        self.poll_interval, self.timeout = config.poll_interval, config.timeout
-        self.budget, self.prices = config.budget, config.prices
-        self.folder = Path(config.folder or Path("gwlab-tasks") / self.family.name)
-        self.limiter: Limiter = config.limiter or TokenBucket(config.requests_per_minute)
+        limits, spending, polling = config.limits, config.spending, config.polling
+        assert limits.concurrency is not None  # RunConfig fills in the kind's default
+        self.concurrency, self.pilot, self.refresh = limits.concurrency, spending.pilot, config.store.refresh
+        self.errors, self.progress = config.failures.errors, config.output.progress
+        self.poll_interval, self.timeout = polling.poll_interval, polling.timeout
+        self.budget, self.prices = spending.budget, spending.prices
+        self.folder = Path(polling.folder or Path("gwlab-tasks") / self.family.name)
+        self.limiter: Limiter = limits.limiter or TokenBucket(limits.requests_per_minute)
         self.price = task_prices(self.prices, self.model)
         self.gateway = gateway_id(self.origin) if self.origin else ""
 
@@ -297,7 +311,7 @@ class TaskRun(Stoppable):
             durations = [r.finished_at - r.submitted_at for r in rows
                          if r.done and r.finished_at and r.submitted_at]
             mean = sum(durations) / len(durations) if durations else math.nan
-            summary.pilot["seconds"] = mean * summary.pilot["tasks"]
+            summary.pilot = replace(summary.pilot, seconds=mean * summary.pilot.tasks)
         summary.elapsed = time.perf_counter() - started
         return self._frame(rows), summary
 
@@ -345,7 +359,7 @@ class TaskRun(Stoppable):
         if self.pilot is not None and len(allowed) < len(to_submit):
             self._limited = self._limited or "pilot"
             left = len(to_submit) - len(allowed)
-            summary.pilot = {"tasks": left, "cost": left * self.price, "seconds": math.nan}
+            summary.pilot = TaskPilotEstimate(left, left * self.price)
         return allowed
 
     def _budget_tasks(self) -> int | None:

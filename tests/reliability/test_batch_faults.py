@@ -192,4 +192,4 @@ def test_sigkill_while_polling_resumes_by_polling_the_same_job(tmp_path: Path) -
         out = _run(url, _frame(12).reset_index(drop=True), checkpoint)
     assert state.creates == 1 and (out["__status"] != "error").all()
     _assert_exact(out, state)
-    assert json.loads(json.dumps(out.run.batch))["submitted"] == 0
+    assert json.loads(json.dumps(out.attrs["gwlab_run"]["batch"]))["submitted"] == 0  # plain data in .attrs

@@ -27,6 +27,7 @@ from gwlab.frames.batch.journal import SUBMITTING, Journal, JournalEntry
 from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.run.budget import Budget
 from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, request_key
+from gwlab.frames.run.parts import BatchEstimate, BatchSummary, PilotEstimate
 from gwlab.frames.run.usage import PriceTable, as_table
 from gwlab.wire.jobs import batches as wb
 from gwlab.wire.jobs.batches import BatchAPI, BatchJob
@@ -92,16 +93,14 @@ class BatchPhase:
     billed: tuple[int, int] = (0, 0)
     stopped: str | None = None
     pending: set[str] = field(default_factory=set)  # custom ids still running (wait=False or timeout)
-    estimate: dict[str, float] | None = None  # with a budget: what the submitted requests may cost at most
+    estimate: BatchEstimate | None = None  # with a budget: what the submitted requests may cost at most
     timings: list[tuple[int, float | None, float | None]] = field(default_factory=list)  # per collected job:
     # (requests, seconds from creation to its end, its window), from the gateway's own times (pilot.py)
-    pilot: dict[str, Any] | None = None  # with pilot=: the rest's estimate at the batch price (pilot.py)
+    pilot: PilotEstimate | None = None  # with pilot=: the rest's estimate at the batch price (pilot.py)
 
-    def summary(self) -> dict[str, Any]:
-        return {"api": self.api, "jobs": [e.job_id for e in self.jobs], "submitted": self.submitted,
-                "collected": self.collected, "counts": dict(self.counts), "cost": self.cost,
-                "input_tokens": self.billed[0], "output_tokens": self.billed[1], "pending": len(self.pending),
-                "stopped": self.stopped, "estimate": self.estimate}
+    def summary(self) -> BatchSummary:
+        return BatchSummary(self.api, [e.job_id for e in self.jobs], self.submitted, self.collected, dict(self.counts),
+                            self.cost, self.billed[0], self.billed[1], len(self.pending), self.stopped, self.estimate)
 
 
 @dataclass(slots=True)
@@ -206,7 +205,7 @@ def _within_budget(ctx: _Context, phase: BatchPhase, fresh: list[str], wanted: M
             break
         tokens, cost = tokens + billed, cost + price
         kept.append(cid)
-    phase.estimate = {"requests": len(kept), "tokens": tokens, "cost": cost}
+    phase.estimate = BatchEstimate(len(kept), tokens, cost)
     return kept
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from gwlab.frames.batch.jobs import BatchOptions, BatchPhase, api_for, bodies
 from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id
+from gwlab.frames.run.parts import BatchPilotEstimate
 from gwlab.frames.run.usage import PriceTable
 from gwlab.wire.jobs import batches as wb
 
@@ -28,7 +29,7 @@ def estimated_input(body: Mapping[str, Any]) -> int:
 
 def batch_pilot_estimate(recipe: RowRecipe, pilot: Sequence[Any], rest: Sequence[Any], rows: int,
                          phase: BatchPhase, checkpoint: AnswerStore, origin: str, prices: PriceTable,
-                         options: BatchOptions) -> dict[str, Any]:
+                         options: BatchOptions) -> BatchPilotEstimate:
     """`.run.pilot` of a batch run: the rest's requests, tokens, cost (batch price), jobs and seconds."""
     gateway = gateway_id(origin)
     asked = bodies(recipe, pilot, gateway)
@@ -52,9 +53,9 @@ def batch_pilot_estimate(recipe: RowRecipe, pilot: Sequence[Any], rest: Sequence
     jobs = wb.split_by_limits(sizes, api_for(recipe), max_requests=options.max_requests,
                               max_bytes=options.max_bytes) if sizes else []
     seconds, turnaround, window = _time(phase.timings, len(left))
-    return {"rows": rows, "requests": len(left), "input_tokens": tokens_in, "output_tokens": tokens_out,
-            "cost": prices.cost(recipe.model, recipe.endpoint, tokens_in, tokens_out, batch=True),
-            "batch": True, "jobs": len(jobs), "seconds": seconds, "turnaround_s": turnaround, "window_s": window}
+    return BatchPilotEstimate(rows, len(left), tokens_in, tokens_out,
+                              prices.cost(recipe.model, recipe.endpoint, tokens_in, tokens_out, batch=True),
+                              len(jobs), seconds, turnaround, window)
 
 
 def _time(timings: Sequence[tuple[int, float | None, float | None]], requests: int

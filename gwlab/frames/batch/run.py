@@ -62,24 +62,25 @@ async def prepare(recipe: RowRecipe, batch: Batch, config: RunConfig, connection
                              "pass a checkpoint path (or leave checkpoint='auto')")
     if config.repeats > 1:
         raise InvalidRequest("batch", "batch= does not take repeats= (yet): run those synchronously")
-    if config.refresh:
+    if config.store.refresh:
         raise InvalidRequest("batch", "batch= with refresh=True would pay for answers the checkpoint has")
     client = _client.batch_client(connection.gateway, recipe.name)
     values = [batch.value(j) for j in range(len(batch))]
-    first_left = len(values) if config.pilot is None else jobs_before(batch, config.pilot)
-    bar = _JobsBar(config.progress, f"{recipe.name} {recipe.model}")
+    spending = config.spending
+    first_left = len(values) if spending.pilot is None else jobs_before(batch, spending.pilot)
+    bar = _JobsBar(config.output.progress, f"{recipe.name} {recipe.model}")
     stopper: list[Any] = []
     _client.stop_on_interrupt(_Forward(stopper))
     try:
         phase = await run_batch_phase(recipe, values[:first_left], checkpoint, origin, client, options,
-                                      prices=config.prices, budget=Budget.of(config.budget, config.prices),
+                                      prices=spending.prices, budget=Budget.of(spending.budget, spending.prices),
                                       progress=bar, stopper=stopper)
     finally:
         bar.close()
     if first_left < len(values):  # a pilot: the rest estimated from its job, at the batch price
         phase.pilot = batch_pilot_estimate(recipe, values[:first_left], values[first_left:],
                                            int(batch.rows_per_job[first_left:].sum()), phase, checkpoint, origin,
-                                           as_table(config.prices), options)
+                                           as_table(spending.prices), options)
     send = refusing_sender(checkpoint.path, recipe, origin, phase.pending)
     return phase, send, lambda _exc, _attempt: None, config.but(budget=None, progress=False, errors="coerce")
 

@@ -108,7 +108,7 @@ class Oracle:
         self.state = asked.state
         self.asked = {question.name: asked.questions[question.name]}
         self.config = config.but(join=False, prefix="", pilot=None)  # a pilot limits the proxy only
-        self.budget = Budget.of(config.budget, config.prices)
+        self.budget = Budget.of(config.spending.budget, config.spending.prices)
         self.sent, self.cached, self.cost, self.tokens = 0, 0, 0.0, 0
         self.input_tokens = self.output_tokens = 0
 
@@ -183,7 +183,7 @@ class FromLabels(Oracle):
     def __init__(self, frame: pd.DataFrame, asked: DecideSpec, question: CascadeQuestion, cascade: Cascade,
                  config: RunConfig) -> None:
         super().__init__(frame, asked, question, cascade, config)
-        self.labels = self._labels(config.pilot)
+        self.labels = self._labels(config.spending.pilot)
 
     def _labels(self, pilot: int | None) -> pd.Series:
         """The labels in the proxy's terms, read (and refused) by the evaluation's label reader when the
@@ -237,7 +237,7 @@ class FromTextModel(Oracle):
         oracle = self.cascade.typed_oracle
         assert isinstance(oracle, TextOracle)
         template = Template.parse(self.state, rows.columns, field="state")
-        states = template.rows(rows, blank=config.blank)
+        states = template.rows(rows, blank=config.failures.blank)
         spec = self.asked[self.question.name]
         prompts = [None if code < 0 else question_prompt(render_state(states.value(code)), spec, self.question.name)
                    for code in states.codes]

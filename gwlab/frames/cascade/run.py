@@ -75,8 +75,8 @@ async def _cascade(frame: pd.DataFrame, proxy: BatchFrame, question: CascadeQues
     before = oracle.estimate(len(routed))  # the runner then checks each request against the budget left
     said_by_row.update(zip(routed.tolist(), await oracle.answer(routed), strict=True))
     final = final_answers(mine, answered, said_by_row, cascade.metric)
-    out = with_cascade_columns(proxy, question, config.prefix, final, answered, score, reached,
-                               frame.columns if config.join else ())
+    out = with_cascade_columns(proxy, question, config.output.prefix, final, answered, score, reached,
+                               frame.columns if config.output.join else ())
     calls = (len(asked_rows), len(routed))
     pilot = pilot_estimate(cascade, reached, *calls, oracle) if proxy.run.pilot is not None else None
     counts = CascadeSummary.of(cascade, threshold, int(reached.sum()), int(answered.sum()), calls, oracle)
@@ -102,7 +102,7 @@ def _record(proxy: BatchFrame, out: BatchFrame, oracle: Oracle, config: RunConfi
              "duration": elapsed, "cascade": {"oracle": c.oracle, "metric": c.metric, "target": c.target,
                                               "delta": c.delta, "certified": c.certified,
                                               "oracle_calls": c.oracle_calls.total}}
-    store, owned = open_for_run(config.checkpoint)
+    store, owned = open_for_run(config.store.checkpoint)
     told = SimpleNamespace(elapsed=elapsed, run_id=None, recorded=None)
     try:
         record_derived(store, told, Derived(base, renamed, added.set_axis(range(len(out))), facts), label)
@@ -125,13 +125,13 @@ CASCADE_COLUMNS = tuple(tidy.SEP + field for field in (tidy.ANSWER, tidy.SOURCE,
 def _check_names(frame: pd.DataFrame, question: CascadeQuestion, config: RunConfig) -> None:
     """Refuse a clash with the frame's columns before anything is sent (as the accessor does for its own)."""
     tidy.refuse_clash(frame.columns, [f"{question.name}{suffix}" for suffix in CASCADE_COLUMNS],
-                      prefix=config.prefix, join=config.join)
+                      prefix=config.output.prefix, join=config.output.join)
 
 
 def proxy_columns(proxy: pd.DataFrame, frame: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
     """The proxy run's own columns (not the frame's), named without the run's prefix."""
-    columns = proxy.iloc[:, len(frame.columns):] if config.join else proxy
-    return columns.rename(columns=lambda c: c.removeprefix(config.prefix))
+    columns = proxy.iloc[:, len(frame.columns):] if config.output.join else proxy
+    return columns.rename(columns=lambda c: c.removeprefix(config.output.prefix))
 
 
 def sample_positions(score: np.ndarray, cascade: Cascade) -> tuple[np.ndarray, np.ndarray]:

@@ -84,8 +84,8 @@ def cascade_decide(ddf: Any, proxy: DecideSpec, cascade: Cascade, setup: DaskSet
     job = dataclasses.replace(job, threshold=threshold, said=said, offsets=offsets)
     empty = np.empty(0, dtype=object), np.zeros(0, dtype=bool), np.empty(0, dtype=float)
     lazy = ddf.map_partitions(cascade_partition, job=job, run=run,
-                              meta=with_cascade_columns(meta, question, run.config.prefix, *empty,
-                                                        given=ddf.columns if run.config.join else ()))
+                              meta=with_cascade_columns(meta, question, run.config.output.prefix, *empty,
+                                                        given=ddf.columns if run.config.output.join else ()))
     counts = CascadeSummary.of(cascade, threshold, len(answered), int(answered.sum()), (len(asked), routed), spend)
     known = dataclasses.replace(counts, oracle_sent=None, oracle_cached=None, oracle_cost=None, all_oracle_cost=None,
                                 sample_oracle=spend)  # the routed rows' spend is known after compute()
@@ -184,5 +184,5 @@ def cascade_partition(partition: pd.DataFrame, *, job: CascadeJob, run: WorkerRu
         said = {p: job.said[int(g)] for p, g in enumerate(positions) if asked[p]}
         said.update(zip(routed.tolist(), _client.run_sync(oracle.answer(routed), config.gateway), strict=True))
     final = final_answers(mine, answered, said, metric)
-    return with_cascade_columns(proxy, job.question, run.config.prefix, final, answered, score,
-                                given=partition.columns if run.config.join else ())
+    return with_cascade_columns(proxy, job.question, run.config.output.prefix, final, answered, score,
+                                given=partition.columns if run.config.output.join else ())

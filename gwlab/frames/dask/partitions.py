@@ -39,7 +39,7 @@ from gwlab.frames import columns as tidy
 from gwlab.frames.extract import Structured, typed_columns
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
 from gwlab.frames.run.checkpoint import Checkpoint, is_store_url, mask_url
-from gwlab.frames.run.config import RunConfig
+from gwlab.frames.run.config import RunConfig, SendLimits, Spending, Store
 from gwlab.frames.run.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
 from gwlab.frames.run.stores import open_checkpoint
 from gwlab.frames.specs import DecideSpec, ExtractSpec, TextSpec
@@ -186,9 +186,9 @@ class WorkerRun:
             if in_flight is not None:
                 connection = dataclasses.replace(connection, send=in_flight(connection.send))
             c = self.config
-            yield RunConfig(kind="rows", gateway=connection, checkpoint=store, limiter=limiter,
-                            concurrency=c.concurrency, errors=c.errors, budget=c.budget, blank=c.blank,
-                            progress=False, join=c.join, prefix=c.prefix)
+            yield RunConfig(kind="rows", gateway=connection, limits=SendLimits(c.limits.concurrency, limiter=limiter),
+                            spending=Spending(budget=c.spending.budget), store=Store(store), failures=c.failures,
+                            output=dataclasses.replace(c.output, progress=False))
         finally:
             store.close()
 
@@ -285,7 +285,7 @@ def checked_run(ddf: Any, family: RowRecipe, setup: DaskSetup, schema: Schema | 
     """A column clash refused (`added` included), the family's meta, and what workers are shipped."""
     from dask.dataframe.utils import make_meta  # dask is needed only here and by the caller's frame
 
-    join, prefix = setup.config.join, setup.config.prefix
+    join, prefix = setup.config.output.join, setup.config.output.prefix
     tidy.refuse_clash(ddf.columns, [*family.columns, *META_COLUMNS, *added], prefix=prefix, join=join)
     meta = meta_of(make_meta(ddf), family, join=join, prefix=prefix, schema=schema)  # dask's public empty frame
     run = WorkerRun(GatewaySpec.of(setup.gateway), StoreSpec.of(setup.checkpoint), setup.limits, setup.config)

@@ -64,7 +64,7 @@ async def aggregate(frame: pd.DataFrame, spec: AggregateSpec, config: RunConfig)
             errors[key] = _too_long_text(too_long, room)
         else:
             items[key] = [t for _, t in group_texts]
-    if errors and config.errors == "raise":
+    if errors and config.failures.errors == "raise":
         key, message = next(iter(errors.items()))
         raise InvalidRequest("text", f"group {key!r}: {message} (errors='coerce' makes it an error row)")
     answers, counts = await _map_reduce(spec, items, room, own, summary, errors)
@@ -72,7 +72,7 @@ async def aggregate(frame: pd.DataFrame, spec: AggregateSpec, config: RunConfig)
                         "requests": [counts.get(k, 0) for k in groups],
                         "__error": [errors.get(k) for k in groups]},
                        index=pd.Index(list(groups), name=spec.by if isinstance(spec.by, str) else None))
-    return OperatorFrame.of(out.rename(columns=lambda c: f"{config.prefix}{c}"), summary)
+    return OperatorFrame.of(out.rename(columns=lambda c: f"{config.output.prefix}{c}"), summary)
 
 
 def _groups(frame: pd.DataFrame, spec: AggregateSpec, config: RunConfig) -> dict[Any, list[tuple[Any, str]]]:
@@ -82,8 +82,8 @@ def _groups(frame: pd.DataFrame, spec: AggregateSpec, config: RunConfig) -> dict
     if missing or (spec.by is not None and not by):
         raise InvalidRequest("by", f"unknown column {missing[0] if missing else spec.by!r}")
     default = [c for c in frame.columns if c not in by]
-    row_texts, failed = texts(frame, spec.text if spec.text is not None else default, "text", config.blank)
-    if failed and config.errors == "raise":
+    row_texts, failed = texts(frame, spec.text if spec.text is not None else default, "text", config.failures.blank)
+    if failed and config.failures.errors == "raise":
         position, message = min(failed.items())
         raise InvalidRequest("text", f"row {frame.index[position]!r}: {message}")
     # dropna=False: a row whose key is missing is its own group (NaN), never silently dropped

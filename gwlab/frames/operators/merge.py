@@ -69,12 +69,12 @@ def merge_plan(left: pd.DataFrame, right: pd.DataFrame, spec: MergeSpec, config:
         raise InvalidRequest("right", f"a pandas DataFrame; got {type(right).__name__}")
     if right.empty:
         raise InvalidRequest("right", "has no rows")
-    left_texts, left_errors = texts(left, spec.left_on, "left_on", config.blank)
-    right_texts, right_errors = texts(right, spec.right_on, "right_on", config.blank)
+    left_texts, left_errors = texts(left, spec.left_on, "left_on", config.failures.blank)
+    right_texts, right_errors = texts(right, spec.right_on, "right_on", config.failures.blank)
     if right_errors:  # a right row without a description can be no option and no pair
         position, message = min(right_errors.items())
         raise InvalidRequest("right_on", f"right row {right.index[position]!r}: {message}")
-    if left_errors and config.errors == "raise":
+    if left_errors and config.failures.errors == "raise":
         position, message = min(left_errors.items())
         raise InvalidRequest("left_on", f"row {left.index[position]!r}: {message} (errors='coerce' leaves it "
                                         "unmatched)")
@@ -146,12 +146,12 @@ def _joined(left: pd.DataFrame, right: pd.DataFrame, matched: pd.DataFrame, how:
     rights = right.iloc[matched["right"].clip(lower=0)].reset_index(drop=True)
     rights[(matched["right"] < 0).to_numpy()] = None
     lefts = left.iloc[matched["left"]]
-    added = pd.DataFrame({f"{config.prefix}match__p": matched["p"].to_numpy(),
-                          f"{config.prefix}right_index": right.index[matched["right"].clip(lower=0)]})
-    added.loc[(matched["right"] < 0).to_numpy(), f"{config.prefix}right_index"] = None
+    added = pd.DataFrame({f"{config.output.prefix}match__p": matched["p"].to_numpy(),
+                          f"{config.output.prefix}right_index": right.index[matched["right"].clip(lower=0)]})
+    added.loc[(matched["right"] < 0).to_numpy(), f"{config.output.prefix}right_index"] = None
     both = set(left.columns) & set(right.columns)
     rights.columns = [f"{c}_y" if c in both else c for c in rights.columns]
-    if not config.join:
+    if not config.output.join:
         return added.set_axis(lefts.index)
     lefts = lefts.rename(columns={c: f"{c}_x" for c in both})
     return pd.concat([lefts.reset_index(drop=True), rights, added], axis=1).set_axis(lefts.index)

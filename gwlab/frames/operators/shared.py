@@ -112,9 +112,9 @@ def texts(frame: pd.DataFrame, spec: Any, field_name: str, blank: str) -> tuple[
 
 def finish(frame: pd.DataFrame, added: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
     """The operator's columns (prefixed), after the input columns unless join=False."""
-    tidy.refuse_clash(frame.columns, map(str, added.columns), prefix=config.prefix, join=config.join)
-    added = added.rename(columns=lambda c: f"{config.prefix}{c}")
-    if not config.join:
+    tidy.refuse_clash(frame.columns, map(str, added.columns), prefix=config.output.prefix, join=config.output.join)
+    added = added.rename(columns=lambda c: f"{config.output.prefix}{c}")
+    if not config.output.join:
         return added
     return pd.concat([frame, added.set_axis(frame.index)], axis=1)
 
@@ -129,4 +129,4 @@ def remaining(budget: int | Budget | None, spent: OperatorSummary) -> int | Budg
 
 def next_run(config: RunConfig, spent: OperatorSummary) -> RunConfig:
     """The config of the operator's next run: its budget is what the earlier runs left."""
-    return config if config.budget is None else config.but(budget=remaining(config.budget, spent))
+    return config if config.spending.budget is None else config.but(budget=remaining(config.spending.budget, spent))

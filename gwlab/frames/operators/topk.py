@@ -76,7 +76,7 @@ async def topk(frame: pd.DataFrame, topk_spec: TopkSpec, config: RunConfig) -> O
     near = order[max(0, k - window): k + window]
     wins = np.full(len(frame), np.nan)
     if len(near) > 1:
-        row_texts, _ = texts(frame, spec, "state", config.blank)
+        row_texts, _ = texts(frame, spec, "state", config.failures.blank)
         wins[near] = await _compare(near, row_texts, criterion, model, own, summary)
         ranked_near = sorted(near, key=lambda i: (-wins[i], order.index(i)))
         order = order[: max(0, k - window)] + ranked_near + order[k + window:]

@@ -20,10 +20,11 @@ import numpy as np
 
 from gwlab.errors import InvalidRequest
 from gwlab.frames.recipes import RowRecipe
+from gwlab.frames.run.parts import OverLimitReport
 from gwlab.frames.run.usage import PriceTable
 from gwlab.frames.templates import Rows
 
-__all__ = ["BYTES_PER_TOKEN", "Budget", "OverLimit", "Spend", "over_limit"]
+__all__ = ["BYTES_PER_TOKEN", "Budget", "OverLimit", "OverLimitReport", "Spend", "over_limit"]
 
 # Input tokens of a row are guessed as its UTF-8 bytes / 4. bench/long_inputs.py prints 3.34 bytes per
 # E5 token over the labelled set's short texts (4.35 for a long English text: 1,000 characters, 230
@@ -110,6 +111,10 @@ class OverLimit:
     limit: int  # the model's `max_input_tokens`
     positions: np.ndarray  # row positions in the frame
     tokens: np.ndarray  # each one's estimated input tokens
+
+    def report(self, labels: list[Any]) -> OverLimitReport:
+        """`.run.over_limit`: the count, and the first 20 rows by `labels` (theirs, in order) with their estimates."""
+        return OverLimitReport(self.model, self.limit, len(self.positions), labels[:20], self.tokens[:20].tolist())
 
 
 def input_text(value: Any) -> str:

@@ -4,9 +4,12 @@
 take their options as keyword arguments, typed here (`RunOptions`, `ExtractOptions`, `TaskOptions`, with
 `RUN_OPTIONS_DOC` the table every method's docstring shows; `DaskOptions` in `frames/dask/partitions.py`).
 Each turns them into a `RunConfig` here, once, before anything is sent: a bad value is refused naming
-the option, and a default is written in this module only. Where the kinds differ (how many requests in
-flight, how errors are met) the difference is one table below. tests/frames/run/test_run_config.py
-ties the typed options and the docs' table to `RunConfig`'s fields, so the three cannot drift.
+the option, and a default is written in this module only. The options are passed flat and kept grouped
+by concept, as httpx's `_config` keeps its own (`SendLimits`, `Spending`, `Store`, `Failures`, `Output`,
+`Polling`): code below the doors reads `config.limits.concurrency`, and each group checks its own.
+Where the kinds differ (how many requests in flight, how errors are met) the difference is one table
+below. tests/frames/run/test_run_config.py ties the typed options, the docs' table and the groups to
+`RunConfig`, so they cannot drift.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from gwlab.frames.run.budget import Budget
 from gwlab.frames.run.checkpoint import AnswerStore
 from gwlab.frames.run.limiter import Limiter
 
-__all__ = ["DEFAULTS", "ERRORS", "EXTRACT_OPTIONS_DOC", "KINDS", "RUN_OPTIONS_DOC", "ExtractOptions", "RunConfig",
-           "RunOptions", "TaskOptions"]
+__all__ = ["DEFAULTS", "ERRORS", "EXTRACT_OPTIONS_DOC", "GROUPS", "KINDS", "OPTION_GROUP", "RUN_OPTIONS_DOC",
+           "UNGROUPED", "ExtractOptions", "Failures", "Output", "Polling", "RunConfig", "RunOptions", "SendLimits",
+           "Spending", "Store", "TaskOptions"]
 
 Kind = Literal["rows", "tasks", "dask"]
 KINDS: tuple[Kind, ...] = ("rows", "tasks", "dask")
@@ -45,39 +49,131 @@ _ONLY: dict[str, tuple[Kind, ...]] = {"tokens_per_minute": ("rows", "dask"), "re
                                       "batch": ("rows",)}
 
 
-@dataclass(frozen=True, slots=True)
-class RunConfig:
-    """The options of one run, checked. `None` for concurrency/errors means the kind's default."""
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
-    kind: Kind = "rows"
-    gateway: Any = None
+
+def _positive_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+@dataclass(frozen=True, slots=True)
+class SendLimits:
+    """How fast a run sends: requests in flight (None: the kind's default), a token bucket's rates shared by
+    every row, or a limiter shared between runs or processes."""
+
     concurrency: int | None = None
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     limiter: Any = None
-    budget: Any = None  # an int (tokens, or tasks for a task batch) or a Budget
+
+    def __post_init__(self) -> None:
+        if self.concurrency is not None and not _positive_int(self.concurrency):
+            raise InvalidRequest("concurrency", f"must be a positive integer; got {self.concurrency!r}")
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(self, name)
+            if value is not None and not _positive_number(value):
+                raise InvalidRequest(name, f"must be a positive number or None; got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Spending:
+    """What a run may spend and how it is priced: a budget (an int: tokens, or tasks for a task batch; or a
+    Budget), prices for the estimate, and a pilot (run only the first rows, estimate the rest)."""
+
+    budget: Any = None
     prices: Any = None
     pilot: int | None = None
-    checkpoint: Any = "auto"  # a path, a postgresql:// URL, an AnswerStore, "auto", or None/False (none)
+
+    def __post_init__(self) -> None:
+        if self.pilot is not None and not _positive_int(self.pilot):
+            raise InvalidRequest("pilot", f"must be a positive integer or None; got {self.pilot!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """Where answers already paid for are kept (a path, a postgresql:// URL, an AnswerStore, "auto", or
+    None/False: none), and whether to send every row again over them."""
+
+    checkpoint: Any = "auto"
     refresh: bool = False
-    repeats: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Failures:
+    """How a failing row is met: raised, or an error row (None: the kind's default); and whether a template
+    reading a blank value fails the row or sends it."""
+
     errors: str | None = None
-    progress: bool = True
+    blank: str = BLANK_DEFAULT
+
+    def __post_init__(self) -> None:
+        if self.errors is not None and self.errors not in ERRORS:
+            raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {self.errors!r}")
+        if self.blank not in BLANKS:
+            raise InvalidRequest("blank", f"must be 'fail' or 'send'; got {self.blank!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What the result looks like: the input columns joined, a prefix on every answer column, a progress bar."""
+
     join: bool = True
     prefix: str = ""
-    blank: str = BLANK_DEFAULT
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.prefix, str):
+            raise InvalidRequest("prefix", f"must be a string; got {self.prefix!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Polling:
+    """A task batch's own: the folder its files go to, the seconds between polls, and the overall wait."""
+
     folder: str | Path | None = None
     poll_interval: float = DEFAULT_POLL_INTERVAL
     timeout: float = DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        for name in ("poll_interval", "timeout"):
+            if not _positive_number(getattr(self, name)):
+                raise InvalidRequest(name, f"must be a positive number of seconds; got {getattr(self, name)!r}")
+
+
+# the options by concept: each group's fields are the keyword options users pass (flat) that it holds
+GROUPS: dict[str, type] = {"limits": SendLimits, "spending": Spending, "store": Store, "failures": Failures,
+                           "output": Output, "polling": Polling}
+OPTION_GROUP: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in fields(cls)}
+UNGROUPED = ("gateway", "repeats", "batch")  # options that stand alone, RunConfig's own fields
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """The options of one run, checked, grouped by concept (each group checks its own). Callers pass them
+    flat (`concurrency=8, budget=...`): `of` and `split` map them into the groups, `but` changes them by
+    their flat names."""
+
+    kind: Kind = "rows"
+    gateway: Any = None
+    limits: SendLimits = SendLimits()
+    spending: Spending = Spending()
+    store: Store = Store()
+    failures: Failures = Failures()
+    output: Output = Output()
+    polling: Polling = Polling()
+    repeats: int = 1  # ask each request this many times (resampling)
     batch: Any = None  # True, a dict or a gwlab.BatchOptions: send as provider batch jobs
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise InvalidRequest("kind", f"one of {', '.join(KINDS)}; got {self.kind!r}")
         for name, default in DEFAULTS[self.kind].items():
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, default)
-        self._check()
+            group = OPTION_GROUP[name]
+            if getattr(getattr(self, group), name) is None:
+                object.__setattr__(self, group, replace(getattr(self, group), **{name: default}))
+        if not _positive_int(self.repeats):
+            raise InvalidRequest("repeats", f"must be a positive integer; got {self.repeats!r}")
 
     @classmethod
     def of(cls, kind: Kind, options: Mapping[str, Any]) -> RunConfig:
@@ -86,7 +182,7 @@ class RunConfig:
         unknown = sorted(set(options) - cls.options(kind))
         if unknown:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
-        return cls(kind=kind, **options)
+        return cls(kind=kind).but(**options)
 
     @classmethod
     def split(cls, kind: Kind, options: Mapping[str, Any], own: Iterable[str]) -> tuple[dict[str, Any], RunConfig]:
@@ -98,41 +194,22 @@ class RunConfig:
 
     @classmethod
     def options(cls, kind: Kind) -> frozenset[str]:
-        """The keyword options a run of `kind` takes: every field but the kind and the other kinds' own."""
+        """The keyword options a run of `kind` takes: every group's fields and the ungrouped ones, but the
+        other kinds' own."""
         others = {option for option, kinds in _ONLY.items() if kind not in kinds}
-        return frozenset({f.name for f in fields(cls)} - {"kind"} - others)
+        return frozenset({*OPTION_GROUP, *UNGROUPED} - others)
 
     def but(self, **changes: Any) -> RunConfig:
-        """A copy with `changes` (checked again)."""
-        return replace(self, **changes)
-
-    def _check(self) -> None:
-        if self.errors not in ERRORS:
-            raise InvalidRequest("errors", f"must be 'raise' or 'coerce'; got {self.errors!r}")
-        for name in ("concurrency", "repeats"):
-            if not _positive_int(getattr(self, name)):
-                raise InvalidRequest(name, f"must be a positive integer; got {getattr(self, name)!r}")
-        if self.pilot is not None and not _positive_int(self.pilot):
-            raise InvalidRequest("pilot", f"must be a positive integer or None; got {self.pilot!r}")
-        for name in ("requests_per_minute", "tokens_per_minute"):
-            value = getattr(self, name)
-            if value is not None and not _positive_number(value):
-                raise InvalidRequest(name, f"must be a positive number or None; got {value!r}")
-        for name in ("poll_interval", "timeout"):
-            if not _positive_number(getattr(self, name)):
-                raise InvalidRequest(name, f"must be a positive number of seconds; got {getattr(self, name)!r}")
-        if self.blank not in BLANKS:
-            raise InvalidRequest("blank", f"must be 'fail' or 'send'; got {self.blank!r}")
-        if not isinstance(self.prefix, str):
-            raise InvalidRequest("prefix", f"must be a string; got {self.prefix!r}")
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def _positive_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        """A copy with `changes`, named as the keyword options are (`join=False, budget=None`), or a whole
+        group or field (`output=Output(...)`, `kind="rows"`); checked again. An unknown name: TypeError."""
+        direct = {name: value for name, value in changes.items() if name not in OPTION_GROUP}
+        nested: dict[str, dict[str, Any]] = {}
+        for name, value in changes.items():
+            if name in OPTION_GROUP:
+                nested.setdefault(OPTION_GROUP[name], {})[name] = value
+        for group, values in nested.items():
+            direct[group] = replace(direct.get(group, getattr(self, group)), **values)
+        return replace(self, **direct)
 
 
 # --- the options as callers type them (keyword arguments) ------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,11 +19,12 @@ from gwlab.errors import RunInterrupted
 from gwlab.frames import columns as tidy
 from gwlab.frames.evaluation import repeats
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
+from gwlab.frames.run.parts import BatchSummary, CachedFrom, OverLimitReport, PilotEstimate, ReadByKey, SummaryPart
 from gwlab.frames.run.status import LABELS, RowStatus
 from gwlab.frames.templates import Rows
 
-__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "Batch", "ReadByKey", "RunInterrupted", "RunResult", "RunSummary",
-           "first_rows", "recorded_where"]
+__all__ = ["CACHED", "ERROR", "NOT_RUN", "SENT", "Batch", "CachedFrom", "PilotEstimate", "ReadByKey", "RunInterrupted",
+           "RunResult", "RunSummary", "first_rows", "recorded_where"]
 
 NOT_RUN, SENT, CACHED, ERROR = RowStatus.NOT_RUN, RowStatus.SENT, RowStatus.CACHED, RowStatus.ERROR
 
@@ -44,27 +45,6 @@ class Batch:
 
     def __len__(self) -> int:
         return self._count
-
-
-class ReadByKey:
-    """A typed result (a dataclass) also read by key, as the dicts it replaced were: `summary["threshold"]`,
-    `summary.get("note")`, `dict(summary)`; an unknown key is a KeyError. The attributes are the API."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.keys():
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self.keys() else default
-
-    def keys(self) -> list[str]:
-        return [f.name for f in fields(self)]  # type: ignore[arg-type]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.keys()
 
 
 @dataclass
@@ -94,21 +74,19 @@ class RunSummary(ReadByKey):
     rate_limited: int = 0
     waited: float = 0.0
     stopped: str | None = None  # "budget" | "pilot" | "interrupted" | "error"
-    pilot: dict[str, Any] | None = None  # the estimate for the rows a pilot left out
+    pilot: PilotEstimate | None = None  # the estimate for the rows a pilot left out
     endpoint: str = ""
     model: str = ""
     gateway: str = ""  # the normalized base URL this run sent to, or the embedded gateway's identity (checkpoint key)
-    # answers served from the checkpoint: {"gateway", "answers", "first_answered", "last_answered"} (UTC)
-    cached_from: dict[str, Any] | None = None
+    cached_from: CachedFrom | None = None  # where and when the answers served from the checkpoint were given
     checkpoint: str | None = None  # the checkpoint file's path, None when answers were not kept
-    # with pilot= or budget=: rows whose input looks over the model's max_input_tokens, found before sending:
-    # {"model", "limit", "count", "rows" (first 20 labels), "estimated_tokens"}
-    over_limit: dict[str, Any] | None = None
+    # with pilot= or budget=: rows whose input looks over the model's max_input_tokens, found before sending
+    over_limit: OverLimitReport | None = None
     reasked: int = 0  # re-asks of invalid answers sent in this run (each billed, in the tokens above): extract's
     run_id: str | None = None  # the run's record (`gwlab.runs()`, `gwlab.run_answers(run_id)`)
     recorded: str | None = None  # where the record is kept: the checkpoint, or this process only
     # with batch=: the jobs, counts, what they billed and whether rows are still pending (frames/batch/jobs.py)
-    batch: dict[str, Any] | None = None
+    batch: BatchSummary | None = None
 
     def interrupted_text(self) -> str:
         """What an interrupt kept, and how to go on (the message of `RunInterrupted`)."""
@@ -143,40 +121,21 @@ class RunSummary(ReadByKey):
                 + f" · {self.elapsed:.1f}s")
         if self.stopped:
             line += f" · stopped: {self.stopped}"
-        if self.over_limit and self.over_limit["count"]:
-            o = self.over_limit
-            rows = ", ".join(map(repr, o["rows"])) + (", ..." if o["count"] > len(o["rows"]) else "")
-            line += (f"\nover the input limit: {o['count']} rows look longer than {o['model']}'s {o['limit']} "
-                     f"tokens (rows {rows}): the gateway refuses them")
-        if self.cached_from:
-            c = self.cached_from
-            when = c["first_answered"] if c["first_answered"] == c["last_answered"] else \
-                f"between {c['first_answered']} and {c['last_answered']}"
-            line += f"\ncached: {c['answers']} answers given by {c['gateway'] or 'this gateway'} {when}"
+        line += "".join(f"\n{part.text()}" for part in self._parts(self.over_limit, self.cached_from))
         if self.run_id:
             line += f"\nrun {self.run_id}, recorded {recorded_where(self.recorded)}"
         line += "".join(f"\n{more}" for more in self.notes())
-        if self.pilot:
-            p = self.pilot
-            rest_cost = "n/a" if math.isnan(p["cost"]) else f"${p['cost']:.4f}"
-            line += (f"\npilot: the other {p['rows']} rows need {p['requests']} requests, "
-                     f"about {p['input_tokens']:.0f} in / {p['output_tokens']:.0f} out tokens, "
-                     f"est. {rest_cost}" + _batch_pilot_text(p))
+        line += "".join(f"\n{part.text()}" for part in self._parts(self.pilot, self.batch))
         return line
+
+    @staticmethod
+    def _parts(*parts: SummaryPart | None) -> list[SummaryPart]:
+        """The parts that have something to say (an over-limit report of no rows says nothing)."""
+        return [part for part in parts if part is not None and part.text()]
 
     def notes(self) -> list[str]:
         """What a kind of run adds to the summary's text (a subclass's; none for a plain run)."""
         return []
-
-
-def _batch_pilot_text(p: dict[str, Any]) -> str:
-    """A batch run's pilot (frames/batch/pilot.py): the batch price, its jobs, their time and the window."""
-    if not p.get("batch"):
-        return ""
-    over = p["seconds"] > p["window_s"]
-    return (f" at the batch price, in {p['jobs']} job(s) taking about {p['seconds']:.0f} s"
-            + (f" (past the {p['window_s']:.0f} s window: expect expiry part-way)" if over
-               else f" (window {p['window_s']:.0f} s)"))
 
 
 def recorded_where(recorded: str | None) -> str:

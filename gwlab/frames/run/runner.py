@@ -33,7 +33,18 @@ from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, key_
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.run.limiter import Limiter, TokenBucket
-from gwlab.frames.run.outcome import CACHED, ERROR, NOT_RUN, SENT, Batch, RunResult, RunSummary, first_rows
+from gwlab.frames.run.outcome import (
+    CACHED,
+    ERROR,
+    NOT_RUN,
+    SENT,
+    Batch,
+    CachedFrom,
+    PilotEstimate,
+    RunResult,
+    RunSummary,
+    first_rows,
+)
 from gwlab.frames.run.usage import as_table
 from gwlab.wire.families import ProtocolFamily
 from gwlab.wire.schema import AnswerInvalid
@@ -61,17 +72,18 @@ class Runner(Stoppable):
     def __init__(self, recipe: RowRecipe, send: Sender, config: RunConfig, *,
                  retry_delay: Callable[[BaseException, int], float | None], checkpoint: AnswerStore | None = None,
                  description: str | None = None, gateway: str = "") -> None:
-        budget = Budget.of(config.budget, config.prices)
+        budget = Budget.of(config.spending.budget, config.spending.prices)
         if budget is not None and recipe.charges_output and not recipe.reserved_output:
             raise InvalidRequest("max_tokens", "a budget on a text protocol needs max_tokens, so the "
                                                "output a request may bill is known before it is sent")
         self.recipe, self.send, self.config = recipe, send, config
-        assert config.concurrency is not None  # RunConfig fills in the kind's default
-        self.concurrency, self.repeats, self.pilot = config.concurrency, config.repeats, config.pilot
-        self.limiter: Limiter = config.limiter or TokenBucket(config.requests_per_minute, config.tokens_per_minute)
-        self.prices = as_table(budget.prices if budget and budget.prices is not None else config.prices)
-        self.budget, self.checkpoint, self.refresh = budget, checkpoint, config.refresh
-        self.errors, self.progress = config.errors, config.progress
+        limits, spending = config.limits, config.spending
+        assert limits.concurrency is not None  # RunConfig fills in the kind's default
+        self.concurrency, self.repeats, self.pilot = limits.concurrency, config.repeats, spending.pilot
+        self.limiter: Limiter = limits.limiter or TokenBucket(limits.requests_per_minute, limits.tokens_per_minute)
+        self.prices = as_table(budget.prices if budget and budget.prices is not None else spending.prices)
+        self.budget, self.checkpoint, self.refresh = budget, checkpoint, config.store.refresh
+        self.errors, self.progress = config.failures.errors, config.output.progress
         self.retry_delay = retry_delay  # the client transport's policy (Connection.retry_delay): its one copy
         self.description = description or recipe.name
         # whose answers these are: part of every checkpoint key, so one gateway's are never another's
@@ -289,15 +301,14 @@ class Runner(Stoppable):
             cached_from=self._cached_from(counters["cached"]),
             checkpoint=str(self.checkpoint.path) if self.checkpoint is not None else None)
 
-    def _cached_from(self, cached: int) -> dict[str, Any] | None:
+    def _cached_from(self, cached: int) -> CachedFrom | None:
         """Where and when the answers served from the checkpoint came from (None: none were)."""
         if not cached:
             return None
         times = self._cached_at or [math.nan]
-        return {"gateway": self.gateway, "answers": cached, "first_answered": _iso(min(times)),
-                "last_answered": _iso(max(times))}
+        return CachedFrom(self.gateway, cached, _iso(min(times)), _iso(max(times)))
 
-    def _pilot_estimate(self, result: RunResult, first_left: int) -> dict[str, Any]:
+    def _pilot_estimate(self, result: RunResult, first_left: int) -> PilotEstimate:
         """Tokens and dollars the rows a pilot left out would cost, scaled from the pilot's real counts."""
         batch, recipe = result.batch, self.recipe
         sent = result.status == SENT
@@ -321,8 +332,8 @@ class Runner(Stoppable):
         requests = len(keys) - len(cached)
         tokens_out = out_per_request * requests
         rows = int(batch.rows_per_job[first_left:].sum())
-        return {"rows": rows, "requests": requests, "input_tokens": tokens_in, "output_tokens": tokens_out,
-                "cost": self.prices.cost(recipe.model, recipe.endpoint, tokens_in, tokens_out)}
+        return PilotEstimate(rows, requests, tokens_in, tokens_out,
+                             self.prices.cost(recipe.model, recipe.endpoint, tokens_in, tokens_out))
 
 
 def _pending(commits: list[asyncio.Future[None]]) -> list[asyncio.Future[None]]:

@@ -78,6 +78,7 @@ def test_routed_estimate_says_whether_the_budget_left_covers_it(oracle: str, bud
                                                                 messages: pd.DataFrame) -> None:
     cascade = gwlab.Cascade(oracle=messages["team"] if oracle == "labels" else oracle)
     question = CascadeQuestion.of(TEAM, cascade)
-    oracle = Oracle.of(messages, DecideSpec("{text}", TEAM), question, cascade, RunConfig(budget=budget))
+    config = RunConfig.of("rows", {"budget": budget})
+    oracle = Oracle.of(messages, DecideSpec("{text}", TEAM), question, cascade, config)
     estimate = oracle.estimate(5)
     assert estimate["calls"] == 5 and estimate["within_budget"] is covered

@@ -91,5 +91,5 @@ def test_rows_within_the_limit_raise_no_input_limit_warning(gw: Gateway) -> None
         warnings.simplefilter("error", InputLimitWarning)
         out = rows(4, "short").gw.decide("{ticket}", QUESTIONS, gateway=gw, budget=10_000, checkpoint=None,
                                          progress=False)
-    assert out.run.over_limit == {"model": "local/decide-e5-small", "limit": 512, "count": 0, "rows": [],
-                                  "estimated_tokens": []}
+    assert dict(out.run.over_limit) == {"model": "local/decide-e5-small", "limit": 512, "count": 0, "rows": [],
+                                        "estimated_tokens": []}

@@ -13,8 +13,12 @@ from gwlab.frames.dask.partitions import DaskExtractOptions, DaskOptions
 from gwlab.frames.run.config import (
     DEFAULTS,
     EXTRACT_OPTIONS_DOC,
+    GROUPS,
+    OPTION_GROUP,
     RUN_OPTIONS_DOC,
+    UNGROUPED,
     ExtractOptions,
+    Output,
     RunConfig,
     RunOptions,
     TaskOptions,
@@ -22,15 +26,24 @@ from gwlab.frames.run.config import (
 from gwlab.frames.specs import EXTRACT_OWN, ExtractSpec
 
 
+def _value(config: RunConfig, option: str) -> object:
+    """An option's value, read in its group (or on the config, for the ungrouped ones)."""
+    return getattr(getattr(config, OPTION_GROUP[option]), option) if option in OPTION_GROUP else getattr(config, option)
+
+
 def test_each_kind_takes_its_defaults_from_the_one_table() -> None:
     for kind, defaults in DEFAULTS.items():
         config = RunConfig.of(kind, {})
-        assert {name: getattr(config, name) for name in defaults} == defaults
+        assert {name: _value(config, name) for name in defaults} == defaults
 
 
-def test_a_config_is_frozen() -> None:
+def test_a_config_and_each_of_its_groups_are_frozen() -> None:
+    config = RunConfig()
     with pytest.raises(dataclasses.FrozenInstanceError):
-        RunConfig().concurrency = 3  # type: ignore[misc]
+        config.limits = config.limits  # type: ignore[misc]
+    for group in GROUPS:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(getattr(config, group), dataclasses.fields(getattr(config, group))[0].name, None)
 
 
 @pytest.mark.parametrize("kind", ["rows", "tasks", "dask"])
@@ -87,7 +100,7 @@ def test_the_typed_row_and_task_options_are_the_config_s_own() -> None:
 
 def test_extract_s_own_keywords_are_fields_of_its_spec_typed_and_documented_once() -> None:
     assert set(EXTRACT_OWN) <= {f.name for f in dataclasses.fields(ExtractSpec)}
-    assert not set(EXTRACT_OWN) & {f.name for f in dataclasses.fields(RunConfig)}
+    assert not set(EXTRACT_OWN) & (set(OPTION_GROUP) | set(UNGROUPED))
     assert _documented_names("\n".join("    " + line.strip() if line.startswith("        ") and not
                                         line.startswith("            ") else line
                                         for line in EXTRACT_OPTIONS_DOC.splitlines())) == set(EXTRACT_OWN)
@@ -98,15 +111,14 @@ def test_extract_s_own_keywords_are_fields_of_its_spec_typed_and_documented_once
 def test_the_door_splits_a_method_s_own_keywords_from_the_run_s_without_touching_the_caller_s() -> None:
     options = {"max_reasks": 2, "concurrency": 3, "grounding": "off"}
     own, config = RunConfig.split("rows", options, EXTRACT_OWN)
-    assert own == {"max_reasks": 2, "grounding": "off"} and config.concurrency == 3
+    assert own == {"max_reasks": 2, "grounding": "off"} and config.limits.concurrency == 3
     assert options == {"max_reasks": 2, "concurrency": 3, "grounding": "off"}  # nothing popped
     with pytest.raises(TypeError, match="levels"):
         RunConfig.split("rows", {"levels": 3}, EXTRACT_OWN)
 
 
 def test_the_dask_options_the_config_knows_are_ones_a_dask_run_takes() -> None:
-    config_fields = {f.name for f in dataclasses.fields(RunConfig)}
-    assert set(DaskOptions.__annotations__) & config_fields <= RunConfig.options("dask")
+    assert set(DaskOptions.__annotations__) & (set(OPTION_GROUP) | set(UNGROUPED)) <= RunConfig.options("dask")
 
 
 def test_the_docs_tables_list_every_option_a_run_takes() -> None:
@@ -128,3 +140,45 @@ def test_the_dask_functions_document_every_dask_option() -> None:
         if line.startswith(" " * 4) and not line.startswith(" " * 5):
             names |= {name.strip() for name in line.strip().partition(" : ")[0].split(",")}
     assert set(DaskOptions.__annotations__) <= names
+
+
+# --- the options grouped by concept: each option in one group, the groups and the flat keywords tied ------------
+
+
+def test_every_option_a_run_takes_is_in_exactly_one_group_or_stands_alone() -> None:
+    grouped = [f.name for cls in GROUPS.values() for f in dataclasses.fields(cls)]
+    assert len(grouped) == len(set(grouped)) and not set(grouped) & set(UNGROUPED)
+    assert {f.name for f in dataclasses.fields(RunConfig)} == {"kind", *GROUPS, *UNGROUPED}
+    for kind in ("rows", "tasks", "dask"):
+        assert RunConfig.options(kind) <= set(OPTION_GROUP) | set(UNGROUPED)
+    assert set(OPTION_GROUP) | set(UNGROUPED) == RunConfig.options("rows") | RunConfig.options("tasks")
+
+
+def test_the_flat_keywords_land_in_their_groups() -> None:
+    options = {"concurrency": 3, "requests_per_minute": 60.0, "budget": 500, "pilot": 2, "checkpoint": None,
+               "refresh": True, "errors": "coerce", "blank": "send", "join": False, "prefix": "a_", "progress": False,
+               "repeats": 2}
+    config = RunConfig.of("rows", options)
+    assert {name: _value(config, name) for name in options} == options
+    assert config.limits.concurrency == 3 and config.spending.budget == 500 and config.output.prefix == "a_"
+    tasks = RunConfig.of("tasks", {"folder": "out", "poll_interval": 0.5, "timeout": 30.0})
+    assert (tasks.polling.folder, tasks.polling.poll_interval, tasks.polling.timeout) == ("out", 0.5, 30.0)
+
+
+def test_but_changes_options_by_their_flat_names_or_whole_groups_and_checks_again() -> None:
+    config = RunConfig.of("rows", {"prefix": "a_", "budget": 9, "concurrency": 5})
+    changed = config.but(join=False, prefix="", pilot=None, budget=None)
+    assert changed.output == Output(join=False, prefix="", progress=True) and changed.spending.budget is None
+    assert changed.limits == config.limits and config.output.prefix == "a_"  # the original is untouched
+    assert config.but(output=Output(join=False)).output.join is False
+    with pytest.raises(InvalidRequest) as refused:
+        config.but(concurrency=0)
+    assert refused.value.field == "concurrency"
+    with pytest.raises(TypeError, match="nonsense"):
+        config.but(nonsense=1)
+
+
+def test_a_group_left_at_none_takes_its_kind_s_default_again_after_a_change() -> None:
+    assert RunConfig.of("dask", {}).but(errors=None).failures.errors == "coerce"
+    assert RunConfig.of("tasks", {}).but(concurrency=None, kind="rows").limits.concurrency == 16  # rows' own
+    assert RunConfig.of("tasks", {}).but(kind="rows").limits.concurrency == 4  # a value set is kept
