@@ -107,6 +107,9 @@ class Runner(Stoppable):
             if remaining[job] == 0:
                 bar.advance(int(batch.rows_per_job[job]))
 
+        # a store that gathers answers into groups commits at once when a worker waits for it
+        urge: Callable[[], None] = getattr(self.checkpoint, "urge", None) or (lambda: None)
+
         def stored_then_finished(job: int, stored: asyncio.Future[None]) -> None:
             if not stored.cancelled() and stored.exception() is None:
                 finished(job)
@@ -125,7 +128,9 @@ class Runner(Stoppable):
                 done.add_done_callback(functools.partial(stored_then_finished, job))
                 committing = [*_pending(committing), done]
                 if len(committing) > 1:  # one answer of a worker off disk at a time: a slow disk slows the
-                    await asyncio.wait(committing[:-1])  # run rather than leaving paid answers queued
+                    urge()  # run rather than leaving paid answers queued
+                    await asyncio.wait(committing[:-1])
+            urge()
             await asyncio.gather(*committing)
 
         await drive([worker() for _ in range(min(self.concurrency, max(1, jobs * k)))], self.checkpoint, bar)
