@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import astuple, dataclass, field, fields
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from gwlab.client._ledger_columns import Columns
@@ -87,6 +88,8 @@ def settle_ending(ending: str | None, complete: bool | None,
 
 
 COLUMNS = tuple(f.name for f in fields(LedgerEntry))
+# a row's values in column order: `astuple` deep-copies every field (~25 µs a call), this reads them
+_VALUES = attrgetter(*COLUMNS)
 # how each field is kept in memory (gwlab/client/_ledger_columns.py)
 _KINDS = {"time": "float", "latency_s": "float", "status": "int", "input_tokens": "int", "output_tokens": "int",
           "retries": "int", "streamed": "bool", "complete": "bool", "request_id": "text"}
@@ -145,7 +148,7 @@ class Ledger:
 
     def add(self, entry: LedgerEntry) -> None:
         with self._lock:
-            values = astuple(entry)
+            values = _VALUES(entry)
             self._rows.append(values)
             if self._db is not None:
                 self._db.execute(_INSERT, values)

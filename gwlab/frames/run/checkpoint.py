@@ -175,9 +175,16 @@ class CommitOnArrival:
 
     `put` returns a future resolved when its answer's transaction commits (or failed with the commit's
     error; the answer then stays queued for the next `flush`, which raises if it fails again). The thread
-    starts on the first `put` and ends after a second idle, so a store nobody closes holds no thread."""
+    starts on the first `put` and ends after a second idle, so a store nobody closes holds no thread.
+
+    Waking the writer for every answer cost the run's loop thread ~100 µs an answer (a thread switch and
+    the GIL handed over, docs/benchmarks.md): the writer lingers up to `LINGER_SECONDS` after an answer
+    arrives to gather more into one transaction, and is woken at once only by `urge` (someone waits for
+    a commit now: the runner before holding a second answer of a worker), by `flush`, or by a full group."""
 
     IDLE_SECONDS = 1.0
+    LINGER_SECONDS = 0.005
+    GROUP = 64
 
     def _init_writer(self) -> None:
         self._ready = threading.Condition()
@@ -186,6 +193,7 @@ class CommitOnArrival:
         self._failed: BaseException | None = None  # the last commit's error: the writer waits for `flush`
         self._writer: threading.Thread | None = None
         self._stopping_writer = False
+        self._urgent = False  # a caller waits for the queued answers: commit them without lingering
         self.written = 0
 
     def put(self, key: str, endpoint: str, model: str | None, response: str, request_id: str | None,
@@ -198,8 +206,15 @@ class CommitOnArrival:
             self._queue.append((row, done))
             if self._writer is None:
                 self._start_writer()
-            self._ready.notify_all()
+            elif self._urgent or len(self._queue) >= self.GROUP or len(self._queue) == 1:
+                self._ready.notify_all()  # the first answer starts the writer's linger; a full group ends it
         return done
+
+    def urge(self) -> None:
+        """Commit what is queued now rather than after the writer's linger (a caller waits for it)."""
+        with self._ready:
+            self._urgent = True
+            self._ready.notify_all()
 
     def _write(self) -> None:
         """The writer thread: take everything queued, commit it in one transaction, resolve its futures."""
@@ -221,11 +236,15 @@ class CommitOnArrival:
                 self._writer = None
                 self._ready.notify_all()
                 return False
-            group, self._queue, self._committing = self._queue, [], True
+            self._ready.wait_for(self._group_or_urged, self.LINGER_SECONDS)
+            group, self._queue, self._committing, self._urgent = self._queue, [], True, False
         # from here on a waiter can no longer cancel its future (a cancelled one is left out)
         group = [(row, done if done is None or done.set_running_or_notify_cancel() else None) for row, done in group]
         _resolve(group, self._commit_group(commit, group))
         return True
+
+    def _group_or_urged(self) -> bool:
+        return self._urgent or len(self._queue) >= self.GROUP or self._stopping_writer
 
     def _work_or_stop(self) -> bool:
         return bool(self._queue and self._failed is None) or self._stopping_writer
@@ -250,9 +269,10 @@ class CommitOnArrival:
         """Return once everything queued so far is committed; a failed commit is tried once more here,
         and raised if it fails again."""
         with self._ready:
+            self._urgent = True
+            self._ready.notify_all()
             if self._failed is not None:
                 self._failed = None
-                self._ready.notify_all()
             if self._queue and self._writer is None:
                 self._start_writer()
             self._ready.wait_for(lambda: (not self._queue and not self._committing) or self._failed is not None)

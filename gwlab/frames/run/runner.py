@@ -29,10 +29,11 @@ import numpy as np
 from gwlab.errors import InvalidRequest, RateLimited
 from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.run.budget import Budget, Spend
-from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, key_of, request_key
+from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, request_key
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.run.limiter import Limiter, TokenBucket
+from gwlab.frames.run.lookahead import Lookahead
 from gwlab.frames.run.outcome import (
     CACHED,
     ERROR,
@@ -109,11 +110,17 @@ class Runner(Stoppable):
         last_job = jobs if self.pilot is None else jobs_before(batch, self.pilot)
         items: Iterator[tuple[int, int]] = ((j, r) for j in range(last_job) for r in range(k))
         counters = {"sent": 0, "cached": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0}
+        ahead = Lookahead(lambda job: self.recipe.body(batch.value(job)), (self.gateway, self.recipe.endpoint),
+                          jobs=last_job, repeats=k, needs_text=self._needs_text, store=self.checkpoint,
+                          look_up=not self.refresh)
 
         def finished(job: int) -> None:
             remaining[job] -= 1
             if remaining[job] == 0:
                 bar.advance(int(batch.rows_per_job[job]))
+
+        # a store that gathers answers into groups commits at once when a worker waits for it
+        urge: Callable[[], None] = getattr(self.checkpoint, "urge", None) or (lambda: None)
 
         def stored_then_finished(job: int, stored: asyncio.Future[None]) -> None:
             if not stored.cancelled() and stored.exception() is None:
@@ -124,7 +131,7 @@ class Runner(Stoppable):
             for job, repeat in items:
                 if self._stopping:
                     break
-                stored = await self._one(job, repeat, batch, result, spend, counters)
+                stored = await self._one(job, repeat, ahead, result, spend, counters)
                 if stored is None:
                     finished(job)
                     continue
@@ -133,7 +140,9 @@ class Runner(Stoppable):
                 done.add_done_callback(functools.partial(stored_then_finished, job))
                 committing = [*_pending(committing), done]
                 if len(committing) > 1:  # one answer of a worker off disk at a time: a slow disk slows the
-                    await asyncio.wait(committing[:-1])  # run rather than leaving paid answers queued
+                    urge()  # run rather than leaving paid answers queued
+                    await asyncio.wait(committing[:-1])
+            urge()
             await asyncio.gather(*committing)
 
         await drive([worker() for _ in range(min(self.concurrency, max(1, jobs * k)))], self.checkpoint, bar)
@@ -144,20 +153,16 @@ class Runner(Stoppable):
             result.summary.pilot = self._pilot_estimate(result, last_job)
         return result
 
-    async def _one(self, job: int, repeat: int, batch: Batch, result: RunResult, spend: Spend,
+    async def _one(self, job: int, repeat: int, ahead: Lookahead, result: RunResult, spend: Spend,
                    counters: dict[str, int]) -> concurrent.futures.Future[None] | None:
         """Ask one request (or read it from the checkpoint); the future of its answer's commit, if any."""
-        recipe = self.recipe
+        recipe, batch = self.recipe, result.batch
         try:
-            body = recipe.body(batch.value(job))
-            # the canonical text costs a sorted JSON dump: only made when a key or an estimate needs it
-            text = canonical(body) if self._needs_text else ""
+            body, text, key, entry = ahead.take(job, repeat)
         except (InvalidRequest, ValueError, TypeError) as exc:
             self._fail(result, job, repeat, exc)
             return None
-        key = key_of(self.gateway, recipe.endpoint, text, repeat) if self.checkpoint is not None else ""
         if self.checkpoint is not None and not self.refresh:
-            entry = self.checkpoint.get(key)
             if entry is None:  # a store shared by workers: wait for a request another worker is asking
                 entry = await self.checkpoint.claim(key)
             if entry is not None:
