@@ -34,7 +34,7 @@ import pandas as pd
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.client.gateway import Gateway
-from gwlab.frames.run.checkpoint import Checkpoint
+from gwlab.frames.store.checkpoint import Checkpoint
 
 HERE = Path(__file__).parent
 MODEL = "local/decide-e5-small"

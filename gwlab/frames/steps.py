@@ -25,7 +25,7 @@ from gwlab.frames.run.config import BLANK_DEFAULT, RunConfig
 from gwlab.frames.run.outcome import RunSummary
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.runner import Batch, Runner
-from gwlab.frames.run.stores import open_for_run
+from gwlab.frames.store.stores import open_for_run
 from gwlab.frames.task_batch import COLUMNS as TASK_COLUMNS
 from gwlab.frames.task_batch import TaskFrame, TaskRun
 from gwlab.frames.templates import Rows, Template, json_value

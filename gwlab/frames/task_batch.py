@@ -43,7 +43,6 @@ import pandas as pd
 
 from gwlab.errors import GatewayError, InvalidRequest, NotFound, RateLimited
 from gwlab.frames.run.budget import Budget
-from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, key_of
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.run.limiter import Limiter, TokenBucket
@@ -51,6 +50,7 @@ from gwlab.frames.run.outcome import ReadByKey, recorded_where
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.status import RowStatus
 from gwlab.frames.run.usage import PriceTable
+from gwlab.frames.store.checkpoint import AnswerStore, canonical, gateway_id, key_of
 from gwlab.wire.jobs.tasks import Task, TaskFamily
 
 if TYPE_CHECKING:

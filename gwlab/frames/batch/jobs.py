@@ -26,9 +26,9 @@ from gwlab.errors import BatchRowError, GatewayError, InvalidRequest
 from gwlab.frames.batch.journal import SUBMITTING, Journal, JournalEntry
 from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.run.budget import Budget
-from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, request_key
 from gwlab.frames.run.parts import BatchEstimate, BatchSummary, PilotEstimate
 from gwlab.frames.run.usage import PriceTable, as_table
+from gwlab.frames.store.checkpoint import AnswerStore, canonical, gateway_id, request_key
 from gwlab.wire.jobs import batches as wb
 from gwlab.wire.jobs.batches import BatchAPI, BatchJob
 
@@ -385,7 +385,7 @@ def batches(checkpoint: Any = "auto") -> Any:
     """
     import pandas as pd
 
-    from gwlab.frames.run.stores import open_for_run
+    from gwlab.frames.store.stores import open_for_run
 
     store, owned = open_for_run(checkpoint)
     path = getattr(store, "path", None)

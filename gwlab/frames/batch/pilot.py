@@ -14,9 +14,9 @@ from typing import Any
 
 from gwlab.frames.batch.jobs import BatchOptions, BatchPhase, api_for, bodies
 from gwlab.frames.recipes import RowRecipe
-from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id
 from gwlab.frames.run.parts import BatchPilotEstimate
 from gwlab.frames.run.usage import PriceTable
+from gwlab.frames.store.checkpoint import AnswerStore, canonical, gateway_id
 from gwlab.wire.jobs import batches as wb
 
 __all__ = ["batch_pilot_estimate", "estimated_input"]

@@ -17,12 +17,12 @@ from gwlab.frames.batch.jobs import BatchOptions, BatchPhase, refusing_sender, r
 from gwlab.frames.batch.pilot import batch_pilot_estimate
 from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.run.budget import Budget
-from gwlab.frames.run.checkpoint import AnswerStore
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.lifecycle import Progress
 from gwlab.frames.run.outcome import RunSummary
 from gwlab.frames.run.runner import Batch, jobs_before
 from gwlab.frames.run.usage import as_table
+from gwlab.frames.store.checkpoint import AnswerStore
 
 __all__ = ["finish", "prepare"]
 

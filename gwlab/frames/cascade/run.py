@@ -27,8 +27,8 @@ from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.records import Derived, record_derived
 from gwlab.frames.run.result import BatchFrame
 from gwlab.frames.run.status import RowStatus
-from gwlab.frames.run.stores import open_for_run
 from gwlab.frames.specs import DecideSpec
+from gwlab.frames.store.stores import open_for_run
 
 __all__ = [
     "CASCADE_COLUMNS",

@@ -38,11 +38,11 @@ from gwlab.frames import _client, recipes
 from gwlab.frames import columns as tidy
 from gwlab.frames.extract import Structured, typed_columns
 from gwlab.frames.recipes import META_COLUMNS, RowRecipe
-from gwlab.frames.run.checkpoint import Checkpoint, is_store_url, mask_url
 from gwlab.frames.run.config import RunConfig, SendLimits, Spending, Store
 from gwlab.frames.run.limiter import DEFAULT_BURST_SECONDS, Limiter, SharedTokenBucket, TokenBucket
-from gwlab.frames.run.stores import open_checkpoint
 from gwlab.frames.specs import DecideSpec, ExtractSpec, TextSpec
+from gwlab.frames.store.checkpoint import Checkpoint, is_store_url, mask_url
+from gwlab.frames.store.stores import open_checkpoint
 from gwlab.wire.schema import Schema
 
 RowSpec = DecideSpec | TextSpec | ExtractSpec  # what a partition runs

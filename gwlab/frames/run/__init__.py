@@ -1,1 +1,1 @@
-"""A run's machinery: the row runner, its outcome, budget, limits, checkpoint, records and config."""
+"""A run's machinery: the row runner, its outcome, budget, limits, records and config (its store: frames/store)."""

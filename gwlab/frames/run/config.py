@@ -23,8 +23,8 @@ from gwlab.errors import InvalidRequest
 from gwlab.frames.extract import Structured
 from gwlab.frames.grounding.columns import GroundingMode
 from gwlab.frames.run.budget import Budget
-from gwlab.frames.run.checkpoint import AnswerStore
 from gwlab.frames.run.limiter import Limiter
+from gwlab.frames.store.checkpoint import AnswerStore
 
 __all__ = ["DEFAULTS", "ERRORS", "EXTRACT_OPTIONS_DOC", "GROUPS", "KINDS", "OPTION_GROUP", "RUN_OPTIONS_DOC",
            "UNGROUPED", "ExtractOptions", "Failures", "Output", "Polling", "RunConfig", "RunOptions", "SendLimits",

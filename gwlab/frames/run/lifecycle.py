@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Coroutine
 from typing import Any
 
-from gwlab.frames.run.checkpoint import AnswerStore
+from gwlab.frames.store.checkpoint import AnswerStore
 
 __all__ = ["Progress", "Stoppable", "drive"]
 

@@ -32,10 +32,10 @@ from gwlab.errors import InvalidRequest, RunRecordWarning
 from gwlab.frames.extract import reading_fields, typed_columns
 from gwlab.frames.grounding import columns as grounding
 from gwlab.frames.recipes import RowRecipe, rebuild
-from gwlab.frames.run.checkpoint import AnswerStore, canonical, is_store_url, key_of, mask_url
 from gwlab.frames.run.outcome import CACHED, ERROR, SENT, RunResult
 from gwlab.frames.run.runner import Batch, Runner
-from gwlab.frames.run.stores import default_checkpoint_path, open_for_run
+from gwlab.frames.store.checkpoint import AnswerStore, canonical, is_store_url, key_of, mask_url
+from gwlab.frames.store.stores import default_checkpoint_path, open_for_run
 from gwlab.frames.task_batch import TaskRun, TaskSummary
 from gwlab.frames.templates import Rows, json_value
 from gwlab.wire.schema import AnswerInvalid, Schema

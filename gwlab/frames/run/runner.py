@@ -29,11 +29,9 @@ import numpy as np
 from gwlab.errors import InvalidRequest, RateLimited
 from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.run.budget import Budget, Spend
-from gwlab.frames.run.checkpoint import AnswerStore, canonical, gateway_id, request_key
 from gwlab.frames.run.config import RunConfig
 from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
 from gwlab.frames.run.limiter import Limiter, TokenBucket
-from gwlab.frames.run.lookahead import Lookahead
 from gwlab.frames.run.outcome import (
     CACHED,
     ERROR,
@@ -47,6 +45,8 @@ from gwlab.frames.run.outcome import (
     first_rows,
 )
 from gwlab.frames.run.usage import as_table
+from gwlab.frames.store.checkpoint import AnswerStore, canonical, gateway_id, request_key
+from gwlab.frames.store.lookahead import Lookahead
 from gwlab.wire.families import ProtocolFamily
 from gwlab.wire.schema import AnswerInvalid
 

@@ -15,7 +15,7 @@ import pytest
 import gwlab
 import gwlab.plots
 from gwlab.client.gateway import Gateway
-from gwlab.frames.run.stores import ENV_CHECKPOINT
+from gwlab.frames.store.stores import ENV_CHECKPOINT
 from tests.support.messages import QUESTIONS, support_messages
 
 TEAM = {"team": QUESTIONS["team"]}

@@ -18,7 +18,7 @@ from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames.evaluation.labels import EvaluationWarning
 from gwlab.frames.run.records import PROCESS_ONLY
-from gwlab.frames.run.stores import ENV_CHECKPOINT
+from gwlab.frames.store.stores import ENV_CHECKPOINT
 from tests.support.gateways import RequestLog, RunningGateway
 from tests.support.models import DECIDE_MODEL, TEXT_MODEL
 from tests.support.postgres import PostgresServer, postgres_server

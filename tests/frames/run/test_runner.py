@@ -16,9 +16,9 @@ from gwlab.client.transport.retry import RetryPolicy
 from gwlab.errors import BadRequest, ConnectionFailed, RateLimited, ServerError
 from gwlab.frames._client import Connection
 from gwlab.frames.recipes import decisions_recipe
-from gwlab.frames.run.checkpoint import Checkpoint, canonical
 from gwlab.frames.run.limiter import SharedTokenBucket, TokenBucket
 from gwlab.frames.run.runner import Answer, Budget
+from gwlab.frames.store.checkpoint import Checkpoint, canonical
 from gwlab.wire import limits
 from gwlab.wire.families import ProtocolFamily
 from tests.support.fakes import PauseSpy

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from gwlab.frames.run.checkpoint import CommitOnArrival, Entry, mask_url
+from gwlab.frames.store.checkpoint import CommitOnArrival, Entry, mask_url
 
 __all__ = ["PostgresCheckpoint"]
 

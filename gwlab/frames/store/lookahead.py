@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gwlab.errors import InvalidRequest
-from gwlab.frames.run.checkpoint import AnswerStore, Entry, canonical, key_of
+from gwlab.frames.store.checkpoint import AnswerStore, Entry, canonical, key_of
 
 __all__ = ["Lookahead", "Prepared"]
 

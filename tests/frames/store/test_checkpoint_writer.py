@@ -17,8 +17,8 @@ import pytest
 
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.frames._client import Connection
-from gwlab.frames.run.checkpoint import Checkpoint
 from gwlab.frames.run.runner import Answer
+from gwlab.frames.store.checkpoint import Checkpoint
 from gwlab.wire.families import ProtocolFamily
 
 QUESTIONS = {"urgent": {"type": "noul", "instructions": "Is this urgent?"}}

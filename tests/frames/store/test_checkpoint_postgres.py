@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from gwlab.client.gateway import Gateway
-from gwlab.frames.run.checkpoint import mask_url, request_key
-from gwlab.frames.run.stores import open_checkpoint
+from gwlab.frames.store.checkpoint import mask_url, request_key
+from gwlab.frames.store.stores import open_checkpoint
 from tests.support import free_port
 from tests.support.gateways import RequestLog
 from tests.support.postgres import PostgresServer, postgres_server
@@ -77,7 +77,7 @@ async def test_the_claim_of_a_killed_worker_ends_with_its_connection(postgres: P
     url = postgres.new_database()
     open_checkpoint(url).close()  # the table exists
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import asyncio, sys, time\nfrom gwlab.frames.run.stores import open_checkpoint\n"
+        [sys.executable, "-c", "import asyncio, sys, time\nfrom gwlab.frames.store.stores import open_checkpoint\n"
          "store = open_checkpoint(sys.argv[1])\nassert asyncio.run(store.claim(sys.argv[2])) is None\n"
          "print('claimed', flush=True)\ntime.sleep(600)\n", url, KEY],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})

@@ -14,9 +14,9 @@ import pytest
 import gwlab.frames.accessor  # noqa: F401  (registers df.gw)
 from gwlab.errors import InvalidRequest
 from gwlab.frames._client import Connection
-from gwlab.frames.run import lookahead
-from gwlab.frames.run.checkpoint import Checkpoint, Entry
 from gwlab.frames.run.runner import Answer
+from gwlab.frames.store import lookahead
+from gwlab.frames.store.checkpoint import Checkpoint, Entry
 from gwlab.wire.families import ProtocolFamily
 
 QUESTIONS = {"urgent": {"type": "noul", "instructions": "Is this urgent?"}}

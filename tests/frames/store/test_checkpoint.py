@@ -12,7 +12,7 @@ import pytest
 
 from gwlab.client.gateway import Gateway
 from gwlab.frames.recipes import decisions_recipe
-from gwlab.frames.run.checkpoint import Checkpoint, canonical, gateway_id
+from gwlab.frames.store.checkpoint import Checkpoint, canonical, gateway_id
 from tests.support.gateways import RequestLog, RunningGateway, start_gateway, stop_gateway
 from tests.support.models import DECIDE_MODEL
 from tests.support.tickets import DECISIONS, QUESTIONS, tickets_frame
@@ -24,7 +24,7 @@ MODEL = DECIDE_MODEL
 def second_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
     """Another `gwlab serve` with its own database and port, serving the same model ids and a user's GGUF:
     another model set, so another identity (an identical one on another port is the same gateway:
-    tests/frames/run/test_checkpoint_survives_a_gateway_restart.py)."""
+    tests/frames/store/test_checkpoint_survives_a_gateway_restart.py)."""
     from gwlab.local.engines import smollm2
 
     running = start_gateway(tmp_path_factory.mktemp("second") / "gateway.sqlite",

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gwlab.frames.run.checkpoint import AnswerStore, Checkpoint, is_store_url
+from gwlab.frames.store.checkpoint import AnswerStore, Checkpoint, is_store_url
 
 __all__ = ["ENV_CHECKPOINT", "default_checkpoint_path", "open_checkpoint", "open_for_run"]
 
@@ -18,7 +18,7 @@ __all__ = ["ENV_CHECKPOINT", "default_checkpoint_path", "open_checkpoint", "open
 def open_checkpoint(spec: str | Path) -> AnswerStore:
     """A path: the SQLite `Checkpoint`; a `postgresql://` URL: the PostgreSQL store (needs psycopg)."""
     if is_store_url(spec):
-        from gwlab.frames.run.checkpoint_postgres import PostgresCheckpoint
+        from gwlab.frames.store.checkpoint_postgres import PostgresCheckpoint
 
         return PostgresCheckpoint(str(spec))
     return Checkpoint(spec)

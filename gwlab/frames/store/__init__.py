@@ -1,0 +1,1 @@
+"""Where a run's answers are kept: the checkpoint stores (SQLite, PostgreSQL), which one opens, and reading ahead."""
