@@ -164,15 +164,6 @@ class _Secret:
         return "<secret>"
 
 
-class _SetCookiesOnly(httpx.Cookies):
-    """httpx reads every answer for cookies through urllib's request and response adapters (~50 µs of
-    CPU a call, 8 % of a frames run's client CPU); a gateway rarely sets any: read only answers that do."""
-
-    def extract_cookies(self, response: httpx.Response) -> None:
-        if "set-cookie" in response.headers:
-            super().extract_cookies(response)
-
-
 class AsyncTransport:
     """One `httpx.AsyncClient` per gateway, with everything the spec asks of every call."""
 
@@ -199,7 +190,6 @@ class AsyncTransport:
             transport=transport_choice.transport_for(self.http_transport, config.http_transport),
             trust_env=self.http_transport.name == "httpx", follow_redirects=False,
         )
-        self._client._cookies = _SetCookiesOnly(self._client.cookies.jar)  # httpx keeps no public hook for it
 
     def __repr__(self) -> str:
         return f"AsyncTransport(base_url={self.base_url!r})"
