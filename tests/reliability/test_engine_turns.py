@@ -25,6 +25,7 @@ from gwlab.local.engines.turns import TURNS
 from gwlab.local.server import LocalGateway, start
 from gwlab.local.store import Store
 from tests.support import wait_until
+from tests.support.gateways import key_id
 from tests.support.models import TEXT_MODEL, TEXT_MODELS
 
 FREED_S = 10.0  # bound for the engine to be free after the client left (the claim: within a second)
@@ -62,16 +63,6 @@ def other_key(gateway: LocalGateway) -> str:
         store.close()
 
 
-def _key_id(gateway: LocalGateway, secret: str) -> int:
-    store = Store(gateway.db_path)
-    try:
-        record = store.find_key(secret)
-        assert record is not None
-        return record.id
-    finally:
-        store.close()
-
-
 def _send_raw(gateway: LocalGateway, key: str, body: dict[str, Any]) -> socket.socket:
     """A request on a raw socket, left unread, so the test can hang up whenever it likes."""
     url = urlsplit(gateway.base_url)
@@ -94,7 +85,7 @@ def _wait_idle() -> None:
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_client_that_hangs_up_frees_the_engine(gateway: LocalGateway, stream: bool) -> None:
     _wait_idle()
-    me = _key_id(gateway, gateway.api_key)
+    me = key_id(Path(gateway.db_path), gateway.api_key)
     with closing(_send_raw(gateway, gateway.api_key, {**LONG, "stream": stream})):
         wait_until(lambda: TURNS.holder() == me, timeout=ANSWER_S, what="the long request generating")
     # hung up mid-answer: the generation stops between two tokens and hands the engine back
@@ -106,7 +97,7 @@ def test_a_client_that_hangs_up_frees_the_engine(gateway: LocalGateway, stream: 
 
 def test_another_keys_short_request_is_answered_while_a_long_one_runs(gateway: LocalGateway, other_key: str) -> None:
     _wait_idle()
-    me = _key_id(gateway, gateway.api_key)
+    me = key_id(Path(gateway.db_path), gateway.api_key)
     with closing(_send_raw(gateway, gateway.api_key, LONG)) as long_request:
         wait_until(lambda: TURNS.holder() == me, timeout=ANSWER_S, what="the long request generating")
         short = _chat(gateway, other_key, {"model": TEXT_MODEL, "max_tokens": 5,
@@ -124,7 +115,7 @@ def test_another_keys_short_request_is_answered_while_a_long_one_runs(gateway: L
 def test_an_answer_handed_over_mid_way_resumes_valid_against_its_grammar(gateway: LocalGateway,
                                                                        other_key: str) -> None:
     _wait_idle()
-    me = _key_id(gateway, gateway.api_key)
+    me = key_id(Path(gateway.db_path), gateway.api_key)
     # SmolLM2 (a 49k-token vocabulary: grammar-bound sampling is far quicker than over Gemma's 262k), on
     # both sides, so the long answer's sequence is really evicted from the model's context and restored
     items, model = 24, RESUME_MODEL
