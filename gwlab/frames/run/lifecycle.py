@@ -4,13 +4,16 @@ its workers are driven to the end so that nothing paid for is lost on the way ou
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
-from collections.abc import Coroutine
+import functools
+from collections import deque
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from gwlab.frames.store.checkpoint import AnswerStore
 
-__all__ = ["Progress", "Stoppable", "drive"]
+__all__ = ["Commits", "Progress", "Stoppable", "drive"]
 
 
 class Progress:
@@ -55,6 +58,53 @@ class Stoppable:
     @property
     def stopping(self) -> str | None:
         return self._stopping
+
+
+class Commits:
+    """The store's commits as the event loop sees them: `watch(job, stored)` calls `on_stored(job)` on the
+    loop once that answer is committed (not if its commit failed), every commit of one writer group in one
+    wake-up of the loop.
+
+    Why not an asyncio future per answer (`asyncio.wrap_future`): the writer thread then woke the loop
+    (a write to its self-pipe) once per answer, in the loop thread's hottest path; here it wakes it once
+    per group. (The writer appends before it looks whether a wake-up is scheduled, and the loop clears
+    that mark before it takes what arrived, so no commit is left unseen.)"""
+
+    def __init__(self, on_stored: Callable[[int], None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._on_stored = on_stored
+        self._arrived: deque[tuple[int, concurrent.futures.Future[None]]] = deque()
+        self._scheduled = False
+        self._outstanding = 0
+        self._settled = asyncio.Event()
+
+    def watch(self, job: int, stored: concurrent.futures.Future[None]) -> None:
+        self._outstanding += 1
+        stored.add_done_callback(functools.partial(self._arrive, job))
+
+    def _arrive(self, job: int, stored: concurrent.futures.Future[None]) -> None:
+        """In the writer's thread (or here, when it was committed already)."""
+        self._arrived.append((job, stored))
+        if not self._scheduled:
+            self._scheduled = True
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is left to tell
+                self._loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        self._scheduled = False
+        while self._arrived:
+            job, stored = self._arrived.popleft()
+            self._outstanding -= 1
+            if not stored.cancelled() and stored.exception() is None:
+                self._on_stored(job)
+        if not self._outstanding:
+            self._settled.set()
+
+    async def settled(self) -> None:
+        """Return once every commit watched so far has been seen here."""
+        while self._outstanding:
+            self._settled.clear()
+            await self._settled.wait()
 
 
 async def drive(workers: list[Coroutine[Any, Any, None]], store: AnswerStore | None, bar: Progress) -> None:

@@ -156,6 +156,7 @@ class RunResult:
     request_id: np.ndarray  # (repeats, jobs) object
     error: np.ndarray  # (repeats, jobs) object
     answers: dict[str, np.ndarray]  # column -> (repeats, jobs)
+    key: np.ndarray  # (repeats, jobs) object: the checkpoint key each ask was taken with (None: not taken)
     summary: RunSummary = field(default_factory=RunSummary)
     failure: BaseException | None = None
 
@@ -168,7 +169,8 @@ class RunResult:
             np.full((k, jobs), None, dtype=object), np.full((k, jobs), None, dtype=object),
             {name: np.full((k, jobs), None if dtype in ("str", "object") else np.nan,
                            dtype=object if dtype in ("str", "object") else np.float64)
-             for name, dtype in recipe.columns.items()})
+             for name, dtype in recipe.columns.items()},
+            np.full((k, jobs), None, dtype=object))
 
     def fill(self, repeat: int, job: int, record: Mapping[str, Any], tokens: tuple[int | None, int | None],
              request_id: str | None) -> None:

@@ -214,16 +214,19 @@ def _facts(summary: Any, runner: Runner, described: Described) -> dict[str, Any]
 
 
 def _answers(runner: Runner, result: RunResult) -> dict[str, Any]:
-    """What rebuilds the answer frame: per request and repeat its key, status and failure; per row its request."""
-    batch, k = result.batch, result.repeats
-    texts: list[str | None] = []
-    for job in range(len(batch)):
-        try:
-            texts.append(canonical(runner.recipe.body(batch.value(job))))
-        except (InvalidRequest, ValueError, TypeError):  # failed before a request, as in the run
-            texts.append(None)
-    keys = [[None if t is None else key_of(runner.gateway, runner.recipe.endpoint, t, r) for t in texts]
-            for r in range(k)]
+    """What rebuilds the answer frame: per request and repeat its key, status and failure; per row its request.
+    The keys the run took its asks with are reused; only asks it never reached (a stop) are keyed here."""
+    batch = result.batch
+    keys: list[list[str | None]] = result.key.tolist()
+    texts: dict[int, str | None] = {}
+    for repeat, job in [(r, j) for r, row in enumerate(keys) for j, key in enumerate(row) if key is None]:
+        if job not in texts:
+            try:
+                texts[job] = canonical(runner.recipe.body(batch.value(job)))
+            except (InvalidRequest, ValueError, TypeError):  # failed before a request, as in the run
+                texts[job] = None
+        text = texts[job]
+        keys[repeat][job] = None if text is None else key_of(runner.gateway, runner.recipe.endpoint, text, repeat)
     failures = [[int(r), int(j), result.error[r, j], result.request_id[r, j]]
                 for r, j in zip(*np.nonzero(result.status == ERROR), strict=True)]
     return {"keys": keys, "status": result.status.tolist(), "failures": failures,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import itertools
 import math
 import time
@@ -30,7 +29,7 @@ from gwlab.errors import InvalidRequest, RateLimited
 from gwlab.frames.recipes import RowRecipe
 from gwlab.frames.run.budget import Budget, Spend
 from gwlab.frames.run.config import RunConfig
-from gwlab.frames.run.lifecycle import Progress, Stoppable, drive
+from gwlab.frames.run.lifecycle import Commits, Progress, Stoppable, drive
 from gwlab.frames.run.limiter import Limiter, TokenBucket
 from gwlab.frames.run.outcome import (
     CACHED,
@@ -122,12 +121,10 @@ class Runner(Stoppable):
         # a store that gathers answers into groups commits at once when a worker waits for it
         urge: Callable[[], None] = getattr(self.checkpoint, "urge", None) or (lambda: None)
 
-        def stored_then_finished(job: int, stored: asyncio.Future[None]) -> None:
-            if not stored.cancelled() and stored.exception() is None:
-                finished(job)
+        commits = Commits(finished)  # a row is done once its answer is committed
 
         async def worker() -> None:
-            committing: list[asyncio.Future[None]] = []  # this worker's answers not yet on disk
+            committing: list[concurrent.futures.Future[None]] = []  # this worker's answers not yet on disk
             for job, repeat in items:
                 if self._stopping:
                     break
@@ -135,15 +132,14 @@ class Runner(Stoppable):
                 if stored is None:
                     finished(job)
                     continue
-                # a row is done once its answer is committed; the worker sends its next request meanwhile
-                done = asyncio.wrap_future(stored)
-                done.add_done_callback(functools.partial(stored_then_finished, job))
-                committing = [*_pending(committing), done]
+                commits.watch(job, stored)  # the worker sends its next request meanwhile
+                committing = [*_pending(committing), stored]
                 if len(committing) > 1:  # one answer of a worker off disk at a time: a slow disk slows the
                     urge()  # run rather than leaving paid answers queued
-                    await asyncio.wait(committing[:-1])
+                    await asyncio.wait([asyncio.wrap_future(f) for f in committing[:-1]])
             urge()
-            await asyncio.gather(*committing)
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in committing))
+            await commits.settled()
 
         await drive([worker() for _ in range(min(self.concurrency, max(1, jobs * k)))], self.checkpoint, bar)
         if self.pilot is not None and last_job < jobs and not self._stopping:
@@ -162,6 +158,7 @@ class Runner(Stoppable):
         except (InvalidRequest, ValueError, TypeError) as exc:
             self._fail(result, job, repeat, exc)
             return None
+        result.key[repeat, job] = key or None  # the run record lists it (records.py): made once, here
         if self.checkpoint is not None and not self.refresh:
             if entry is None:  # a store shared by workers: wait for a request another worker is asking
                 entry = await self.checkpoint.claim(key)
@@ -341,7 +338,7 @@ class Runner(Stoppable):
                              self.prices.cost(recipe.model, recipe.endpoint, tokens_in, tokens_out))
 
 
-def _pending(commits: list[asyncio.Future[None]]) -> list[asyncio.Future[None]]:
+def _pending(commits: list[concurrent.futures.Future[None]]) -> list[concurrent.futures.Future[None]]:
     """The commits not yet done; a failed one raises its error (the run stops: its answers are not safe)."""
     return [f for f in commits if not f.done() or f.result()]
 

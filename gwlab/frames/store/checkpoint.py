@@ -25,6 +25,7 @@ path is this SQLite file (one machine), a `postgresql://` URL a PostgreSQL datab
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import hashlib
@@ -180,7 +181,12 @@ class CommitOnArrival:
     Waking the writer for every answer cost the run's loop thread ~100 µs an answer (a thread switch and
     the GIL handed over, docs/benchmarks.md): the writer lingers up to `LINGER_SECONDS` after an answer
     arrives to gather more into one transaction, and is woken at once only by `urge` (someone waits for
-    a commit now: the runner before holding a second answer of a worker), by `flush`, or by a full group."""
+    a commit now: the runner before holding a second answer of a worker), by `flush`, or by a full group.
+    `put` itself takes no lock unless the writer sleeps idle (or must start, or a group is full): taking
+    the writer's lock for every answer made the loop thread wait for the writer thread to get the GIL
+    back and release it, ~100 µs an answer at a few answers a group (the queue is a deque, whose append
+    and popleft are atomic; the writer says it sleeps idle before it looks at the queue, and `put`
+    appends before it looks whether the writer sleeps, so one of the two always sees the other)."""
 
     IDLE_SECONDS = 1.0
     LINGER_SECONDS = 0.005
@@ -188,10 +194,11 @@ class CommitOnArrival:
 
     def _init_writer(self) -> None:
         self._ready = threading.Condition()
-        self._queue: list[_Queued] = []
+        self._queue: collections.deque[_Queued] = collections.deque()
         self._committing = False
         self._failed: BaseException | None = None  # the last commit's error: the writer waits for `flush`
         self._writer: threading.Thread | None = None
+        self._idle = False  # the writer sleeps until an answer comes: a `put` must wake it
         self._stopping_writer = False
         self._urgent = False  # a caller waits for the queued answers: commit them without lingering
         self.written = 0
@@ -202,12 +209,13 @@ class CommitOnArrival:
         """Queue an answer and the `gateway_id` that gave it; the future resolves once it is committed."""
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
         row = (key, endpoint, model, response, request_id, input_tokens, output_tokens, time.time(), gateway)
-        with self._ready:
-            self._queue.append((row, done))
-            if self._writer is None:
-                self._start_writer()
-            elif self._urgent or len(self._queue) >= self.GROUP or len(self._queue) == 1:
-                self._ready.notify_all()  # the first answer starts the writer's linger; a full group ends it
+        self._queue.append((row, done))
+        if self._writer is None or self._idle or len(self._queue) >= self.GROUP:
+            with self._ready:
+                if self._writer is None:
+                    self._start_writer()
+                else:
+                    self._ready.notify_all()  # an idle writer starts its linger; a full group ends it
         return done
 
     def urge(self) -> None:
@@ -225,19 +233,27 @@ class CommitOnArrival:
         except BaseException as exc:  # the store could not be opened: every waiter hears it
             with self._ready:
                 self._failed, self._writer, self._committing = exc, None, False
-                waiting, self._queue = self._queue, [(row, None) for row, _ in self._queue]
+                waiting = self._take_queue()
+                self._queue.extendleft(reversed([(row, None) for row, _ in waiting]))
                 self._ready.notify_all()
             _resolve(waiting, exc)
+
+    def _take_queue(self) -> list[_Queued]:
+        """Everything queued so far (answers a `put` adds meanwhile stay for the next group)."""
+        return [self._queue.popleft() for _ in range(len(self._queue))]
 
     def _next_group(self, commit: Callable[[list[tuple[Any, ...]]], None]) -> bool:
         """Commit the next group; False when idle for a while (or told to stop): the thread ends."""
         with self._ready:
-            if not self._ready.wait_for(self._work_or_stop, self.IDLE_SECONDS) or not self._queue:
-                self._writer = None
+            self._idle = True  # before looking at the queue: a `put` after this wakes the writer
+            working = self._ready.wait_for(self._work_or_stop, self.IDLE_SECONDS)
+            if not working or not self._queue:
+                self._writer = None  # `_idle` stays set: a `put` that still sees this writer takes the lock
                 self._ready.notify_all()
                 return False
+            self._idle = False
             self._ready.wait_for(self._group_or_urged, self.LINGER_SECONDS)
-            group, self._queue, self._committing, self._urgent = self._queue, [], True, False
+            group, self._committing, self._urgent = self._take_queue(), True, False
         # from here on a waiter can no longer cancel its future (a cancelled one is left out)
         group = [(row, done if done is None or done.set_running_or_notify_cancel() else None) for row, done in group]
         _resolve(group, self._commit_group(commit, group))
@@ -260,7 +276,7 @@ class CommitOnArrival:
             if failed is None:
                 self.written += len(group)
             else:  # kept for the next flush, which tries again and raises if it fails again
-                self._queue[:0] = [(row, None) for row, _ in group]
+                self._queue.extendleft(reversed([(row, None) for row, _ in group]))
                 self._failed = failed
             self._ready.notify_all()
         return failed
@@ -281,7 +297,7 @@ class CommitOnArrival:
             raise failed
 
     def _start_writer(self) -> None:  # with self._ready held
-        self._stopping_writer = False
+        self._stopping_writer, self._idle = False, False
         self._writer = threading.Thread(target=self._write, name=f"gwlab checkpoint {self!r}", daemon=True)
         self._writer.start()
 

@@ -4,6 +4,7 @@ and never holding the API key; SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import warnings
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ from gwlab.client.gateway import Gateway
 from gwlab.errors import InvalidRequest
 from gwlab.frames.evaluation.labels import EvaluationWarning
 from gwlab.frames.run.records import PROCESS_ONLY
+from gwlab.frames.store.checkpoint import Checkpoint
 from gwlab.frames.store.stores import ENV_CHECKPOINT
 from tests.support.gateways import RequestLog, RunningGateway
 from tests.support.models import DECIDE_MODEL, TEXT_MODEL
@@ -127,6 +129,19 @@ def test_a_stopped_run_is_recorded_as_stopped_with_why_and_its_rows_not_run(gw: 
     again = gwlab.run_answers(out.run.run_id, store)
     pd.testing.assert_frame_equal(again, answers_of(out, again))
     assert list(again["__status"]) == ["sent", "sent", "not_run", "not_run"]
+
+
+def test_a_stopped_runs_record_keys_the_asks_it_never_reached_as_the_run_that_reaches_them_does(
+        gw: Gateway, tmp_path: Path) -> None:
+    """The run record reuses the keys the run took its asks with and keys only the asks it never reached,
+    so the two kinds must agree: the full re-run takes all four asks itself."""
+    store = tmp_path / "answers.sqlite"
+    stopped = tickets_frame().gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=store, progress=False, pilot=2)
+    full = tickets_frame().gw.decide("{ticket}", QUESTIONS, gateway=gw, checkpoint=store, progress=False)
+    assert (full.run.sent, full.run.cached) == (2, 2)
+    with Checkpoint(store) as kept:
+        keys = [json.loads(kept.run_detail(run.run.run_id) or "{}")["answers"]["keys"] for run in (stopped, full)]
+    assert keys[0] == keys[1] and all(len(k) == 64 for k in keys[0][0])
 
 
 def test_a_run_with_repeats_reads_back_its_combined_answers_and_spreads(gw: Gateway, tmp_path: Path) -> None:

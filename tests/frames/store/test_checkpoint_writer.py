@@ -4,6 +4,7 @@ a row counts as done only once its answer is on disk, and the run keeps sending 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import sqlite3
@@ -117,3 +118,27 @@ def test_a_commit_that_fails_fails_the_run_rather_than_counting_unsaved_rows(tmp
         assert stored(tmp_path / "answers.sqlite") > 0
     finally:
         store.close()
+
+
+def test_answers_put_from_several_threads_at_once_are_all_committed_and_their_futures_resolved(
+        tmp_path: Path) -> None:
+    """`put` takes no lock while the writer lingers or commits: answers queued meanwhile are never lost."""
+    path = tmp_path / "c.sqlite"
+    with Checkpoint(path) as store:
+        store.LINGER_SECONDS = 0.0005
+        futures: list[Any] = []
+
+        def putter(thread: int) -> None:
+            for i in range(500):
+                futures.append(store.put(f"{thread}-{i}", "/decisions", "m", "{}", None, 1, 0))
+                if i % 97 == 0:
+                    threading.Event().wait(0.002)  # let the writer go idle now and then
+
+        threads = [threading.Thread(target=putter, args=(t,)) for t in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        concurrent.futures.wait(futures, timeout=30)
+        assert all(f.done() and f.exception() is None for f in futures)
+    assert stored(path) == 2000
