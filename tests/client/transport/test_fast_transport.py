@@ -37,6 +37,7 @@ class Server:
     def __init__(self) -> None:
         self.connections = 0
         self.requests: list[str] = []
+        self.cookies: list[bytes | None] = []  # each request's Cookie header
         self.flaked = False
         self.writers: set[asyncio.StreamWriter] = set()
         self.loop = asyncio.new_event_loop()
@@ -79,6 +80,8 @@ class Server:
                 await reader.readexactly(length)
                 path = head.split(b" ")[1].decode()
                 self.requests.append(path)
+                self.cookies.append(next((line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+                                          if line.lower().startswith(b"cookie:")), None))
                 if not await self._answer(path, reader, writer):
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -100,7 +103,8 @@ class Server:
         elif path.endswith("/videos"):
             return False  # read the request, drop the connection: was it acted on? the client cannot know
         elif path.endswith("/models"):
-            writer.write(json_head + b"x-request-id: req_fast\r\n\r\n" + JSON)
+            sticky = b"set-cookie: route=b7; Path=/\r\n" if "/cookie" in path and len(self.requests) == 1 else b""
+            writer.write(json_head + sticky + b"x-request-id: req_fast\r\n\r\n" + JSON)
         elif path.endswith("/close-after"):
             writer.write(json_head + b"\r\n" + JSON)
             await writer.drain()
@@ -219,6 +223,14 @@ async def test_a_post_dropped_after_sending_is_not_resent_unless_idempotent(serv
         with pytest.raises(errors.ConnectionFailed):  # GET is idempotent: resent up to the limit
             await gw.transport.request("GET", "/videos", family="tasks")
         assert server.requests == ["/v1/videos"] + ["/v1/videos"] * 3
+
+
+async def test_a_cookie_the_gateway_sets_is_sent_back_on_later_calls(server: Server, transport: str):
+    """A load balancer's sticky-session cookie: the fast path skips httpx's `send` but keeps its cookie jar."""
+    async with gwlab.AsyncGateway(base(server, "/cookie"), CANARY_KEY, http_transport=transport) as gw:
+        for _ in range(3):
+            assert "m1" in await gw.models.list()
+    assert server.cookies == [None, b"route=b7", b"route=b7"]
 
 
 async def test_the_deadline_bounds_a_call_the_server_never_answers(server: Server, transport: str):
