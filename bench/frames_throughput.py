@@ -220,6 +220,8 @@ def stub_part(args: argparse.Namespace) -> None:
           f"of C/L: bare {bare / ideal:.2f} (goal 0.97), checkpointed {kept / ideal:.2f} (goal 0.95); "
           f"the raw-socket floor reaches {floor / ideal:.2f} of C/L, so of what this stub and machine allow: "
           f"bare {bare / floor:.2f}, checkpointed {kept / floor:.2f}")
+    print(f"one request in flight (the sequential loop): {seq_rate * args.latency:.3f} of 1/L, i.e. "
+          f"{1000 / seq_rate - args.latency * 1000:.1f} ms over L per request with no queueing at all")
     print("rounds (rows/s):", "; ".join(f"{name}: {', '.join(f'{v:.0f}' for v in values)}"
                                        for name, values in wall.items()))
 
