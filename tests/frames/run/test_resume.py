@@ -67,7 +67,9 @@ def test_run_killed_mid_way_resumes_without_resending_a_checkpointed_row(gateway
     first, second = log.split(mark, resumed_at, DECISIONS)
     # requests in flight at the kill were answered by the gateway but never reached the checkpoint
     lost_in_flight = len(first) - kept
-    assert 0 <= lost_in_flight <= 4  # at most `concurrency`
+    # at most two per worker (docs/pandas.md, Resume): its request in flight, and the answer it got whose
+    # commit the writer thread had not finished (on a busy machine the writer may lag its 5 ms linger)
+    assert 0 <= lost_in_flight <= 2 * 4
     assert len(second) == ROWS - kept  # only the missing rows were sent: 0 checkpointed rows re-billed
     assert out.run.cached == kept and out.run.sent == ROWS - kept
     assert out.run.input_tokens == sum(row["input_tokens"] for row in second)
