@@ -15,7 +15,7 @@ import builtins
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from gwlab.client.dialect import adapt_request
 from gwlab.client.loop import LoopThread
@@ -65,16 +65,43 @@ def _is_route_404(exc: NotFound) -> bool:
     return not code.endswith("not_found") and code != "not_found"
 
 
-class AsyncBatches:
-    """OpenAI-shaped batches: `await gw.batches.submit([(custom_id, body), ...], endpoint=...)`."""
+class _AsyncBatchClient:
+    """What both providers' batch clients share: the calls by a batch's id, a page of the listing, the ledger."""
 
-    api = OPENAI_BATCHES
+    api: ClassVar[BatchAPI]
+    family: ClassVar[str]  # the ledger's label, and which auth headers the transport sends
 
     def __init__(self, transport: AsyncTransport, *, lookup_delay: float = 0.5) -> None:
         self._t, self.lookup_delay = transport, lookup_delay
 
     async def _call(self, method: str, path: str, **kw: Any) -> Reply:
-        return await self._t.request(method, path, family=OPENAI_FAMILY, **kw)
+        return await self._t.request(method, path, family=self.family, **kw)
+
+    async def retrieve(self, batch_id: str) -> BatchJob:
+        reply = await self._call("GET", self.api.item_path, path_params={"batch_id": _id(batch_id)})
+        return wb.parse_job(reply.body, self.api)
+
+    async def _page(self, limit: int, cursor: str | None) -> tuple[list[BatchJob], bool]:
+        """One page of this key's batches, newest first, and whether more follow."""
+        reply = await self._call("GET", self.api.list_path, params={"limit": limit, self.api.cursor: cursor})
+        return [wb.parse_job(j, self.api) for j in reply.body.get("data", [])], bool(reply.body.get("has_more"))
+
+    async def cancel(self, batch_id: str) -> BatchJob:
+        """Ask the gateway to cancel; lines that finished stay in the output file."""
+        reply = await self._call("POST", self.api.cancel_path, path_params={"batch_id": _id(batch_id)},
+                                 idempotent=True)
+        return wb.parse_job(reply.body, self.api)
+
+    def record(self, collation: Collation, *, path: str, model: str | None) -> int:
+        """The answered rows of a collected job as ledger rows at the batch rate (`record_answers`)."""
+        return record_answers(self._t, collation, path=path, model=model)
+
+
+class AsyncBatches(_AsyncBatchClient):
+    """OpenAI-shaped batches: `await gw.batches.submit([(custom_id, body), ...], endpoint=...)`."""
+
+    api = OPENAI_BATCHES
+    family = OPENAI_FAMILY
 
     # --- files -------------------------------------------------------------------------------------
     async def upload(self, data: bytes, *, filename: str = "batch.jsonl") -> dict[str, Any]:
@@ -108,20 +135,9 @@ class AsyncBatches:
         reply = await self._call("POST", self.api.create_path, json=body, idempotent=False)
         return wb.parse_job(reply.body, self.api)
 
-    async def retrieve(self, batch_id: str) -> BatchJob:
-        reply = await self._call("GET", self.api.item_path, path_params={"batch_id": _id(batch_id)})
-        return wb.parse_job(reply.body, self.api)
-
     async def list(self, *, limit: int = 20, after: str | None = None) -> tuple[list[BatchJob], bool]:
         """One page of this key's batches, newest first, and whether more follow."""
-        reply = await self._call("GET", self.api.list_path, params={"limit": limit, "after": after})
-        return [wb.parse_job(j, self.api) for j in reply.body.get("data", [])], bool(reply.body.get("has_more"))
-
-    async def cancel(self, batch_id: str) -> BatchJob:
-        """Ask the gateway to cancel; lines that finished stay in the output file."""
-        reply = await self._call("POST", self.api.cancel_path, path_params={"batch_id": _id(batch_id)},
-                                 idempotent=True)
-        return wb.parse_job(reply.body, self.api)
+        return await self._page(limit, after)
 
     async def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]], *, endpoint: str,
                      metadata: Mapping[str, str] | None = None) -> BatchJob:
@@ -172,22 +188,16 @@ class AsyncBatches:
         files = [await self.content(f) for f in (job.output_file_id, job.error_file_id) if f]
         return wb.collate(files, expected, self.api)
 
-    def record(self, collation: Collation, *, path: str, model: str | None) -> int:
-        """The answered rows of a collected job as ledger rows at the batch rate (`record_answers`)."""
-        return record_answers(self._t, collation, path=path, model=model)
 
-
-class AsyncMessageBatches:
+class AsyncMessageBatches(_AsyncBatchClient):
     """Anthropic message batches: `await gw.message_batches.submit([(custom_id, params), ...])`."""
 
     api = ANTHROPIC_BATCHES
+    family = ANTHROPIC_FAMILY
 
     def __init__(self, transport: AsyncTransport, *, lookup_delay: float = 0.5) -> None:
-        self._t, self.lookup_delay = transport, lookup_delay
+        super().__init__(transport, lookup_delay=lookup_delay)
         self._claimed: set[str] = set()
-
-    async def _call(self, method: str, path: str, **kw: Any) -> Reply:
-        return await self._t.request(method, path, family=ANTHROPIC_FAMILY, **kw)
 
     async def create(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> BatchJob:
         """Create a message batch (sent once: a batch is billed once accepted)."""
@@ -208,18 +218,9 @@ class AsyncMessageBatches:
         self._claimed.add(job.id)
         return job
 
-    async def retrieve(self, batch_id: str) -> BatchJob:
-        reply = await self._call("GET", self.api.item_path, path_params={"batch_id": _id(batch_id)})
-        return wb.parse_job(reply.body, self.api)
-
     async def list(self, *, limit: int = 20, after_id: str | None = None) -> tuple[list[BatchJob], bool]:
-        reply = await self._call("GET", self.api.list_path, params={"limit": limit, "after_id": after_id})
-        return [wb.parse_job(j, self.api) for j in reply.body.get("data", [])], bool(reply.body.get("has_more"))
-
-    async def cancel(self, batch_id: str) -> BatchJob:
-        reply = await self._call("POST", self.api.cancel_path, path_params={"batch_id": _id(batch_id)},
-                                 idempotent=True)
-        return wb.parse_job(reply.body, self.api)
+        """One page of this key's message batches, newest first, and whether more follow."""
+        return await self._page(limit, after_id)
 
     async def results_bytes(self, batch_id: str) -> bytes:
         path = self.api.results_path or ""
@@ -231,10 +232,6 @@ class AsyncMessageBatches:
     async def results(self, job: BatchJob, expected: Iterable[str]) -> Collation:
         """The results of an ended message batch, matched to the ids sent."""
         return wb.collate([await self.results_bytes(job.id)], expected, self.api)
-
-    def record(self, collation: Collation, *, path: str, model: str | None) -> int:
-        """The answered rows of a collected batch as ledger rows at the batch rate (`record_answers`)."""
-        return record_answers(self._t, collation, path=path, model=model)
 
     async def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> BatchJob:
         """`create`; a lost answer is looked up (same size, created since, unclaimed, exactly one) first."""
@@ -296,13 +293,32 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj) + "\n"
 
 
-class Batches:
+A = TypeVar("A", AsyncBatches, AsyncMessageBatches)
+
+
+class _BatchClient(Generic[A]):
+    """The synchronous face of a batch client: what both providers' share."""
+
+    api: ClassVar[BatchAPI]
+
+    def __init__(self, twin: A, loop: LoopThread) -> None:
+        self.twin: A = twin
+        self._loop = loop
+
+    def retrieve(self, batch_id: str) -> BatchJob:
+        return self._loop.run(self.twin.retrieve(batch_id))
+
+    def cancel(self, batch_id: str) -> BatchJob:
+        return self._loop.run(self.twin.cancel(batch_id))
+
+    def results(self, job: BatchJob, expected: Iterable[str]) -> Collation:
+        return self._loop.run(self.twin.results(job, list(expected)))
+
+
+class Batches(_BatchClient[AsyncBatches]):
     """The synchronous face of `AsyncBatches`."""
 
     api = OPENAI_BATCHES
-
-    def __init__(self, twin: AsyncBatches, loop: LoopThread) -> None:
-        self.twin, self._loop = twin, loop
 
     def upload(self, data: bytes, *, filename: str = "batch.jsonl") -> dict[str, Any]:
         return self._loop.run(self.twin.upload(data, filename=filename))
@@ -313,14 +329,8 @@ class Batches:
     def create(self, input_file_id: str, *, endpoint: str, metadata: Mapping[str, str] | None = None) -> BatchJob:
         return self._loop.run(self.twin.create(input_file_id, endpoint=endpoint, metadata=metadata))
 
-    def retrieve(self, batch_id: str) -> BatchJob:
-        return self._loop.run(self.twin.retrieve(batch_id))
-
     def list(self, *, limit: int = 20, after: str | None = None) -> tuple[list[BatchJob], bool]:
         return self._loop.run(self.twin.list(limit=limit, after=after))
-
-    def cancel(self, batch_id: str) -> BatchJob:
-        return self._loop.run(self.twin.cancel(batch_id))
 
     def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]], *, endpoint: str,
                metadata: Mapping[str, str] | None = None) -> BatchJob:
@@ -329,35 +339,20 @@ class Batches:
     def find(self, token: str, *, since: float | None = None) -> BatchJob | None:
         return self._loop.run(self.twin.find(token, since=since))
 
-    def results(self, job: BatchJob, expected: Iterable[str]) -> Collation:
-        return self._loop.run(self.twin.results(job, list(expected)))
 
-
-class MessageBatches:
+class MessageBatches(_BatchClient[AsyncMessageBatches]):
     """The synchronous face of `AsyncMessageBatches`."""
 
     api = ANTHROPIC_BATCHES
 
-    def __init__(self, twin: AsyncMessageBatches, loop: LoopThread) -> None:
-        self.twin, self._loop = twin, loop
-
     def create(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> BatchJob:
         return self._loop.run(self.twin.create(items))
-
-    def retrieve(self, batch_id: str) -> BatchJob:
-        return self._loop.run(self.twin.retrieve(batch_id))
 
     def list(self, *, limit: int = 20, after_id: str | None = None) -> tuple[list[BatchJob], bool]:
         return self._loop.run(self.twin.list(limit=limit, after_id=after_id))
 
-    def cancel(self, batch_id: str) -> BatchJob:
-        return self._loop.run(self.twin.cancel(batch_id))
-
     def results_bytes(self, batch_id: str) -> bytes:
         return self._loop.run(self.twin.results_bytes(batch_id))
-
-    def results(self, job: BatchJob, expected: Iterable[str]) -> Collation:
-        return self._loop.run(self.twin.results(job, list(expected)))
 
     def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> BatchJob:
         return self._loop.run(self.twin.submit(items))

@@ -121,6 +121,7 @@ class Plan:
     reuse_prefix: bool = False  # GenerationRequest.reuse_prefix: for conversations that grow turn by turn
     model: str = ""  # the text model's id ("" is the default text model); picks the engine
     top_logprobs: int | None = None  # GenerationRequest.top_logprobs: None asks for no log-probabilities
+    choices: int = 1  # answers asked for (chat's `n`), one generation each: the token cap counts them all
 
 
 # --- events --------------------------------------------------------------------------------------------
@@ -197,14 +198,14 @@ def check_tools(body: Mapping[str, Any], limits: Limits) -> None:
                        "per request", param="tools")
 
 
-def check_tokens(plan: Plan, limits: Limits, *, cap_field: str, choices: int = 1) -> None:
+def check_tokens(plan: Plan, limits: Limits, *, cap_field: str) -> None:
     """More than `limits.max_request_tokens` generated tokens over all choices (n x the token cap) is a 400
     before any token: naming `n` when several choices pass the cap, else the family's token cap field."""
-    cap, total = limits.max_request_tokens, choices * plan.max_tokens
+    cap, total = limits.max_request_tokens, plan.choices * plan.max_tokens
     if cap is None or total <= cap:
         return
-    if choices > 1:
-        raise APIError(400, f"'n' x '{cap_field}' is {choices} x {plan.max_tokens} = {total} tokens; the "
+    if plan.choices > 1:
+        raise APIError(400, f"'n' x '{cap_field}' is {plan.choices} x {plan.max_tokens} = {total} tokens; the "
                        f"gateway generates at most {cap} per request", param="n")
     raise APIError(400, f"'{cap_field}' is {plan.max_tokens}; the gateway generates at most {cap} tokens per "
                    "request", param=cap_field)

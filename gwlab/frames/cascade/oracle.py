@@ -20,7 +20,7 @@ import pandas as pd
 from gwlab.errors import InvalidRequest
 from gwlab.frames import columns as tidy
 from gwlab.frames.cascade.spec import Cascade, DecisionOracle, LabelsOracle, TextOracle
-from gwlab.frames.cascade.summary import RoutedEstimate
+from gwlab.frames.cascade.summary import OracleSpend, RoutedEstimate
 from gwlab.frames.evaluation.labels import as_answers
 from gwlab.frames.evaluation.targets import question_levels, question_options
 from gwlab.frames.run.budget import Budget
@@ -129,6 +129,11 @@ class Oracle:
     def name(self) -> str:
         """What answered, for the run's summary: "labels", or the model id (with its family if not decisions)."""
         return self.cascade.typed_oracle.name
+
+    @property
+    def spend(self) -> OracleSpend:
+        """What this oracle has spent so far, for the cascade's summary."""
+        return OracleSpend(self.name, self.sent, self.cached, self.cost)
 
     async def answer(self, positions: np.ndarray) -> np.ndarray:
         """The oracle's answers for these row positions (None where it gave none validly)."""

@@ -79,7 +79,7 @@ async def _cascade(frame: pd.DataFrame, proxy: BatchFrame, question: CascadeQues
                                frame.columns if config.output.join else ())
     calls = (len(asked_rows), len(routed))
     pilot = pilot_estimate(cascade, reached, *calls, oracle) if proxy.run.pilot is not None else None
-    counts = CascadeSummary.of(cascade, threshold, int(reached.sum()), int(answered.sum()), calls, oracle)
+    counts = CascadeSummary.of(cascade, threshold, int(reached.sum()), int(answered.sum()), calls, oracle.spend)
     summary = dataclasses.replace(counts, routed_estimate=before, pilot=pilot)
     return BatchFrame.wrap(out, CascadeRunSummary.of(proxy.run, summary))
 

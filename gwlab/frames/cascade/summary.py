@@ -8,28 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Protocol
 
 from gwlab.frames.cascade.spec import Cascade
 from gwlab.frames.run.outcome import ReadByKey, RunSummary
 from gwlab.stats.cascade import Threshold
 from gwlab.stats.intervals import clopper_pearson
 
-__all__ = ["CascadePilot", "CascadeRunSummary", "CascadeSummary", "OracleCalls", "OracleSpend", "RoutedEstimate",
-           "Spent"]
-
-
-class Spent(Protocol):
-    """What an oracle spent (the run's `Oracle`, or its counts shipped back from a Dask task)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def sent(self) -> int: ...
-    @property
-    def cached(self) -> int: ...
-    @property
-    def cost(self) -> float: ...
+__all__ = ["CascadePilot", "CascadeRunSummary", "CascadeSummary", "OracleCalls", "OracleSpend", "RoutedEstimate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +28,8 @@ class OracleCalls(ReadByKey):
 
 @dataclass(frozen=True, slots=True)
 class OracleSpend(ReadByKey):
-    """An oracle run's requests: sent, read from the checkpoint, and their cost."""
+    """What an oracle spent: requests sent, read from the checkpoint, and their cost (`Oracle.spend`; a Dask
+    task ships it back)."""
 
     name: str
     sent: int
@@ -105,7 +91,7 @@ class CascadeSummary(ReadByKey):
 
     @classmethod
     def of(cls, cascade: Cascade, threshold: Threshold, reached: int, proxy_rows: int, calls: tuple[int, int],
-           oracle: Spent) -> CascadeSummary:
+           oracle: OracleSpend) -> CascadeSummary:
         """The summary of a cascade whose proxy `reached` rows and answered `proxy_rows` of them, and whose
         oracle answered `calls` (sampled, routed) rows, spending what `oracle` counted."""
         (sampled, routed), n = calls, threshold.trials

@@ -163,7 +163,7 @@ def _ask_sample(rows: pd.DataFrame, job: CascadeJob, run: WorkerRun) -> tuple[np
     with run.here() as config:
         oracle = Oracle.of(rows, job.asked, job.question, job.cascade, config)
         answers = _client.run_sync(oracle.answer(np.arange(len(rows))), config.gateway)
-    return answers, OracleSpend(oracle.name, oracle.sent, oracle.cached, oracle.cost)
+    return answers, oracle.spend
 
 
 def cascade_partition(partition: pd.DataFrame, *, job: CascadeJob, run: WorkerRun,

@@ -7,6 +7,7 @@ A batch is stored as a task (kind `batch`) and run line by line by `BatchWorker`
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -58,19 +59,28 @@ def _metadata(body: dict[str, Any]) -> dict[str, str] | None:
     return meta
 
 
-def load_job(request: Request, key: KeyRecord, batch_id: str, kind: tuple[str, str], *, code: str,
-             param: str) -> dict[str, Any]:
-    """The key's job of this kind (`(field, value)` of the stored object), else the API's 404: another key's
-    job, a task of another kind and no job at all look the same."""
+@dataclass(frozen=True, slots=True)
+class JobKind:
+    """A kind of batch job as its routes find it: the stored object's discriminator (`field` == `value`),
+    and the code and path parameter its 404 names."""
+
+    field: str
+    value: str
+    code: str
+    param: str
+
+
+BATCH = JobKind("object", OPENAI_KIND, code="batch_not_found", param="batch_id")
+
+
+def load_job(request: Request, key: KeyRecord, batch_id: str, kind: JobKind) -> dict[str, Any]:
+    """The key's job of this kind, else the API's 404: another key's job, a task of another kind and no
+    job at all look the same."""
     job: dict[str, Any] | None = request.app.state.store.load_task(batch_id, key.id)
-    if job is None or job.get(kind[0]) != kind[1]:
-        noun = kind[1].replace("_", " ")
-        raise APIError(404, f"No {noun} with id '{batch_id}'", code=code, param=param)
+    if job is None or job.get(kind.field) != kind.value:
+        noun = kind.value.replace("_", " ")
+        raise APIError(404, f"No {noun} with id '{batch_id}'", code=kind.code, param=kind.param)
     return job
-
-
-def _load(request: Request, key: KeyRecord, batch_id: str) -> dict[str, Any]:
-    return load_job(request, key, batch_id, ("object", "batch"), code="batch_not_found", param="batch_id")
 
 
 @router.post("/batches")
@@ -111,16 +121,16 @@ async def list_batches(request: Request, key: Key, limit: int = 20, after: str |
 
 @router.get("/batches/{batch_id}")
 async def retrieve_batch(batch_id: str, request: Request, key: Key) -> dict[str, Any]:
-    return public(_load(request, key, batch_id))
+    return public(load_job(request, key, batch_id, BATCH))
 
 
 @router.post("/batches/{batch_id}/cancel")
 async def cancel_batch(batch_id: str, request: Request, key: Key) -> dict[str, Any]:
-    job = _load(request, key, batch_id)
+    job = load_job(request, key, batch_id, BATCH)
     if job["status"] in wb.OPENAI_TERMINAL or job["status"] == "cancelling":
         if job["status"] != "cancelling" and job["status"] != "cancelled":
             raise APIError(400, f"The batch '{batch_id}' is {job['status']} and cannot be cancelled",
                            param="batch_id")
         return public(job)
     worker(request).cancel(OPENAI_KIND, batch_id, key.id)
-    return public(_load(request, key, batch_id))
+    return public(load_job(request, key, batch_id, BATCH))

@@ -11,19 +11,21 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 
 from gwlab.local import textgen
-from gwlab.local.auth import require_key, require_model
-from gwlab.local.body import read_json
+from gwlab.local.auth import require_key
 from gwlab.local.engines.base import TokenLogprob
 from gwlab.local.errors import APIError, error_body
+from gwlab.local.routes.text_request import TextRoute, accept
 from gwlab.local.store import KeyRecord
 from gwlab.local.streaming import sse, sse_response
 from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text
 from gwlab.wire import chat as wire_chat
 from gwlab.wire.chat import ChatRequest
+from gwlab.wire.families import FAMILIES
 
 log = logging.getLogger("gwlab.local")
 router = APIRouter(tags=["chat"])
 Key = Annotated[KeyRecord, Depends(require_key)]
+ROUTE = TextRoute(FAMILIES["chat"], "messages", wire_chat.TOKEN_CAP_FIELDS)
 
 MAX_CHOICES = 8  # n > 1 runs one generation per choice, one after the other on the same engine
 _TEXT = {"text": "text"}
@@ -44,16 +46,7 @@ class ChatRun:
 
 @router.post("/chat/completions")
 async def create_chat_completion(request: Request, key: Key) -> Any:
-    body = await read_json(request)
-    info = require_model(key, body.get("model"), "chat")
-    request.state.model = info.id
-    limits = request.app.state.settings.limits
-    textgen.check_tools(body, limits)
-    chat = parse(body, info.id)
-    cap_field = "max_tokens" if "max_completion_tokens" not in body and "max_tokens" in body else \
-        "max_completion_tokens"
-    textgen.check_tokens(chat.plan, limits, cap_field=cap_field, choices=chat.request.n)
-    await textgen.prepare(chat.plan, chat.params, chat.conversation, "messages")
+    chat = await accept(request, key, ROUTE, parse)
     if chat.request.stream:
         request.state.streamed = True
         return sse_response(_stream(request, chat))
@@ -62,7 +55,7 @@ async def create_chat_completion(request: Request, key: Key) -> Any:
     request.state.usage = (usage["prompt_tokens"], usage["completion_tokens"])
     return {
         "id": textgen.new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
-        "model": info.id, "service_tier": "default",  # no system_fingerprint: none to report
+        "model": chat.plan.model, "service_tier": "default",  # no system_fingerprint: none to report
         "choices": [{"index": i, "message": _message(r), "finish_reason": _FINISH[r.reason],
                      "logprobs": _logprobs(chat.request.top_logprobs, None if r.calls else r.tokens)}
                     for i, r in enumerate(results)],
@@ -82,7 +75,7 @@ def parse(body: dict[str, Any], model: str) -> ChatRun:
     if req.n > MAX_CHOICES:
         raise APIError(400, f"'n' must be an integer from 1 to {MAX_CHOICES} on the local model", param="n")
     plan = textgen.plan_for(req, tools, model=model)
-    plan.top_logprobs = req.top_logprobs
+    plan.top_logprobs, plan.choices = req.top_logprobs, req.n
     params = {t.name: f"tools[{i}].function.parameters" for i, t in enumerate(tools)}
     params[""] = req.schema_field
     return ChatRun(req, _conversation(req.messages), plan, params)

@@ -19,12 +19,13 @@ from gwlab.local.auth import require_messages_key
 from gwlab.local.errors import APIError
 from gwlab.local.jobs.batch_worker import ANTHROPIC_KIND, iso
 from gwlab.local.jobs.task_worker import cursor_slice, new_id
-from gwlab.local.routes.batches import load_job, window, worker
+from gwlab.local.routes.batches import JobKind, load_job, window, worker
 from gwlab.local.store import KeyRecord
 from gwlab.wire.jobs import batches as wb
 
 router = APIRouter(tags=["message_batches"])
 Key = Annotated[KeyRecord, Depends(require_messages_key)]
+MESSAGE_BATCH = JobKind("type", ANTHROPIC_KIND, code="not_found", param="message_batch_id")
 RESULTS_TTL_SECONDS = 29 * 24 * 3600
 
 
@@ -57,10 +58,6 @@ def _render(request: Request, job: dict[str, Any]) -> dict[str, Any]:
     if out.get("results_url"):
         out["results_url"] = str(request.base_url).rstrip("/") + out["results_url"]
     return out
-
-
-def _load(request: Request, key: KeyRecord, batch_id: str) -> dict[str, Any]:
-    return load_job(request, key, batch_id, ("type", "message_batch"), code="not_found", param="message_batch_id")
 
 
 @router.post("/messages/batches")
@@ -96,21 +93,21 @@ async def list_message_batches(request: Request, key: Key, limit: int = 20, afte
 
 @router.get("/messages/batches/{batch_id}")
 async def retrieve_message_batch(batch_id: str, request: Request, key: Key) -> dict[str, Any]:
-    return _render(request, _load(request, key, batch_id))
+    return _render(request, load_job(request, key, batch_id, MESSAGE_BATCH))
 
 
 @router.post("/messages/batches/{batch_id}/cancel")
 async def cancel_message_batch(batch_id: str, request: Request, key: Key) -> dict[str, Any]:
-    job = _load(request, key, batch_id)
+    job = load_job(request, key, batch_id, MESSAGE_BATCH)
     if job["processing_status"] == "in_progress":
         worker(request).cancel(ANTHROPIC_KIND, batch_id, key.id)
-        job = _load(request, key, batch_id)
+        job = load_job(request, key, batch_id, MESSAGE_BATCH)
     return _render(request, job)
 
 
 @router.get("/messages/batches/{batch_id}/results")
 async def message_batch_results(batch_id: str, request: Request, key: Key) -> FileResponse:
-    job = _load(request, key, batch_id)
+    job = load_job(request, key, batch_id, MESSAGE_BATCH)
     if job["processing_status"] != "ended":
         raise APIError(404, f"The message batch '{batch_id}' is still {job['processing_status']}; its results "
                        "can be read once it has ended", code="not_found", param="message_batch_id")
@@ -120,7 +117,7 @@ async def message_batch_results(batch_id: str, request: Request, key: Key) -> Fi
 
 @router.delete("/messages/batches/{batch_id}")
 async def delete_message_batch(batch_id: str, request: Request, key: Key) -> dict[str, Any]:
-    job = _load(request, key, batch_id)
+    job = load_job(request, key, batch_id, MESSAGE_BATCH)
     if job["processing_status"] != "ended":
         raise APIError(400, f"The message batch '{batch_id}' is still {job['processing_status']}; cancel it first",
                        param="message_batch_id")

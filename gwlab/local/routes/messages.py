@@ -16,18 +16,20 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 
 from gwlab.local import textgen
-from gwlab.local.auth import require_messages_key, require_model
-from gwlab.local.body import read_json
+from gwlab.local.auth import require_messages_key
 from gwlab.local.errors import APIError
+from gwlab.local.routes.text_request import TextRoute, accept
 from gwlab.local.store import KeyRecord
 from gwlab.local.streaming import sse, sse_response
 from gwlab.local.textgen import CallArguments, CallStarted, Finished, Started, Text
 from gwlab.wire import messages as wire_messages
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.limits import ANTHROPIC_VERSION_HEADER
 
 log = logging.getLogger("gwlab.local")
 router = APIRouter(tags=["messages"])
 Key = Annotated[KeyRecord, Depends(require_messages_key)]
+ROUTE = TextRoute(FAMILIES["messages"], "messages")
 
 _STOP = {"stop": "end_turn", "stop_sequence": "stop_sequence", "length": "max_tokens",
          "tool_calls": "tool_use"}
@@ -47,14 +49,8 @@ class MessagesRun:
 
 @router.post("/messages")
 async def create_message(request: Request, key: Key) -> Any:
-    body = await read_json(request)
-    info = require_model(key, body.get("model"), "messages")
-    request.state.model = info.id
-    limits = request.app.state.settings.limits
-    textgen.check_tools(body, limits)
-    req = parse(body, info.id, request.headers.get(ANTHROPIC_VERSION_HEADER, ""))
-    textgen.check_tokens(req.plan, limits, cap_field="max_tokens")
-    await textgen.prepare(req.plan, req.params, req.conversation, "messages")
+    version = request.headers.get(ANTHROPIC_VERSION_HEADER, "")
+    req = await accept(request, key, ROUTE, lambda body, model: parse(body, model, version))
     message_id = textgen.new_id("msg_")
     if req.stream:
         request.state.streamed = True

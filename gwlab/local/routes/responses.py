@@ -19,18 +19,20 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 
 from gwlab.local import textgen
-from gwlab.local.auth import require_key, require_model
-from gwlab.local.body import read_json
+from gwlab.local.auth import require_key
 from gwlab.local.errors import APIError
+from gwlab.local.routes.text_request import TextRoute, accept
 from gwlab.local.store import KeyRecord, Store
 from gwlab.local.streaming import sse, sse_response
 from gwlab.local.textgen import CallArguments, CallStarted, Conversation, Finished, Plan, Text
 from gwlab.wire import responses as wire_responses
+from gwlab.wire.families import FAMILIES
 from gwlab.wire.tools import to_responses
 
 log = logging.getLogger("gwlab.local")
 router = APIRouter(tags=["responses"])
 Key = Annotated[KeyRecord, Depends(require_key)]
+ROUTE = TextRoute(FAMILIES["responses"], "input")
 
 _PARTS = {"input_text": "text", "output_text": "text", "refusal": "refusal"}  # what the local model reads
 _OUTPUT_PARTS = {"input_text": "text"}
@@ -54,14 +56,7 @@ class ResponsesRun:
 
 @router.post("/responses")
 async def create_response(request: Request, key: Key) -> Any:
-    body = await read_json(request)
-    info = require_model(key, body.get("model"), "responses")
-    request.state.model = info.id
-    limits = request.app.state.settings.limits
-    textgen.check_tools(body, limits)
-    req = parse(body, info.id, request.app.state.store, key)
-    textgen.check_tokens(req.plan, limits, cap_field="max_output_tokens")
-    await textgen.prepare(req.plan, req.params, req.conversation, "input")
+    req = await accept(request, key, ROUTE, lambda body, model: parse(body, model, request.app.state.store, key))
     if req.stream:
         request.state.streamed = True
         return sse_response(_stream(request, req, key))

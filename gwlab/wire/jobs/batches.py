@@ -60,6 +60,7 @@ class BatchAPI:
     terminal: tuple[str, ...]
     status_field: str
     results_path: str | None = None  # Anthropic: results as JSONL; OpenAI reads output/error files
+    cursor: str = "after"  # the listing's page parameter: the last id of the page before
 
     def path(self, template: str, batch_id: str) -> str:
         return template.replace("{batch_id}", batch_id)
@@ -73,7 +74,7 @@ ANTHROPIC_BATCHES = BatchAPI(
     "anthropic", "/messages/batches", "/messages/batches/{batch_id}", "/messages/batches/{batch_id}/cancel",
     "/messages/batches", max_requests=100_000, max_bytes=256 * MB, statuses=ANTHROPIC_STATUSES,
     terminal=ANTHROPIC_TERMINAL, status_field="processing_status",
-    results_path="/messages/batches/{batch_id}/results")
+    results_path="/messages/batches/{batch_id}/results", cursor="after_id")
 
 
 # --- building ----------------------------------------------------------------------------------------

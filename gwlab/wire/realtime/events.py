@@ -144,34 +144,38 @@ class OutputItemEvent(RealtimeEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class ContentPartEvent(RealtimeEvent):
+class _OutputEvent(RealtimeEvent):
+    """An event about one item of a response's output: which response, which item, where in the output."""
+
     response_id: str | None = None
     item_id: str | None = None
     output_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _PartEvent(_OutputEvent):
+    """An event about one content part of an output item."""
+
     content_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContentPartEvent(_PartEvent):
     part: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
-class TextEvent(RealtimeEvent):
+class TextEvent(_PartEvent):
     """response.text.delta (`delta`) and response.text.done (`text`)."""
 
-    response_id: str | None = None
-    item_id: str | None = None
-    output_index: int | None = None
-    content_index: int | None = None
     delta: str | None = None
     text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class AudioEvent(RealtimeEvent):
+class AudioEvent(_PartEvent):
     """response.audio.delta (base64 `delta`, decoded by `.audio`) and response.audio.done."""
 
-    response_id: str | None = None
-    item_id: str | None = None
-    output_index: int | None = None
-    content_index: int | None = None
     delta: str | None = None
 
     @property
@@ -181,22 +185,15 @@ class AudioEvent(RealtimeEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class TranscriptEvent(RealtimeEvent):
+class TranscriptEvent(_PartEvent):
     """response.audio_transcript.delta (`delta`) and .done (`transcript`)."""
 
-    response_id: str | None = None
-    item_id: str | None = None
-    output_index: int | None = None
-    content_index: int | None = None
     delta: str | None = None
     transcript: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class FunctionCallArgumentsEvent(RealtimeEvent):
-    response_id: str | None = None
-    item_id: str | None = None
-    output_index: int | None = None
+class FunctionCallArgumentsEvent(_OutputEvent):
     call_id: str | None = None
     delta: str | None = None
     arguments: str | None = None
