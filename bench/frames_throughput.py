@@ -199,6 +199,7 @@ def stub_part(args: argparse.Namespace) -> None:
         subset = list(frame["text"].head(args.sequential_rows))
         seconds, cpu_seconds, _ = timed(sequential, url, subset)
         note(f"sequential httpx loop ({len(subset)} rows)", seconds, cpu_seconds, len(subset))
+        one_socket = timed(lambda: asyncio.run(raw_loop(url, subset, 1)))[0]
     finally:
         process.terminate()
         process.wait()
@@ -220,8 +221,10 @@ def stub_part(args: argparse.Namespace) -> None:
           f"of C/L: bare {bare / ideal:.2f} (goal 0.97), checkpointed {kept / ideal:.2f} (goal 0.95); "
           f"the raw-socket floor reaches {floor / ideal:.2f} of C/L, so of what this stub and machine allow: "
           f"bare {bare / floor:.2f}, checkpointed {kept / floor:.2f}")
-    print(f"one request in flight (the sequential loop): {seq_rate * args.latency:.3f} of 1/L, i.e. "
-          f"{1000 / seq_rate - args.latency * 1000:.1f} ms over L per request with no queueing at all")
+    alone = (("the sequential httpx loop", 1 / seq_rate), ("one raw socket", one_socket / len(subset)))
+    for name, per_request in alone:
+        print(f"one request in flight, {name}: {args.latency / per_request:.3f} of 1/L, "
+              f"{(per_request - args.latency) * 1000:.1f} ms over L per request with nothing queued")
     print("rounds (rows/s):", "; ".join(f"{name}: {', '.join(f'{v:.0f}' for v in values)}"
                                        for name, values in wall.items()))
 
