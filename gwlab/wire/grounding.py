@@ -88,7 +88,7 @@ def kind_of(prop: Mapping[str, Any], field: str = "") -> Kind:
         if not isinstance(named[0], str) or named[0] not in KINDS:
             raise InvalidRequest(f"schema.{field or 'property'}.{FLAG}",
                                  f"false or one of {', '.join(KINDS)}; got {named[0]!r}")
-        return named[0]  # type: ignore[return-value]
+        return named[0]
     kinds = set()
     for sub in subs:
         kind = sub.get("type")
@@ -140,7 +140,7 @@ def ground(value: Any, text: str | None, kind: Kind = "string") -> Grounding | N
         return _NOT_FOUND
     first = None
     for found in _alignments(value, text, kind):
-        if fits(kind, text, *found.span):  # type: ignore[misc]
+        if found.span is not None and fits(kind, text, *found.span):
             return found
         first = first or found
     return Grounding(MISPLACED, first.span) if first else _NOT_FOUND
