@@ -439,18 +439,18 @@ def fits(kind: Kind, text: str, start: int, end: int) -> bool:
 
 
 def _identifier(text: str, start: int, end: int) -> bool:
-    """An id holds a digit or is a code in capitals ("QX7B", "ABCDEF"), never a word ("one", "blue"); a bare
-    number is an id unless it is the number of an amount ("18 euros", "$18"), a measurement ("42 mm",
-    "3 days"), a piece of a date, or a short count: fewer than four digits without a number sign ("size 42",
-    "3 keys"; "#18" and "No. 18" are ids)."""
+    """An id holds a digit or is a code in capitals ("QX7B", "ABCDEF"), never a word ("one", "blue") nor a
+    date or a piece of one; a bare number is an id unless it is the number of an amount ("18 euros", "$18"),
+    a measurement ("42 mm", "3 days"), or a short count: fewer than four digits without a number sign
+    ("size 42", "3 keys"; "#18" and "No. 18" are ids)."""
     span = text[start:end]
     if not any(c.isdigit() for c in span) and any(c.islower() for c in span):
         return False
+    if any(a <= start and end <= b for a, b, *_ in _date_mentions(text)):
+        return False  # a date, or a piece of one ("24 July 2026" for an id "2026-07-24")
     if not re.fullmatch(r"\d[\d.,' \u00a0\u202f]*", span):
         return True
     if _money_beside(text, start, end) or _unit_after(text, end):
-        return False
-    if any(a <= start and end <= b for a, b, *_ in _date_mentions(text)):
         return False
     return sum(c.isdigit() for c in span) >= 4 or bool(_NUMBER_SIGN.search(text, 0, start))
 

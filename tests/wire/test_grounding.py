@@ -276,6 +276,8 @@ def test_kind_of_a_schema_property(prop, kind):
     ("4000", "a 4000 mAh battery", "4000"), ("12", "after 12 hours of charging", "12"),
     ("5", "es dauerte 5 Tage", "5"), ("10", "écran de 10 pouces, 10 jours", "10"),
     ("15", "Delivered on 15 May 2026.", "15"), ("2026", "2026年5月15日に届きました", "2026"),
+    ("2026-07-24", "My order came on 24 July 2026.", "24 July 2026"),  # a date given as the id (SmolLM2)
+    ("15.05.2026", "Bestellung vom 15.05.2026", "15.05.2026"),
     ("blue", "Order CYC-51803: the bag is blue, I ordered black.", "blue"),  # a word, no code
 ])
 def test_an_id_written_only_as_a_number_word_an_amount_a_measurement_a_count_a_date_or_a_word_is_misplaced(
