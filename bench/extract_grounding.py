@@ -1,4 +1,4 @@
-"""Grounding catches invented values: `df.gw.extract(grounding="flag")` on two labelled sets, local models.
+"""Grounding catches invented values: `df.gw.extract(grounding="flag")` on labelled sets, local models.
 
     python bench/extract_grounding.py                            # both local text models, every set, pooled
     python bench/extract_grounding.py --models local/gemma-3-270m  # one model
@@ -11,7 +11,8 @@ states (bench/data/support_grounding_labels.jsonl: 3 values among 120, the rest 
 bench/data/grounding_labelled.jsonl (130 messages written for this benchmark, in 6 languages, with ids,
 amounts and dates in many writings and names with accents or in kanji and kana; 204 values among 520) and
 bench/data/grounding_written2.jsonl (set "written2": 108 more, value-dense, in 10 languages; 350 values
-among 432). Greedy
+among 432) and bench/data/grounding_written3.jsonl (set "written3": 89 messages to an electronics repair
+shop, 12 languages, 260 values among 356; held out from the design of the field-kind check). Greedy
 (temperature 0), so a run is repeatable on one machine (see docs/benchmarks.md for other machines). Per model,
 data set and field it prints the values the model gave, split into right (equal to the label after
 normalising: an id's case and separators, an amount within half a cent, a date; the support messages
