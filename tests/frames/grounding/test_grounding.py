@@ -101,6 +101,17 @@ def test_a_value_written_only_as_another_kind_of_span_is_misplaced_flagged_or_dr
     assert "✗ misplaced" in page and ">18</mark>" in page and ">blue</mark>" not in page  # only the amount's span
 
 
+def test_a_kind_the_flag_names_overrides_the_fields_name_and_is_not_sent(stub):
+    schema = {"type": "object", "properties": {
+        "order_id": {"type": ["string", "null"]}, "name": {"type": ["string", "null"], "x-grounding": "string"},
+        "amount": {"type": ["number", "null"]}, "count": {"type": ["integer", "null"], "x-grounding": "amount"}}}
+    row = extract(stub, tickets(WRONG_FIELD), schema=schema).loc[1]
+    assert row["name__grounding"] == "exact"  # "blue": any text, as the flag says
+    assert row["count__grounding"] == "misplaced"  # "one" is no amount: no currency beside it
+    sent = REQUESTS[-1]["body"]["response_format"]["json_schema"]["schema"]
+    assert "x-grounding" not in str(sent) and set(sent["properties"]) == set(schema["properties"])
+
+
 def test_field_scoring_counts_a_misplaced_value_as_ungrounded(stub):
     out = extract(stub, tickets(WRONG_FIELD), schema=KINDS)
     out["true_order_id"], out["true_amount"] = [None], [18.0]
