@@ -23,7 +23,7 @@ from typing import Any
 from gwlab.client.dialect import DialectBook
 from gwlab.errors import InvalidRequest
 from gwlab.wire.families import ProtocolFamily
-from gwlab.wire.grounding import NOT_FOUND, ground_fields
+from gwlab.wire.grounding import UNGROUNDED, ground_fields
 from gwlab.wire.schema import Schema
 from gwlab.wire.structured.driver import Asking, converse
 
@@ -71,8 +71,8 @@ def _grounded(parsed: Any, shape: Schema, text: str | None) -> dict[str, Any]:
 
 
 def _drop(parsed: Any, found: Mapping[str, Any]) -> Any:
-    """The answer with each value not found in the text made None."""
-    lost = {field: None for field, g in found.items() if g is not None and g.status == NOT_FOUND}
+    """The answer with each ungrounded value (not found in the text, or misplaced) made None."""
+    lost = {field: None for field, g in found.items() if g is not None and g.status in UNGROUNDED}
     if not lost:
         return parsed
     return parsed.model_copy(update=lost) if hasattr(parsed, "model_copy") else {**parsed, **lost}

@@ -10,9 +10,16 @@ matched in order within a short window, a number written as a word, a date whose
 out. Otherwise it is *not_found*. A value of a kind that is not quoted (a yes/no, a category, a list, an
 object, or a field whose schema says `"x-grounding": false`) is *exempt*.
 
+Written is not enough: the span must be able to be the field's kind (`kind_of`: an identifier, a person's
+name, an amount, a date, ...). A value whose every alignment is a span of another kind is *misplaced*
+(ungrounded, like *not_found*): an order id "18" whose only "18" is in "18 euros", an id "1" that is the
+word "one", a name "blue" that is a lowercase word of the message. The kind comes from the schema in one
+rule (`kind_of`), and `"x-grounding": "<kind>"` on a property overrides it.
+
 Every span is a (start, end) pair of offsets into the original text: `text[start:end]` is what matched.
 *not_found* does not prove a value wrong (a right value may be paraphrased: "money back" for "refund"),
-and *exact* does not prove it right (a number may be written in the text for another reason).
+*misplaced* does not either (a customer may write her name in lower case), and *exact* does not prove it
+right (a number may be written in the text for another reason).
 """
 
 from __future__ import annotations
@@ -26,17 +33,22 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["EXACT", "EXEMPT", "FLAG", "FUZZY", "FUZZY_THRESHOLD", "NOT_FOUND", "STATUSES", "TOKEN_SIMILARITY",
-           "Grounding", "Kind", "ground", "ground_fields", "kind_of"]
+from gwlab.errors import InvalidRequest
 
-EXACT, FUZZY, NOT_FOUND, EXEMPT = "exact", "fuzzy", "not_found", "exempt"
-STATUSES = (EXACT, FUZZY, NOT_FOUND, EXEMPT)
-FLAG = "x-grounding"  # a schema property with `"x-grounding": false` is exempt (a field the text never quotes)
+__all__ = ["EXACT", "EXEMPT", "FLAG", "FUZZY", "FUZZY_THRESHOLD", "KINDS", "MISPLACED", "NOT_FOUND", "STATUSES",
+           "TOKEN_SIMILARITY", "UNGROUNDED", "Grounding", "Kind", "ground", "ground_fields", "kind_of"]
+
+EXACT, FUZZY, NOT_FOUND, MISPLACED, EXEMPT = "exact", "fuzzy", "not_found", "misplaced", "exempt"
+STATUSES = (EXACT, FUZZY, NOT_FOUND, MISPLACED, EXEMPT)
+UNGROUNDED = (NOT_FOUND, MISPLACED)  # what "flag" flags and "drop" drops
+# a schema property's `"x-grounding"`: false (exempt: a field the text never quotes) or one of KINDS
+FLAG = "x-grounding"
 # a fuzzy match needs this share of the value's tokens, matched in order: with 1-3 tokens, all of them
 FUZZY_THRESHOLD = 0.75
 # two tokens (accents folded, 4+ letters, no digit) match fuzzily from this difflib ratio: one typo in six
 TOKEN_SIMILARITY = 0.8
-Kind = Literal["string", "number", "date", "exempt"]
+Kind = Literal["string", "number", "amount", "date", "identifier", "person_name", "exempt"]
+KINDS: tuple[Kind, ...] = ("string", "number", "amount", "date", "identifier", "person_name", "exempt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,57 +65,107 @@ class Grounding:
 
 _NOT_FOUND = Grounding(NOT_FOUND)
 
+# the words of a field's name that say its kind (the name split at "_", "-", spaces and camelCase)
+_ID_WORDS = frozenset({"id", "ids", "no", "nr", "num", "number", "code", "ref", "reference", "sku", "uuid", "iban"})
+_AMOUNT_WORDS = frozenset({"amount", "price", "total", "cost", "fee", "paid", "refund", "charge", "charged",
+                           "balance", "sum", "payment", "subtotal", "deposit", "fare"})
+_DATE_WORDS = frozenset({"date", "dob", "birthday", "birthdate"})
+_NAME_WORDS = frozenset({"name", "fullname", "firstname", "lastname", "surname", "forename"})
+_PERSONS = frozenset({"customer", "client", "patient", "guest", "sender", "contact", "person", "full", "first",
+                      "last", "given", "family", "middle", "user", "author", "owner", "buyer", "recipient",
+                      "caller", "applicant", "passenger", "traveler", "traveller", "employee", "member"})
 
-def kind_of(prop: Mapping[str, Any]) -> Kind:
-    """How a JSON Schema property's values are aligned: by tokens, as numbers, as dates, or not at all."""
-    if prop.get(FLAG) is False:
-        return "exempt"
+
+def kind_of(prop: Mapping[str, Any], field: str = "") -> Kind:
+    """How a JSON Schema property's values are aligned and which spans can be them: `"x-grounding"` when it
+    names a kind (false: exempt); else from its type, format, pattern and the field's name (`_named`)."""
     subs = [prop, *prop.get("anyOf", []), *prop.get("oneOf", [])]
-    if any(s.get(FLAG) is False or "enum" in s or "const" in s for s in subs):
+    flags = [s[FLAG] for s in subs if FLAG in s]
+    if False in flags or any("enum" in s or "const" in s for s in subs):
         return "exempt"
+    named = [f for f in flags if f is not True]
+    if named:
+        if not isinstance(named[0], str) or named[0] not in KINDS:
+            raise InvalidRequest(f"schema.{field or 'property'}.{FLAG}",
+                                 f"false or one of {', '.join(KINDS)}; got {named[0]!r}")
+        return named[0]
     kinds = set()
     for sub in subs:
         kind = sub.get("type")
         kinds |= set(kind) if isinstance(kind, list) else {kind} if isinstance(kind, str) else set()
     kinds.discard("null")
+    words = _name_words(field)
     if kinds <= {"integer", "number"} and kinds:
-        return "number"
+        return "identifier" if kinds == {"integer"} and _is_id(words) else \
+            "amount" if words & _AMOUNT_WORDS else "number"
     if kinds == {"string"}:
-        formats = {s.get("format") for s in subs}
-        return "date" if formats & {"date", "date-time"} else "string"
+        if {s.get("format") for s in subs} & {"date", "date-time"} or words & _DATE_WORDS:
+            return "date"
+        return "identifier" if any("pattern" in s for s in subs) or _is_id(words) else _named(words)
     return "exempt"  # booleans, arrays, objects, mixed types
+
+
+def _name_words(field: str) -> set[str]:
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", field)
+    return {w for w in re.split(r"[\W_]+", snake.casefold()) if w}
+
+
+def _is_id(words: set[str]) -> bool:
+    return bool(words & _ID_WORDS) and not words & {"of", "count"}  # "number_of_items" counts
+
+
+def _named(words: set[str]) -> Kind:
+    """A person's name: "name", "full_name", "customer_name", "surname" (not "product_name")."""
+    if words & (_NAME_WORDS - {"name"}) or (words & _NAME_WORDS and words - {"name"} <= _PERSONS):
+        return "person_name"
+    return "string"
 
 
 def ground_fields(values: Mapping[str, Any], text: str | None, properties: Mapping[str, Mapping[str, Any]]
                   ) -> dict[str, Grounding | None]:
     """Per field of an answer that the text may quote (not exempt), its grounding (None: no value)."""
-    kinds = {field: kind_of(prop) for field, prop in properties.items()}
+    kinds = {field: kind_of(prop, field) for field, prop in properties.items()}
     return {field: ground(values.get(field), text, kind) for field, kind in kinds.items() if kind != "exempt"}
 
 
 def ground(value: Any, text: str | None, kind: Kind = "string") -> Grounding | None:
-    """Align `value` with `text`; None for a missing value (nothing to ground)."""
+    """Align `value` with `text`; None for a missing value (nothing to ground). The first alignment whose
+    span can be of the field's `kind` wins; when every one is of another kind, the value is misplaced (its
+    span: the first of them)."""
     if value is None or (isinstance(value, float) and value != value):
         return None
     if kind == "exempt" or isinstance(value, bool):
         return Grounding(EXEMPT)
     if not text:
         return _NOT_FOUND
-    if kind == "number" or isinstance(value, int | float):
-        return _ground_number(float(value), text)
+    first = None
+    for found in _alignments(value, text, kind):
+        if found.span is not None and fits(kind, text, *found.span):
+            return found
+        first = first or found
+    return Grounding(MISPLACED, first.span) if first else _NOT_FOUND
+
+
+def _alignments(value: Any, text: str, kind: Kind) -> Iterator[Grounding]:
+    """Every place the text writes `value`, best first: as the field's kind reads it (a number, a date), or
+    a string's tokens, then its reading as a date or an amount."""
+    if kind in ("number", "amount") or isinstance(value, int | float):
+        yield from _ground_number(float(value), text)
+        return
     if isinstance(value, dt.date):
-        return _ground_date(value, text)
+        yield from _ground_date(value, text)
+        return
     value = str(value)
-    if kind == "date":
-        day = _iso_date(value)
-        return _ground_date(day, text) if day is not None else _ground_string(value, text)
-    found = _ground_string(value, text)
-    if found.status != NOT_FOUND:
-        return found
-    number, day = _amount(value), _iso_date(value)
+    day = _iso_date(value)
+    if kind == "date" and day is not None:
+        yield from _ground_date(day, text)
+        return
+    yield from _ground_string(value, text)
+    number = _amount(value)
     if day is not None:
-        return _ground_date(day, text)
-    return _ground_number(number, text) if number is not None else found
+        yield from _ground_date(day, text)
+    elif number is not None:
+        yield from _ground_number(number, text)
 
 
 # --- tokens --------------------------------------------------------------------------------------------
@@ -132,20 +194,19 @@ def _fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
-def _ground_string(value: str, text: str) -> Grounding:
+def _ground_string(value: str, text: str) -> Iterator[Grounding]:
     words, where = _tokens(value), _tokens(text)
     if not words:
-        return _NOT_FOUND
-    span = _exact(words, where, text)
-    if span is not None:
-        return Grounding(EXACT, span)
-    span = _fuzzy(words, where, text)
-    return Grounding(FUZZY, span) if span is not None else _NOT_FOUND
+        return
+    for span in _exact(words, where, text):
+        yield Grounding(EXACT, span)
+    for span in _fuzzy(words, where, text):
+        yield Grounding(FUZZY, span)
 
 
-def _exact(words: list[_Token], where: list[_Token], text: str) -> tuple[int, int] | None:
-    """The first run of text tokens whose concatenation is the value's: separators and spaces ignored,
-    tokens kept whole (so "BRW-10421", "BRW 10421" and "BRW10421" are one id, "10421" inside "110421" is not),
+def _exact(words: list[_Token], where: list[_Token], text: str) -> Iterator[tuple[int, int]]:
+    """Each run of text tokens whose concatenation is the value's: separators and spaces ignored, tokens
+    kept whole (so "BRW-10421", "BRW 10421" and "BRW10421" are one id, "10421" inside "110421" is not),
     and never a part of a number ("1" is not written in "$1,150.00", nor "02" in "12.02.2026")."""
     compact = "".join(w.norm for w in words)
     for i, first in enumerate(where):
@@ -155,10 +216,9 @@ def _exact(words: list[_Token], where: list[_Token], text: str) -> tuple[int, in
         for j in range(i, len(where)):
             joined += where[j].norm
             if joined == compact and not _part_of_a_number(text, first.start, where[j].end):
-                return first.start, where[j].end
+                yield first.start, where[j].end
             if not compact.startswith(joined):
                 break
-    return None
 
 
 def _part_of_a_number(text: str, start: int, end: int) -> bool:
@@ -167,21 +227,22 @@ def _part_of_a_number(text: str, start: int, end: int) -> bool:
         re.match(r"[.,']\d", text[end:end + 2]) and text[end - 1].isdigit())
 
 
-def _fuzzy(words: list[_Token], where: list[_Token], text: str) -> tuple[int, int] | None:
-    """The best window of text tokens holding at least FUZZY_THRESHOLD of the value's tokens in order,
-    never a part of a number."""
+def _fuzzy(words: list[_Token], where: list[_Token], text: str) -> Iterator[tuple[int, int]]:
+    """The windows of text tokens holding at least FUZZY_THRESHOLD of the value's tokens in order, never
+    a part of a number: the most tokens matched first, then the earliest."""
     n = len(words)
     need = math.ceil(FUZZY_THRESHOLD * n - 1e-9)  # 1, 2, 3 of 1-3 tokens; 3 of 4; 4 of 5
     width = n + max(1, n // 2)
-    best: tuple[int, tuple[int, int]] | None = None
+    found: list[tuple[int, int, tuple[int, int]]] = []
     for i in range(len(where)):
         if not any(_similar(w, where[i]) for w in words):
             continue  # a window starts on a matched token
         matched, last = _in_order(words, where[i:i + width])
         span = (where[i].start, where[i + last].end)
-        if matched >= need and (best is None or matched > best[0]) and not _part_of_a_number(text, *span):
-            best = (matched, span)
-    return best[1] if best else None
+        if matched >= need and not _part_of_a_number(text, *span):
+            found.append((-matched, i, span))
+    for _, _, span in sorted(found):
+        yield span
 
 
 def _in_order(words: list[_Token], window: list[_Token]) -> tuple[int, int]:
@@ -223,17 +284,16 @@ _CURRENCIES = frozenset({
 _LETTERS_BEFORE = re.compile(rf"(?:(?![{_CJK}])[^\W\d_])+$")  # CJK text writes numbers without spaces
 
 
-def _ground_number(value: float, text: str) -> Grounding:
+def _ground_number(value: float, text: str) -> Iterator[Grounding]:
     dates = [(start, end) for start, end, *_ in _date_mentions(text)]
     for match in _NUMBER.finditer(text):
         if _in_a_code(text, match.start()) or any(a < match.end() and match.start() < b for a, b in dates):
             continue  # an id's tail, or a day, month or year of a date ("2" in "2026年2月9日")
         if any(_same_number(value, c) for c in _readings(match.group())):
-            return Grounding(EXACT, (match.start(), match.end()))
+            yield Grounding(EXACT, (match.start(), match.end()))
     for token in _tokens(text):
         if token.norm in _WORDS and _same_number(value, _WORDS[token.norm]):
-            return Grounding(FUZZY, (token.start, token.end))
-    return _NOT_FOUND
+            yield Grounding(FUZZY, (token.start, token.end))
 
 
 def _in_a_code(text: str, start: int) -> bool:
@@ -302,15 +362,16 @@ _DATES = [  # (pattern, the order of its groups)
 ]
 
 
-def _ground_date(value: dt.date, text: str) -> Grounding:
-    yearless = None
+def _ground_date(value: dt.date, text: str) -> Iterator[Grounding]:
+    yearless = []
     for start, end, year, month, day in _date_mentions(text):
         if (month, day) != (value.month, value.day) or (year is not None and year != value.year):
             continue
         if year is not None:
-            return Grounding(EXACT, (start, end))
-        yearless = yearless or (start, end)
-    return Grounding(FUZZY, yearless) if yearless else _NOT_FOUND
+            yield Grounding(EXACT, (start, end))
+        else:
+            yearless.append(Grounding(FUZZY, (start, end)))
+    yield from yearless
 
 
 def _date_mentions(text: str) -> Iterator[tuple[int, int, int | None, int, int]]:
@@ -346,3 +407,95 @@ def _iso_date(value: str) -> dt.date | None:
             else dt.date.fromisoformat(value)
     except ValueError:
         return None
+
+
+# --- kinds: which spans can be a field's value ----------------------------------------------------------
+
+# units a number may carry that make it a measurement or a duration, never an amount of money nor an id
+_UNITS = frozenset({
+    "%", "‰", "°", "\"", "″", "mm", "cm", "m", "km", "inch", "inches", "ft", "feet", "foot", "g", "kg", "mg", "lb",
+    "lbs", "oz", "ml", "l", "liter", "liters", "litre", "litres", "kb", "mb", "gb", "tb", "mbps", "gbps", "w", "kw",
+    "v", "mah", "wh", "kwh", "hz", "khz", "mhz", "ghz", "px", "dpi", "degrees", "sec", "secs", "second", "seconds",
+    "min", "mins", "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "day", "days", "week", "weeks", "month",
+    "months", "year", "years", "yr", "yrs", "tag", "tage", "stunde", "stunden", "jahr", "jahre", "woche", "wochen",
+    "jour", "jours", "heure", "heures", "ans", "semaine", "semaines", "día", "días", "hora", "horas", "año", "años",
+    "giorno", "giorni", "ore", "anno", "anni", "dia", "dias", "ano", "anos", "dag", "dagen", "uur", "jaar", "dagar",
+    "timmar", "år", "dni", "godzin", "lat",  # and CJK units by their first character (a CJK token is one):
+    "時", "分", "秒", "歳", "天", "小", "公", "个", "個", "台", "件", "枚", "本", "개", "시", "분", "년", "살"})
+# currency signs and words: a number next to one is an amount ("18 euros", "$18", "250 AED", "680元")
+_MONEY = _CURRENCIES | {"元", "円", "원", "zł", "zl", "kn", "ft", "tl", "lei", "rs"}
+_NUMBER_SIGN = re.compile(r"(?:#|№|\b(?:no|nr|n[°º])\.?)\s*$", re.I)  # "#18", "No. 18", "Nr. 18", "n° 18"
+# lowercase words a person's name may hold: "Sanne de Vries", "Ludwig van Beethoven", "Ibn al-Haytham"
+_PARTICLES = frozenset({"de", "del", "della", "der", "den", "di", "da", "das", "do", "dos", "du", "la", "le", "van",
+                        "von", "ten", "ter", "zu", "y", "e", "bin", "ibn", "al", "el", "d", "l", "af", "av", "st"})
+
+
+def fits(kind: Kind, text: str, start: int, end: int) -> bool:
+    """Whether `text[start:end]` can be a value of `kind` (`kind_of`): an identifier, a person's name and an
+    amount have rules (`_identifier`, `_person_name`, `_amount_span`); every other kind fits any span its
+    alignment found (a date is aligned only with dates, a number with numbers)."""
+    rule = {"identifier": _identifier, "person_name": _person_name, "amount": _amount_span}.get(kind)
+    return rule is None or rule(text, start, end)
+
+
+def _identifier(text: str, start: int, end: int) -> bool:
+    """An id holds a digit or is a code in capitals ("QX7B", "ABCDEF"), never a word ("one", "blue") nor a
+    date or a piece of one; a bare number is an id unless it is the number of an amount ("18 euros", "$18"),
+    a measurement ("42 mm", "3 days"), or a short count: fewer than four digits without a number sign
+    ("size 42", "3 keys"; "#18" and "No. 18" are ids)."""
+    span = text[start:end]
+    if not any(c.isdigit() for c in span) and any(c.islower() for c in span):
+        return False
+    if any(a <= start and end <= b for a, b, *_ in _date_mentions(text)):
+        return False  # a date, or a piece of one ("24 July 2026" for an id "2026-07-24")
+    if not re.fullmatch(r"\d[\d.,' \u00a0\u202f]*", span):
+        return True
+    if _money_beside(text, start, end) or _unit_after(text, end):
+        return False
+    return sum(c.isdigit() for c in span) >= 4 or bool(_NUMBER_SIGN.search(text, 0, start))
+
+
+def _person_name(text: str, start: int, end: int) -> bool:
+    """A person's name holds no digit and, in a cased script, capitals: some word starts with one, and its
+    other words are capitalised too or particles ("Sanne de Vries"), so "student", "blue" and "Child
+    trailer with a torn cover" are no names. A name in an uncased script (kanji, hangul) or in a text written
+    without any capital ("hi its jordan here") is not judged by case."""
+    span = text[start:end]
+    if any(c.isdigit() for c in span):
+        return False
+    cased = [w for w in re.findall(r"[^\W\d_]+", span) if w.lower() != w.upper()]
+    if not cased or not any(c.isupper() for c in text):
+        return True
+    lower = [w for w in cased if w[0].islower()]
+    return len(lower) < len(cased) and all(w.casefold() in _PARTICLES for w in lower)
+
+
+def _amount_span(text: str, start: int, end: int) -> bool:
+    """An amount of money is not a measurement ("80%", "256 GB", "3 days") unless a currency stands beside
+    it, and a number word is one only beside a currency ("ten euros"; "two phones" counts phones)."""
+    if not any(c.isdigit() for c in text[start:end]):
+        return _money_beside(text, start, end)
+    return _money_beside(text, start, end) or not _unit_after(text, end)
+
+
+def _money_beside(text: str, start: int, end: int) -> bool:
+    """A currency sign or word just before or after the span ("$18", "EUR 18", "18 €", "18 euros", "250 AED")."""
+    before, after = text[max(0, start - 12):start].rstrip(), text[end:end + 12].lstrip()
+    if (before and unicodedata.category(before[-1]) == "Sc") or (after and unicodedata.category(after[0]) == "Sc"):
+        return True
+    word_before = re.search(r"[^\W\d_]+$", before)
+    word_after = _TOKEN.match(after)
+    return any(w is not None and _is_money(w.group()) for w in (word_before, word_after))
+
+
+def _is_money(word: str) -> bool:
+    return word.casefold() in _MONEY or (len(word) == 3 and word.isascii() and word.isupper())  # an ISO code
+
+
+def _unit_after(text: str, end: int) -> bool:
+    """A unit just after a number: "42 mm", "15.6-inch", "80%", "3 days", "5時間"."""
+    after = re.sub(r"^[ \u00a0\u202f-]", "", text[end:end + 12])
+    if after[:1] in _UNITS:
+        return True
+    word = _TOKEN.match(after)
+    return word is not None and word.group().casefold() in _UNITS

@@ -119,7 +119,8 @@ class Schema:
 
     def sent(self) -> dict[str, Any]:
         """The schema as a gateway sees it: without gwlab's own keywords (`"x-grounding"`, which says a
-        field is exempt from grounding: gwlab/wire/grounding.py), which a strict validator may refuse."""
+        field is exempt from grounding or names its kind: gwlab/wire/grounding.py), which a strict
+        validator may refuse."""
         sent: dict[str, Any] = _without(self.json, _OWN_KEYWORDS)  # a dict stays a dict
         return sent
 
@@ -144,9 +145,10 @@ _OWN_KEYWORDS = ("x-grounding",)
 
 
 def _without(node: Any, keys: Sequence[str]) -> Any:
-    """`node` without the boolean keywords `keys` anywhere in the tree (a property so named is an object: kept)."""
+    """`node` without the keywords `keys` (a boolean or a string) anywhere in the tree (a property so named is
+    an object: kept)."""
     if isinstance(node, Mapping):
-        return {k: _without(v, keys) for k, v in node.items() if not (k in keys and isinstance(v, bool))}
+        return {k: _without(v, keys) for k, v in node.items() if not (k in keys and isinstance(v, bool | str))}
     if isinstance(node, list):
         return [_without(v, keys) for v in node]
     return node

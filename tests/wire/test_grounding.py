@@ -6,7 +6,19 @@ import datetime as dt
 
 import pytest
 
-from gwlab.wire.grounding import EXACT, EXEMPT, FUZZY, NOT_FOUND, Grounding, ground, kind_of
+from gwlab.errors import InvalidRequest
+from gwlab.wire.grounding import (
+    EXACT,
+    EXEMPT,
+    FUZZY,
+    MISPLACED,
+    NOT_FOUND,
+    UNGROUNDED,
+    Grounding,
+    ground,
+    ground_fields,
+    kind_of,
+)
 
 
 def quoted(value, text, kind="string"):
@@ -250,3 +262,139 @@ def test_an_empty_text_grounds_nothing():
 ])
 def test_kind_of_a_schema_property(prop, kind):
     assert kind_of(prop) == kind
+
+
+# --- kinds: a value written only as another kind of span is misplaced ------------------------------------
+
+@pytest.mark.parametrize(("value", "text", "span"), [
+    ("1", "I bought one bike and a bell.", "one"),  # a number word is no id (issue 33: Gemma's "1")
+    ("18", "The pump cost 18 euros.", "18"), ("18", "The pump cost $18.", "18"), ("18", "Total: EUR 18", "18"),
+    ("250", "I paid 250 AED for both.", "250"), ("6200", "代金は¥6,200でした。", "6,200"),
+    ("85000", "수리비 85,000원을 냈는데", "85,000"), ("680", "付了680元", "680"),
+    ("42", "Do you have size 42 cycling shoes?", "42"),  # a short bare number counts, it names nothing
+    ("3", "The keyboard has 3 keys missing.", "3"), ("256", "the 256 GB drive is empty", "256"),
+    ("4000", "a 4000 mAh battery", "4000"), ("12", "after 12 hours of charging", "12"),
+    ("5", "es dauerte 5 Tage", "5"), ("10", "écran de 10 pouces, 10 jours", "10"),
+    ("15", "Delivered on 15 May 2026.", "15"), ("2026", "2026年5月15日に届きました", "2026"),
+    ("2026-07-24", "My order came on 24 July 2026.", "24 July 2026"),  # a date given as the id (SmolLM2)
+    ("15.05.2026", "Bestellung vom 15.05.2026", "15.05.2026"),
+    ("blue", "Order CYC-51803: the bag is blue, I ordered black.", "blue"),  # a word, no code
+])
+def test_an_id_written_only_as_a_number_word_an_amount_a_measurement_a_count_a_date_or_a_word_is_misplaced(
+        value, text, span):
+    assert quoted(value, text, "identifier") == (MISPLACED, span)
+
+
+@pytest.mark.parametrize(("value", "text", "span"), [
+    ("VF-70012", "repair VF 70012 is late", "VF 70012"), ("88123", "order 88123 never came", "88123"),
+    ("18", "Order #18 is late; I paid 18 euros.", "18"), ("512", "Bestellung Nr. 512 fehlt", "512"),
+    ("207", "commande n° 207 du 3 mai", "207"), ("QXBRTZ", "booking ref QXBRTZ, 2 nights", "QXBRTZ"),
+    ("12345", "注文番号12345は届きません", "12345"), ("cyc51440", "Bestellung cyc51440 vom 3. Mai", "cyc51440"),
+    ("RMA-2026-0415", "return RMA-2026-0415 of 3 June 2026", "RMA-2026-0415"),
+])
+def test_an_id_written_as_a_code_or_a_long_or_signed_number_is_grounded(value, text, span):
+    assert quoted(value, text, "identifier") == (EXACT, span)
+
+
+def test_a_string_field_without_a_kind_still_grounds_on_any_span():
+    assert quoted("1", "I bought one bike.") == (FUZZY, "one")
+    assert quoted("blue", "the bag is blue") == (EXACT, "blue")
+
+
+@pytest.mark.parametrize(("value", "text", "span"), [
+    ("student", "Do you offer student discounts on helmets?", "student"),
+    ("blue", "Order CYC-51803: the bag is blue.", "blue"),
+    ("child trailer with a torn cover", "Order CYC-51716: 249,00 € for a child trailer with a torn cover.",
+     "child trailer with a torn cover"),
+    ("Child trailer with a torn cover", "Child trailer with a torn cover: 249,00 €.",
+     "Child trailer with a torn cover"),  # capitalised at a sentence's start, yet a run of lowercase words
+    ("CYC-51607", "Hello, order CYC-51607, paid $19.00.", "CYC-51607"),  # digits are no name
+    ("bike", "I have two bikes to repair.", "bikes"),
+    ("синяя", "Сумка синяя, а я заказал чёрную.", "синяя"),  # Cyrillic is cased too
+    ("roue", "Bonjour, la roue est voilée.", "roue"),
+])
+def test_a_persons_name_written_only_as_lowercase_words_or_with_digits_is_misplaced(value, text, span):
+    assert quoted(value, text, "person_name") == (MISPLACED, span)
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    ("Sanne de Vries", "Goedemiddag, met Sanne de Vries."), ("Grace O'Neill", "Hi, Grace O'Neill here."),
+    ("Jürgen Weiß", "Mit freundlichen Grüßen, Jürgen Weiß"), ("Mohammed Al-Rashid", "I am Mohammed Al-Rashid."),
+    ("Ludwig van Beethoven", "Signed: Ludwig van Beethoven"), ("Анна Иванова", "Меня зовут Анна Иванова."),
+    ("Νίκος Παπαδόπουλος", "Γεια σας, είμαι ο Νίκος Παπαδόπουλος."),
+    ("佐藤花子", "こんにちは、佐藤花子です。"), ("김민수", "안녕하세요, 김민수입니다."), ("王芳", "你好，我是王芳。"),
+    ("jordan", "hi, its jordan here, my phone is broken"),  # a text without capitals says nothing by case
+    ("Student", "Student here: do you give discounts?"),  # a capitalised word passes: the rule reads case only
+])
+def test_a_persons_name_in_capitals_or_an_uncased_script_or_an_all_lowercase_text_is_grounded(value, text):
+    assert quoted(value, text, "person_name") == (EXACT, value)
+
+
+@pytest.mark.parametrize(("value", "text", "span"), [
+    (80, "It won't charge past 80%.", "80"), (256, "the 256 GB drive is empty", "256"),
+    (3, "It broke again in 3 days.", "3"), (15.6, "the 15.6-inch screen flickers", "15.6"),
+    (2, "I dropped off two phones.", "two"),  # a number word counts things unless money stands beside it
+    (5, "Der Akku hält nur 5 Stunden.", "5"),
+])
+def test_an_amount_written_only_as_a_measurement_or_a_count_is_misplaced(value, text, span):
+    assert quoted(value, text, "amount") == (MISPLACED, span)
+
+
+@pytest.mark.parametrize(("value", "text", "status", "span"), [
+    (18, "The pump cost 18 euros.", EXACT, "18"), (250, "I paid 250 AED for both.", EXACT, "250"),
+    (680, "付了680元", EXACT, "680"), (85000, "수리비 85,000원을", EXACT, "85,000"),
+    (1495, "kostade 1 495 kr", EXACT, "1 495"), (15800, "Total 15,800 JPY", EXACT, "15,800"),
+    (10, "I paid ten euros.", FUZZY, "ten"), (64, "a 64 GB card for 64 dollars", EXACT, "64"),
+    (4, "a 4 GB card for $4", EXACT, "4"),
+])
+def test_an_amount_of_money_is_grounded_even_beside_a_measurement(value, text, status, span):
+    found = ground(value, text, "amount")
+    assert found is not None and found.status == status and text[found.span[0]:found.span[1]] == span
+    if "GB" in text:
+        assert found.span[0] > text.index("GB")  # the money, not the card's size
+
+
+def test_a_plain_number_may_be_a_measurement():
+    assert quoted(3, "It broke again in 3 days.", "number") == (EXACT, "3")
+    assert quoted(80, "It won't charge past 80%.", "number") == (EXACT, "80")
+
+
+def test_a_misplaced_value_is_ungrounded_and_keeps_where_the_text_writes_it():
+    found = ground("18", "The pump cost 18 euros.", "identifier")
+    assert found == Grounding(MISPLACED, (14, 16)) and not found.grounded
+    assert MISPLACED in UNGROUNDED and NOT_FOUND in UNGROUNDED
+
+
+@pytest.mark.parametrize(("prop", "field", "kind"), [
+    ({"type": "string"}, "order_id", "identifier"), ({"type": ["string", "null"]}, "orderId", "identifier"),
+    ({"type": "string"}, "booking_reference", "identifier"), ({"type": "string"}, "zip_code", "identifier"),
+    ({"type": "string", "pattern": "^[A-Z]{3}-[0-9]+$"}, "ticket", "identifier"),
+    ({"type": "integer"}, "order_id", "identifier"), ({"type": "integer"}, "number_of_items", "number"),
+    ({"type": "number"}, "amount", "amount"), ({"type": ["number", "null"]}, "totalPrice", "amount"),
+    ({"type": "number"}, "weight_kg", "number"),
+    ({"type": "string"}, "name", "person_name"), ({"type": "string"}, "customer_name", "person_name"),
+    ({"type": "string"}, "lastName", "person_name"), ({"type": "string"}, "surname", "person_name"),
+    ({"type": "string"}, "product_name", "string"), ({"type": "string"}, "company_name", "string"),
+    ({"type": "string"}, "delivery_date", "date"), ({"type": "string"}, "summary", "string"),
+    ({"type": "string", "x-grounding": "string"}, "order_id", "string"),  # the flag overrides the name
+    ({"anyOf": [{"type": "string", "x-grounding": "person_name"}, {"type": "null"}]}, "author", "person_name"),
+    ({"type": "string", "x-grounding": True}, "name", "person_name"),  # true: inferred as without the flag
+    ({"type": "integer", "x-grounding": False}, "order_id", "exempt"),
+])
+def test_a_fields_kind_comes_from_its_type_format_pattern_and_name_or_its_flag(prop, field, kind):
+    assert kind_of(prop, field) == kind
+
+
+def test_an_unknown_kind_in_the_flag_is_refused_naming_the_field():
+    with pytest.raises(InvalidRequest) as caught:
+        kind_of({"type": "string", "x-grounding": "colour"}, "shade")
+    assert "shade" in str(caught.value) and "identifier" in str(caught.value)
+
+
+def test_ground_fields_uses_each_fields_kind_from_its_name():
+    text = "Hi, Ana Costa here. I paid 18 euros for one lamp."
+    props = {"order_id": {"type": ["string", "null"]}, "name": {"type": ["string", "null"]},
+             "amount": {"type": ["number", "null"]}}
+    found = ground_fields({"order_id": "18", "name": "lamp", "amount": 18}, text, props)
+    assert {f: g.status for f, g in found.items() if g} == {"order_id": MISPLACED, "name": MISPLACED,
+                                                             "amount": EXACT}

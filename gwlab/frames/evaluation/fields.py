@@ -18,7 +18,7 @@ midnight). A label a yes/no field cannot read ("unsure", 2) is counted
 wrong and warned of, naming the column and the values. `labels=` synonyms apply to the label columns.
 
 When the extracted column has its grounding beside it (`{pred}__grounding`, frames/grounding.py), four
-more counts: `grounded` and `ungrounded` values (exact or fuzzy; not_found), `invented_ungrounded` (the
+more counts: `grounded` and `ungrounded` values (exact or fuzzy; not_found or misplaced), `invented_ungrounded` (the
 invented values grounding caught) and `right_ungrounded` (right values it flagged; with "drop", a right
 value dropped counts as missed instead): NA for a field without grounding, left out when no field has it.
 """
@@ -38,6 +38,7 @@ from gwlab.errors import InvalidRequest
 from gwlab.frames.evaluation import evidence
 from gwlab.frames.evaluation.labels import EvaluationWarning, boolean, synonyms
 from gwlab.stats import intervals
+from gwlab.wire.grounding import UNGROUNDED
 
 __all__ = ["FieldEvaluation", "evaluate_fields"]
 
@@ -173,7 +174,7 @@ def _grounding_counts(frame: pd.DataFrame, truth: str, pred: str) -> dict[str, A
     if status is None:
         return dict.fromkeys(_GROUNDING, pd.NA)
     found = status.astype(object).isin(("exact", "fuzzy")).to_numpy()
-    lost = (status.astype(object) == "not_found").to_numpy()
+    lost = status.astype(object).isin(UNGROUNDED).to_numpy()
     labels = [_plain(v) for v in frame[truth]]
     values = [_plain(v) for v in frame[pred]]
     t_null = np.array([v is None for v in labels])

@@ -1,9 +1,10 @@
 """`grounding=` of `df.gw.extract`: each extracted value aligned with its row's source text, as tidy columns.
 
 Per field the text quotes (strings, numbers, dates: `gwlab.wire.grounding.kind_of`), two columns beside the
-value: `{field}__grounding` (exact, fuzzy, not_found; NA where the value is missing) and `{field}__span`
-(`(start, end)` into the row's source text, or None). `__notes` says, per row, which values were not found
-and what became of them. "flag" keeps an ungrounded value; "drop" makes it missing (it stays in `__raw`);
+value: `{field}__grounding` (exact, fuzzy, not_found, misplaced; NA where the value is missing) and
+`{field}__span` (`(start, end)` into the row's source text, or None; for a misplaced value, where the text
+writes it as something else). `__notes` says, per row, which values were ungrounded (not found or
+misplaced) and what became of them. "flag" keeps an ungrounded value; "drop" makes it missing (it stays in `__raw`);
 "off" aligns nothing and adds no column. The alignment is deterministic, so a run answered from the
 checkpoint grounds as the first did; the columns are also kept in the run's record, so `run_answers`
 gives them back without the source text.
@@ -18,7 +19,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from gwlab.errors import InvalidRequest
-from gwlab.wire.grounding import EXACT, FUZZY, NOT_FOUND, Kind, ground, kind_of
+from gwlab.wire.grounding import EXACT, FUZZY, MISPLACED, NOT_FOUND, UNGROUNDED, Kind, ground, kind_of
 from gwlab.wire.schema import Schema
 
 __all__ = ["GROUNDING", "NOTES", "GroundingMode", "GroundingPlan", "restore", "span_column", "status_column"]
@@ -26,7 +27,8 @@ __all__ = ["GROUNDING", "NOTES", "GroundingMode", "GroundingPlan", "restore", "s
 GROUNDING = ("flag", "drop", "off")
 GroundingMode = Literal["flag", "drop", "off"]
 NOTES = "__notes"
-STATUSES = (EXACT, FUZZY, NOT_FOUND)  # the categories of `{field}__grounding` (exempt fields have no column)
+_KIND_NAMES = {"identifier": "an identifier", "amount": "an amount", "person_name": "a person's name"}
+STATUSES = (EXACT, FUZZY, NOT_FOUND, MISPLACED)  # the categories of `{field}__grounding` (exempt fields have no column)
 
 
 def status_column(field: str) -> str:
@@ -64,7 +66,7 @@ class GroundingPlan:
             source = read[0]
         if not isinstance(source, str) or source not in names:
             raise InvalidRequest("source", f"a column of the frame; got {source!r}")
-        kinds = {f: k for f, prop in schema.json["properties"].items() if (k := kind_of(prop)) != "exempt"}
+        kinds = {f: k for f, prop in schema.json["properties"].items() if (k := kind_of(prop, f)) != "exempt"}
         return cls(mode, source, kinds)
 
     def columns(self) -> list[str]:
@@ -73,7 +75,7 @@ class GroundingPlan:
 
     def apply(self, answers: pd.DataFrame, texts: Sequence[Any]) -> pd.DataFrame:
         """`answers` (one row per source text, in order) with the grounding columns; "drop" blanks the
-        values not found."""
+        ungrounded values (not found or misplaced)."""
         found = {f: [ground(v, _text(t), kind) for v, t in zip(_values(answers[f]), texts, strict=True)]
                  for f, kind in self.kinds.items()}
         notes: list[list[str]] = [[] for _ in range(len(answers))]
@@ -82,12 +84,17 @@ class GroundingPlan:
             answers[span_column(field)] = pd.Series([g.span if g else None for g in rows], index=answers.index,
                                                     dtype=object)
             for i, g in enumerate(rows):
-                if g is not None and g.status == NOT_FOUND:
-                    value = _values(answers[field])[i]
-                    what = "dropped" if self.mode == "drop" else "kept, flagged"
-                    notes[i].append(f"{field}: {value!r} not found in {self.source} ({what})")
+                if g is not None and g.status in UNGROUNDED:
+                    notes[i].append(self._note(field, _values(answers[field])[i], g.status))
         answers[NOTES] = pd.array(["; ".join(n) if n else None for n in notes], dtype="string")
         return _dropped(answers, self.kinds) if self.mode == "drop" else answers
+
+    def _note(self, field: str, value: Any, status: str) -> str:
+        what = "dropped" if self.mode == "drop" else "kept, flagged"
+        if status == NOT_FOUND:
+            return f"{field}: {value!r} not found in {self.source} ({what})"
+        kind = _KIND_NAMES.get(self.kinds[field], self.kinds[field])
+        return f"{field}: {value!r} misplaced: {self.source} writes it only as something other than {kind} ({what})"
 
     def record(self, answers: pd.DataFrame) -> dict[str, Any]:
         """What the run's record keeps to give the columns back (`restore`): JSON-safe."""
@@ -110,9 +117,9 @@ def restore(frame: pd.DataFrame, kept: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def _dropped(answers: pd.DataFrame, fields: Iterable[str]) -> pd.DataFrame:
-    """Each value whose grounding is not_found made missing (in its column's own dtype)."""
+    """Each value whose grounding is not_found or misplaced made missing (in its column's own dtype)."""
     for field in fields:
-        lost = (answers[status_column(field)] == NOT_FOUND).to_numpy()
+        lost = answers[status_column(field)].astype(object).isin(UNGROUNDED).to_numpy()
         if lost.any():
             column = answers[field].copy()
             column[lost] = None

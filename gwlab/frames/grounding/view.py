@@ -21,13 +21,15 @@ __all__ = ["GroundingView", "show_grounding"]
 
 PAGE = 10  # rows shown when none are named
 _COLOURS = ["#fde68a", "#bfdbfe", "#bbf7d0", "#fbcfe8", "#ddd6fe", "#fed7aa", "#a5f3fc", "#e5e7eb"]
-_MARKS = {"exact": "✓ exact", "fuzzy": "≈ fuzzy", "not_found": "✗ not found"}
+_MARKS = {"exact": "✓ exact", "fuzzy": "≈ fuzzy", "not_found": "✗ not found",
+          "misplaced": "✗ misplaced (written only as something else)"}
+_GROUNDED = ("exact", "fuzzy")  # spans highlighted; a misplaced value's span is another field's kind of text
 
 
 def show_grounding(frame: pd.DataFrame, rows: Any = None, *, source: str | None = None,
                    fields: Sequence[str] | None = None) -> GroundingView:
     """A view of grounded rows of a `df.gw.extract` result: each row's source text with each field's span
-    highlighted, and a table of the values with their status (values not found marked).
+    highlighted, and a table of the values with their status (values not found or misplaced marked).
 
     Parameters
     ----------
@@ -76,7 +78,8 @@ class GroundingView:
     def _row(self, label: Any, row: pd.Series) -> str:
         text = row[self.source]
         text = "" if not isinstance(text, str) else text
-        spans = [(row.get(span_column(f)), i, f) for i, f in enumerate(self.fields)]
+        spans = [(row.get(span_column(f)), i, f) for i, f in enumerate(self.fields)
+                 if str(row.get(status_column(f))) in _GROUNDED]
         marked = _highlight(text, [(s, i, f) for s, i, f in spans if isinstance(s, tuple | list) and len(s) == 2])
         table = "".join(self._value_row(row, f, i) for i, f in enumerate(self.fields))
         notes = row.get(NOTES)
@@ -88,11 +91,12 @@ class GroundingView:
     def _value_row(self, row: pd.Series, field: str, i: int) -> str:
         status = row.get(status_column(field))
         value = row.get(field)
-        shown = _raw_value(row, field) if _missing(value) and status == "not_found" else value
+        lost = str(status) in ("not_found", "misplaced")
+        shown = _raw_value(row, field) if _missing(value) and lost else value
         if _missing(shown):
             return f"<tr><td>{_chip(field, i)}</td><td colspan=2 style='color:#6b7280'>no value</td></tr>"
         dropped = " (dropped)" if _missing(value) else ""
-        style = "color:#b91c1c;font-weight:bold" if status == "not_found" else ""
+        style = "color:#b91c1c;font-weight:bold" if lost else ""
         mark = _MARKS.get(str(status), html.escape(str(status)))
         return (f"<tr><td>{_chip(field, i)}</td><td style='{style}'>{html.escape(str(shown))}</td>"
                 f"<td style='{style}'>{mark}{dropped}</td></tr>")

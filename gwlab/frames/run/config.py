@@ -280,14 +280,16 @@ EXTRACT_OPTIONS_DOC = """
             remembers it for that gateway for the life of the process.
         grounding : {"flag", "drop", "off"}, optional
             Default: "flag" when `prompt` reads one column or `source` is given, else "off".
-            Align each extracted string, number and date with the row's source text (exact, fuzzy or
-            not_found, and its span; see docs/pandas.md, "Grounding"). "flag" keeps a value not found and
-            says so in ``{field}__grounding`` and ``__notes``; "drop" makes it missing (its reason in
-            ``__notes``, the value still in ``__raw``); "off" aligns nothing. Booleans, categories, lists
-            and fields whose schema says ``"x-grounding": false`` are exempt. Not found does not prove a
-            value wrong: a right value may be paraphrased. Columns per grounded field:
-            ``{field}__grounding`` (category: exact, fuzzy, not_found; NA for a missing value) and
-            ``{field}__span`` (``(start, end)`` into the source text, or None).
+            Align each extracted string, number and date with the row's source text (exact, fuzzy,
+            not_found, or misplaced: written only as another kind of text than the field's, an id "18"
+            from "18 euros"; and its span; see docs/pandas.md, "Grounding"). "flag" keeps an ungrounded
+            value and says so in ``{field}__grounding`` and ``__notes``; "drop" makes it missing (its
+            reason in ``__notes``, the value still in ``__raw``); "off" aligns nothing. Booleans,
+            categories, lists and fields whose schema says ``"x-grounding": false`` are exempt;
+            ``"x-grounding": "<kind>"`` sets a field's kind. Ungrounded does not prove a value wrong: a
+            right value may be paraphrased. Columns per grounded field: ``{field}__grounding`` (category:
+            exact, fuzzy, not_found, misplaced; NA for a missing value) and ``{field}__span``
+            (``(start, end)`` into the source text, or None).
         source : str, optional
             The column whose text values are grounded in (default: the one column `prompt` reads).
 """  # `df.gw.extract`'s own options, shown in its docstring

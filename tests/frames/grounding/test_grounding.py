@@ -19,12 +19,14 @@ PARAPHRASE = "The kettle leaks. I'd like my money back, order BRW-20001."
 INVENTS = "Where is my parcel? It has been ten days."
 LATE = "My parcel is late. Where is it?"
 SCRIPT = "<script>alert('x')</script> order BRW-30003 & <b>more</b>"
+WRONG_FIELD = "Hi, one lamp came broken and the box is blue. I paid 18 euros."
 ANSWERS = {
     QUOTES: {"order": "BRW-10421", "amount": 29.9, "day": "2026-01-15", "ask": "refund", "refund": True},
     PARAPHRASE: {"order": "BRW-20001", "amount": None, "day": None, "ask": "refund", "refund": True},
     INVENTS: {"order": "BRW-12345", "amount": 49.99, "day": "2026-01-01", "ask": "parcel location",
               "refund": False},
     LATE: {"order": "BRW-777", "ask": "parcel location"},  # the answer of a two-field Pydantic model
+    WRONG_FIELD: {"order_id": "18", "name": "blue", "amount": 18, "count": 1},  # the text's words, wrong fields
     SCRIPT: {"order": "BRW-30003", "amount": None, "day": None, "ask": "<img src=x onerror=alert(1)>",
              "refund": False},
 }
@@ -32,6 +34,8 @@ SCHEMA = {"type": "object", "properties": {
     "order": {"type": ["string", "null"]}, "amount": {"type": ["number", "null"]},
     "day": {"type": ["string", "null"], "format": "date"}, "ask": {"type": "string"},
     "refund": {"type": "boolean"}}}
+
+KINDS = {"order_id": str | None, "name": str | None, "amount": float | None, "count": int | None}
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +83,49 @@ def test_drop_makes_ungrounded_values_missing_with_the_reason_in_the_notes(stub)
     assert row["order__grounding"] == "not_found" and '"BRW-12345"' in row["__raw"]
     assert "order: 'BRW-12345' not found in text (dropped)" in row["__notes"]
     assert out["amount"].dtype == "Float64" and out["day"].dtype == "datetime64[ns]"
+
+
+def test_a_value_written_only_as_another_kind_of_span_is_misplaced_flagged_or_dropped(stub):
+    out = extract(stub, tickets(WRONG_FIELD), schema=KINDS)
+    row = out.loc[1]
+    assert [row[f"{f}__grounding"] for f in KINDS] == ["misplaced", "misplaced", "exact", "fuzzy"]
+    assert WRONG_FIELD[slice(*row["order_id__span"])] == "18"  # where the text writes it: as an amount
+    assert row["order_id"] == "18" and row["name"] == "blue"  # "flag" keeps them
+    assert "order_id: '18' misplaced: text writes it only as something other than an identifier (kept, " \
+           "flagged)" in row["__notes"] and "name: 'blue' misplaced" in row["__notes"]
+    assert "count" not in row["__notes"]  # a plain number may be a count: "one" grounds it
+    dropped = extract(stub, tickets(WRONG_FIELD), schema=KINDS, grounding="drop").loc[1]
+    assert pd.isna(dropped["order_id"]) and pd.isna(dropped["name"]) and dropped["amount"] == 18
+    assert "(dropped)" in dropped["__notes"]
+    page = gwlab.show_grounding(out)._repr_html_()
+    assert "✗ misplaced" in page and ">18</mark>" in page and ">blue</mark>" not in page  # only the amount's span
+
+
+def test_a_kind_the_flag_names_overrides_the_fields_name_and_is_not_sent(stub):
+    schema = {"type": "object", "properties": {
+        "order_id": {"type": ["string", "null"]}, "name": {"type": ["string", "null"], "x-grounding": "string"},
+        "amount": {"type": ["number", "null"]}, "count": {"type": ["integer", "null"], "x-grounding": "amount"}}}
+    row = extract(stub, tickets(WRONG_FIELD), schema=schema).loc[1]
+    assert row["name__grounding"] == "exact"  # "blue": any text, as the flag says
+    assert row["count__grounding"] == "misplaced"  # "one" is no amount: no currency beside it
+    sent = REQUESTS[-1]["body"]["response_format"]["json_schema"]["schema"]
+    assert "x-grounding" not in str(sent) and set(sent["properties"]) == set(schema["properties"])
+
+
+def test_field_scoring_counts_a_misplaced_value_as_ungrounded(stub):
+    out = extract(stub, tickets(WRONG_FIELD), schema=KINDS)
+    out["true_order_id"], out["true_amount"] = [None], [18.0]
+    with pytest.warns(EvaluationWarning, match="fewer than 10 rows"):
+        table = gwlab.evaluate(out, truth={"order_id": "true_order_id", "amount": "true_amount"},
+                               kind="fields").metrics
+    assert table.loc["order_id", ["grounded", "ungrounded", "invented_ungrounded"]].tolist() == [0, 1, 1]
+    assert table.loc["amount", ["grounded", "ungrounded", "right_ungrounded"]].tolist() == [1, 0, 0]
+
+
+def test_a_single_schema_call_drops_a_misplaced_value(stub):
+    reply = stub.chat.create(f"Message: {WRONG_FIELD}", model="m", schema=KINDS, grounding="drop")
+    assert reply.grounding["order_id"].status == "misplaced" and reply.parsed["order_id"] is None
+    assert reply.parsed["amount"] == 18
 
 
 def test_off_aligns_nothing(stub):
